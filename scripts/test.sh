@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh Debian 12 machine: installs what it needs, builds, runs ctest.
+# GPU tests skip themselves where there is no GPU. CI (.ci/run) calls exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh "$@"
+cd build
+ctest --output-on-failure --timeout 900 -j "$(nproc)"

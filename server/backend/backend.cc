@@ -1,0 +1,27 @@
+#include "server/backend/backend.h"
+
+#include <string>
+
+
+namespace gpusort {
+
+std::string_view BackendKindName(BackendKind kind) {
+  return kind == BackendKind::kCuda ? "cuda" : "cpu";
+}
+
+absl::Status AlgorithmUnavailable(std::string_view method, Algorithm asked,
+                                  const std::vector<Algorithm>& available,
+                                  std::string_view backend) {
+  // Debian's abseil has its own string_view, so messages are built with std::string.
+  std::string list = "auto";
+  for (Algorithm a : available) (list += ", ") += AlgorithmName(a);
+  std::string message(method);
+  message += " algorithm '";
+  message += AlgorithmName(asked);
+  message += "' is not available on the ";
+  message += backend;
+  message += " backend; available: " + list;
+  return absl::UnimplementedError(message);
+}
+
+}  // namespace gpusort

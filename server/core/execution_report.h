@@ -1,0 +1,40 @@
+// What a backend tells the service about how it served a request: the algorithm that ran and the time
+// of each stage. The service copies it into ExecutionInfo and the stage metrics.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/core/spec.h"
+
+namespace gpusort {
+
+struct StageTime {
+  std::string stage;
+  double seconds = 0;
+};
+
+struct ExecutionReport {
+  Algorithm algorithm = Algorithm::kAuto;
+  std::vector<StageTime> stages;
+
+  void AddStage(std::string stage, double seconds) {
+    stages.push_back({std::move(stage), seconds});
+  }
+};
+
+// Measures one stage: `StageClock c; ...; report.AddStage("sort", c.Seconds());`
+class StageClock {
+ public:
+  StageClock() : start_(std::chrono::steady_clock::now()) {}
+  double Seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace gpusort

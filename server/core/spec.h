@@ -1,0 +1,65 @@
+// What a Sort or TopK request asks for, decoded from the wire and checked, plus the buffers it works
+// on. Backends see only these types: no protobuf, no gRPC, no CUDA.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "server/core/dtype.h"
+
+namespace gpusort {
+
+enum class SortOrder { kAscending, kDescending };
+
+// Mirrors gpusort.v1.Algorithm.
+enum class Algorithm { kAuto, kRadix, kMerge, kBitonic, kOddEven, kQuicksort, kCpu };
+std::string_view AlgorithmName(Algorithm a);  // "auto", "radix", ... (metrics labels, logs, CLI)
+bool ParseAlgorithm(std::string_view name, Algorithm* out);
+
+enum class SortPayload { kNone, kValues, kIndices };
+
+struct SortSpec {
+  DType dtype = DType::kUInt32;
+  SortOrder order = SortOrder::kAscending;
+  bool stable = false;
+  SortPayload payload = SortPayload::kNone;
+  std::size_t value_width = 0;  // bytes per value when payload == kValues
+  Algorithm algorithm = Algorithm::kAuto;
+};
+
+// Buffers of one sort, owned by the caller. Sizes are consistent with the spec (the service checks).
+struct SortBuffers {
+  std::size_t count = 0;               // n keys
+  std::span<std::byte> keys;           // n * ElementSize(dtype) bytes, sorted in place
+  std::span<const std::byte> values;   // kValues: n * value_width input bytes
+  std::span<std::byte> values_out;     // kValues: n * value_width output bytes (not aliasing values)
+  std::span<int64_t> indices_out;      // kIndices: n input positions
+};
+
+enum class TopKOutput { kValuesAndIndices, kValues, kIndices };
+
+struct TopKSpec {
+  DType dtype = DType::kUInt32;
+  std::size_t k = 1;
+  bool largest = true;
+  bool sorted = true;
+  TopKOutput output = TopKOutput::kValuesAndIndices;
+  std::size_t rows = 1;  // n / rows keys per row; never 0 here (the service maps 0 to 1)
+  Algorithm algorithm = Algorithm::kAuto;
+
+  bool wants_values() const { return output != TopKOutput::kIndices; }
+  bool wants_indices() const { return output != TopKOutput::kValues; }
+};
+
+// Buffers of one top-k: results are row-major, rows * k entries; indices count from the row start.
+struct TopKBuffers {
+  std::size_t count = 0;              // n keys in all rows together
+  std::span<const std::byte> keys;    // n * ElementSize(dtype) bytes
+  std::span<std::byte> values_out;    // rows * k keys, when wanted (else empty)
+  std::span<int64_t> indices_out;     // rows * k positions, when wanted (else empty)
+};
+
+}  // namespace gpusort

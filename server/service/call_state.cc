@@ -1,0 +1,41 @@
+#include "server/service/call_state.h"
+
+#include <cstdio>
+#include <random>
+
+namespace gpusort {
+namespace {
+
+std::string MakeRequestId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char id[17];
+  std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(rng()));
+  return id;
+}
+
+// gRPC reports "no deadline" as a time far in the future; keep real deadlines only.
+Cancellation::Clock::time_point SteadyDeadline(grpc::CallbackServerContext* context) {
+  const auto system_deadline = context->deadline();
+  const auto now_system = std::chrono::system_clock::now();
+  if (system_deadline > now_system + std::chrono::hours(24 * 365))
+    return Cancellation::Clock::time_point::max();
+  return Cancellation::Clock::now() +
+         std::chrono::duration_cast<Cancellation::Clock::duration>(system_deadline - now_system);
+}
+
+std::string RequestIdFrom(grpc::CallbackServerContext* context) {
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("x-request-id");
+  if (it != metadata.end() && !it->second.empty() && it->second.size() <= 128)
+    return std::string(it->second.data(), it->second.size());
+  return MakeRequestId();
+}
+
+}  // namespace
+
+CallState::CallState(std::string_view method_name, grpc::CallbackServerContext* context)
+    : method(method_name),
+      request_id(RequestIdFrom(context)),
+      cancellation(SteadyDeadline(context)) {}
+
+}  // namespace gpusort

@@ -1,0 +1,36 @@
+// What one call carries from arrival to reply: its id, clock, cancellation, the report of what ran,
+// and the labels it is counted under.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <grpcpp/server_context.h>
+
+#include "server/core/cancellation.h"
+#include "server/core/execution_report.h"
+#include "server/core/spec.h"
+
+namespace gpusort {
+
+struct CallState {
+  CallState(std::string_view method, grpc::CallbackServerContext* context);
+
+  std::string_view method;
+  std::string request_id;  // x-request-id from the caller, or made here
+  std::chrono::steady_clock::time_point arrival = std::chrono::steady_clock::now();
+  Cancellation cancellation;
+  ExecutionReport report;
+  std::string_view dtype_label = "unknown";
+  Algorithm requested = Algorithm::kAuto;
+  bool admitted = false;
+  uint64_t keys = 0;
+
+  double SecondsSinceArrival() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - arrival).count();
+  }
+};
+
+}  // namespace gpusort

@@ -1,0 +1,59 @@
+#include "server/service/config.h"
+
+#include <CLI/CLI.hpp>
+
+namespace gpusort {
+
+ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
+  ServerConfig c;
+  CLI::App app{"gpusort-server: sorting and top-k over gRPC, on the GPU or the CPU"};
+  app.set_version_flag("--version", std::string(GPUSORT_VERSION));
+  app.add_option("--listen", c.listen, "gRPC listen address (host:port; port 0 picks a free one)")
+      ->capture_default_str();
+  app.add_option("--metrics-listen", c.metrics_listen,
+                 "Prometheus /metrics address (host:port; empty disables)")
+      ->capture_default_str();
+  app.add_option("--backend", c.backend, "auto picks CUDA when a GPU is usable, else CPU")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--max-message-bytes", c.max_message_bytes,
+                 "largest single gRPC message either way; larger arrays use the streaming RPCs")
+      ->check(CLI::Range(std::size_t{4096}, std::size_t{2047} << 20))
+      ->capture_default_str();
+  app.add_option("--max-request-bytes", c.max_request_bytes,
+                 "largest request (keys + values), streamed or not; more is RESOURCE_EXHAUSTED")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-inflight", c.max_inflight,
+                 "calls admitted at once; more are answered RESOURCE_EXHAUSTED at once")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--workers", c.workers, "threads that run jobs (0: one per core)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  app.add_option("--cpu-threads", c.cpu_threads, "threads the CPU backend uses (0: all cores)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  app.add_option("--stream-chunk-bytes", c.stream_chunk_bytes,
+                 "default size of response chunks in the streaming RPCs")
+      ->check(CLI::Range(std::size_t{64}, std::size_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--drain-timeout", c.drain_timeout_seconds,
+                 "seconds SIGTERM/SIGINT waits for in-flight calls before stopping")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+      ->capture_default_str();
+  app.add_option("--port-file", c.port_file,
+                 "write 'grpc_port=N' and 'metrics_port=N' here once listening (for scripts)");
+  try {
+    app.parse(argc, argv);
+    *exit_code = -1;
+  } catch (const CLI::ParseError& e) {
+    *exit_code = app.exit(e);
+  }
+  return c;
+}
+
+}  // namespace gpusort

@@ -1,0 +1,31 @@
+// The server's command-line configuration.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace gpusort {
+
+struct ServerConfig {
+  std::string listen = "0.0.0.0:50051";          // gRPC address; port 0 picks a free port
+  std::string metrics_listen = "0.0.0.0:9464";   // Prometheus /metrics; empty disables
+  std::string backend = "auto";                  // auto | cpu | cuda
+  std::size_t max_message_bytes = 64u << 20;     // one gRPC message, either direction
+  std::size_t max_request_bytes = 4ull << 30;    // one request's keys + values, streamed or not
+  int max_inflight = 64;                         // admitted calls; more get RESOURCE_EXHAUSTED
+  int workers = 0;                               // threads running jobs; 0 = one per core
+  int cpu_threads = 0;                           // threads the CPU backend may use; 0 = all cores
+  std::size_t stream_chunk_bytes = 1u << 20;     // default response chunk of the streaming RPCs
+  double drain_timeout_seconds = 30;             // SIGTERM: wait this long for in-flight calls
+  std::string log_level = "info";                // trace | debug | info | warn | error | off
+  std::string port_file;                         // if set, "grpc_port=N\nmetrics_port=N\n" is written here
+};
+
+// Parses argv. On --help or --version prints and returns the exit code in `exit_code` (>= 0);
+// on bad flags prints the problem and sets exit_code to 2. exit_code is -1 when the server should run.
+ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code);
+
+}  // namespace gpusort

@@ -1,0 +1,64 @@
+#include "server/service/metrics.h"
+
+namespace gpusort {
+
+const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+      0.1,     0.25,   0.5,     1,      2.5,   5,      10,    30,   60,    120};
+  return kBuckets;
+}
+
+Metrics::Metrics(std::string_view version, std::string_view backend)
+    : registry_(std::make_shared<prometheus::Registry>()),
+      requests_(prometheus::BuildCounter()
+                    .Name("gpusort_requests_total")
+                    .Help("Finished calls by method, algorithm that ran, dtype and gRPC status code")
+                    .Register(*registry_)),
+      keys_(prometheus::BuildCounter()
+                .Name("gpusort_keys_total")
+                .Help("Keys sorted or searched by successful calls")
+                .Register(*registry_)),
+      duration_(prometheus::BuildHistogram()
+                    .Name("gpusort_request_duration_seconds")
+                    .Help("Server-side time from a call's arrival to its reply")
+                    .Register(*registry_)),
+      stage_duration_(prometheus::BuildHistogram()
+                          .Name("gpusort_stage_duration_seconds")
+                          .Help("Time of each stage of successful calls (queue, sort, encode, ...)")
+                          .Register(*registry_)) {
+  inflight_ = &prometheus::BuildGauge()
+                   .Name("gpusort_inflight_requests")
+                   .Help("Calls admitted and not yet answered")
+                   .Register(*registry_)
+                   .Add({});
+  queue_depth_ = &prometheus::BuildGauge()
+                      .Name("gpusort_queue_depth")
+                      .Help("Jobs waiting for a worker thread")
+                      .Register(*registry_)
+                      .Add({});
+  prometheus::BuildGauge()
+      .Name("gpusort_build_info")
+      .Help("Always 1; labels say the version and the backend serving")
+      .Register(*registry_)
+      .Add({{"version", std::string(version)}, {"backend", std::string(backend)}})
+      .Set(1);
+}
+
+void Metrics::Record(const RequestRecord& r) {
+  const std::string method(r.method), algorithm(r.algorithm);
+  requests_
+      .Add({{"method", method},
+            {"algorithm", algorithm},
+            {"dtype", std::string(r.dtype)},
+            {"code", std::string(r.code)}})
+      .Increment();
+  duration_.Add({{"method", method}, {"algorithm", algorithm}}, LatencyBuckets()).Observe(r.seconds);
+  if (r.keys > 0) keys_.Add({{"method", method}}).Increment(static_cast<double>(r.keys));
+  if (r.stages != nullptr) {
+    for (const StageTime& s : *r.stages)
+      stage_duration_.Add({{"stage", s.stage}}, LatencyBuckets()).Observe(s.seconds);
+  }
+}
+
+}  // namespace gpusort

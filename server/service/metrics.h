@@ -1,0 +1,55 @@
+// Every Prometheus metric the server exports is declared here and built in one constructor, so the
+// names in deploy/ (dashboards, alert rules) have one place to be checked against.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "server/core/execution_report.h"
+
+namespace gpusort {
+
+// What one finished call reports, once, at its end.
+struct RequestRecord {
+  std::string_view method;     // "Sort", "TopK", "SortStream", "TopKStream"
+  std::string_view algorithm;  // what ran, or what was asked when it never ran
+  std::string_view dtype;      // "u32", ... or "unknown"
+  std::string_view code;       // gRPC status code name, "OK", "INVALID_ARGUMENT", ...
+  double seconds = 0;          // arrival to reply
+  uint64_t keys = 0;           // keys processed (0 unless it succeeded)
+  const std::vector<StageTime>* stages = nullptr;
+};
+
+class Metrics {
+ public:
+  Metrics(std::string_view version, std::string_view backend);
+
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  void Record(const RequestRecord& record);
+  prometheus::Gauge& inflight() { return *inflight_; }
+  prometheus::Gauge& queue_depth() { return *queue_depth_; }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Counter>& keys_;
+  prometheus::Family<prometheus::Histogram>& duration_;
+  prometheus::Family<prometheus::Histogram>& stage_duration_;
+  prometheus::Gauge* inflight_;
+  prometheus::Gauge* queue_depth_;
+};
+
+// Bucket boundaries, in seconds, shared by the latency histograms: 50 us to 2 min.
+const prometheus::Histogram::BucketBoundaries& LatencyBuckets();
+
+}  // namespace gpusort

@@ -1,0 +1,170 @@
+#include "server/service/request_decode.h"
+
+#include <string>
+
+namespace gpusort {
+namespace {
+
+constexpr std::size_t kMaxValueWidth = 256;
+
+absl::StatusOr<DType> DecodeDType(v1::DType d) {
+  switch (d) {
+    case v1::DTYPE_INT32: return DType::kInt32;
+    case v1::DTYPE_UINT32: return DType::kUInt32;
+    case v1::DTYPE_INT64: return DType::kInt64;
+    case v1::DTYPE_UINT64: return DType::kUInt64;
+    case v1::DTYPE_FLOAT32: return DType::kFloat32;
+    case v1::DTYPE_FLOAT64: return DType::kFloat64;
+    default: break;
+  }
+  return absl::InvalidArgumentError(
+      "options.dtype " + std::to_string(static_cast<int>(d)) +
+      " is not a known dtype (INT32, UINT32, INT64, UINT64, FLOAT32 or FLOAT64 required)");
+}
+
+absl::StatusOr<Algorithm> DecodeAlgorithm(v1::Algorithm a) {
+  switch (a) {
+    case v1::ALGORITHM_AUTO: return Algorithm::kAuto;
+    case v1::ALGORITHM_RADIX: return Algorithm::kRadix;
+    case v1::ALGORITHM_MERGE: return Algorithm::kMerge;
+    case v1::ALGORITHM_BITONIC: return Algorithm::kBitonic;
+    case v1::ALGORITHM_ODD_EVEN: return Algorithm::kOddEven;
+    case v1::ALGORITHM_QUICKSORT: return Algorithm::kQuicksort;
+    case v1::ALGORITHM_CPU: return Algorithm::kCpu;
+    default: break;
+  }
+  return absl::InvalidArgumentError("options.algorithm " + std::to_string(static_cast<int>(a)) +
+                                    " is not a known algorithm");
+}
+
+}  // namespace
+
+v1::Algorithm ToProto(Algorithm a) {
+  switch (a) {
+    case Algorithm::kAuto: return v1::ALGORITHM_AUTO;
+    case Algorithm::kRadix: return v1::ALGORITHM_RADIX;
+    case Algorithm::kMerge: return v1::ALGORITHM_MERGE;
+    case Algorithm::kBitonic: return v1::ALGORITHM_BITONIC;
+    case Algorithm::kOddEven: return v1::ALGORITHM_ODD_EVEN;
+    case Algorithm::kQuicksort: return v1::ALGORITHM_QUICKSORT;
+    case Algorithm::kCpu: return v1::ALGORITHM_CPU;
+  }
+  return v1::ALGORITHM_AUTO;
+}
+
+absl::StatusOr<SortSpec> DecodeSortOptions(const v1::SortOptions& o) {
+  SortSpec spec;
+  auto dtype = DecodeDType(o.dtype());
+  if (!dtype.ok()) return dtype.status();
+  spec.dtype = *dtype;
+  switch (o.order()) {
+    case v1::ORDER_ASCENDING: spec.order = SortOrder::kAscending; break;
+    case v1::ORDER_DESCENDING: spec.order = SortOrder::kDescending; break;
+    default:
+      return absl::InvalidArgumentError("options.order " + std::to_string(o.order()) +
+                                        " is not ASCENDING or DESCENDING");
+  }
+  spec.stable = o.stable();
+  switch (o.payload()) {
+    case v1::PAYLOAD_NONE: spec.payload = SortPayload::kNone; break;
+    case v1::PAYLOAD_VALUES: spec.payload = SortPayload::kValues; break;
+    case v1::PAYLOAD_INDICES: spec.payload = SortPayload::kIndices; break;
+    default:
+      return absl::InvalidArgumentError("options.payload " + std::to_string(o.payload()) +
+                                        " is not NONE, VALUES or INDICES");
+  }
+  if (spec.payload == SortPayload::kValues) {
+    if (o.value_width() == 0 || o.value_width() > kMaxValueWidth)
+      return absl::InvalidArgumentError("options.value_width must be 1 to " +
+                                        std::to_string(kMaxValueWidth) +
+                                        " bytes with PAYLOAD_VALUES, got " +
+                                        std::to_string(o.value_width()));
+    spec.value_width = o.value_width();
+  } else if (o.value_width() != 0) {
+    return absl::InvalidArgumentError("options.value_width is set but options.payload is not "
+                                      "PAYLOAD_VALUES");
+  }
+  auto algorithm = DecodeAlgorithm(o.algorithm());
+  if (!algorithm.ok()) return algorithm.status();
+  spec.algorithm = *algorithm;
+  return spec;
+}
+
+absl::StatusOr<TopKSpec> DecodeTopKOptions(const v1::TopKOptions& o) {
+  TopKSpec spec;
+  auto dtype = DecodeDType(o.dtype());
+  if (!dtype.ok()) return dtype.status();
+  spec.dtype = *dtype;
+  if (o.k() == 0) return absl::InvalidArgumentError("options.k must be at least 1");
+  spec.k = o.k();
+  spec.largest = o.largest();
+  spec.sorted = o.sorted();
+  switch (o.output()) {
+    case v1::TOPK_OUTPUT_VALUES_AND_INDICES: spec.output = TopKOutput::kValuesAndIndices; break;
+    case v1::TOPK_OUTPUT_VALUES: spec.output = TopKOutput::kValues; break;
+    case v1::TOPK_OUTPUT_INDICES: spec.output = TopKOutput::kIndices; break;
+    default:
+      return absl::InvalidArgumentError("options.output " + std::to_string(o.output()) +
+                                        " is not VALUES_AND_INDICES, VALUES or INDICES");
+  }
+  spec.rows = o.rows() == 0 ? 1 : o.rows();
+  auto algorithm = DecodeAlgorithm(o.algorithm());
+  if (!algorithm.ok()) return algorithm.status();
+  spec.algorithm = *algorithm;
+  return spec;
+}
+
+absl::StatusOr<std::size_t> CheckSortSizes(const SortSpec& spec, std::size_t key_bytes,
+                                           std::size_t value_bytes) {
+  const std::size_t width = ElementSize(spec.dtype);
+  if (key_bytes % width != 0)
+    return absl::InvalidArgumentError(
+        "keys hold " + std::to_string(key_bytes) + " bytes, not a whole number of " +
+        std::to_string(width) + "-byte " + std::string(DTypeName(spec.dtype)) + " elements");
+  const std::size_t n = key_bytes / width;
+  if (spec.payload == SortPayload::kValues) {
+    if (value_bytes != n * spec.value_width)
+      return absl::InvalidArgumentError(
+          "values hold " + std::to_string(value_bytes) + " bytes; " + std::to_string(n) +
+          " keys with value_width " + std::to_string(spec.value_width) + " need " +
+          std::to_string(n * spec.value_width));
+  } else if (value_bytes != 0) {
+    return absl::InvalidArgumentError("values were sent but options.payload is not PAYLOAD_VALUES");
+  }
+  return n;
+}
+
+absl::StatusOr<std::size_t> CheckTopKShape(const TopKSpec& spec, std::size_t key_bytes) {
+  const std::size_t width = ElementSize(spec.dtype);
+  if (key_bytes % width != 0)
+    return absl::InvalidArgumentError(
+        "keys hold " + std::to_string(key_bytes) + " bytes, not a whole number of " +
+        std::to_string(width) + "-byte " + std::string(DTypeName(spec.dtype)) + " elements");
+  const std::size_t n = key_bytes / width;
+  if (n % spec.rows != 0)
+    return absl::InvalidArgumentError("options.rows " + std::to_string(spec.rows) +
+                                      " does not divide the " + std::to_string(n) + " keys");
+  const std::size_t row_length = n / spec.rows;
+  if (spec.k > row_length)
+    return absl::InvalidArgumentError("options.k " + std::to_string(spec.k) +
+                                      " is larger than the row length " +
+                                      std::to_string(row_length));
+  return n;
+}
+
+std::size_t SortResponseBytes(const SortSpec& spec, std::size_t count) {
+  std::size_t bytes = count * ElementSize(spec.dtype);
+  if (spec.payload == SortPayload::kValues) bytes += count * spec.value_width;
+  if (spec.payload == SortPayload::kIndices) bytes += count * sizeof(int64_t);
+  return bytes;
+}
+
+std::size_t TopKResponseBytes(const TopKSpec& spec) {
+  const std::size_t results = spec.rows * spec.k;
+  std::size_t bytes = 0;
+  if (spec.wants_values()) bytes += results * ElementSize(spec.dtype);
+  if (spec.wants_indices()) bytes += results * sizeof(int64_t);
+  return bytes;
+}
+
+}  // namespace gpusort

@@ -1,0 +1,55 @@
+// Assembles one running server: backend, metrics endpoint, the gRPC server with the sort service,
+// health and reflection; and takes it down with a drain. Tests embed it; main() wraps it.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/backend/backend.h"
+#include "server/service/config.h"
+
+namespace grpc { class Server; }
+namespace prometheus { class Exposer; }
+
+namespace gpusort {
+
+class Metrics;
+class ServiceCore;
+class SortService;
+
+class GpusortServer {
+ public:
+  // Picks the backend from config.backend: UNAVAILABLE for "cuda" when no CUDA backend is usable.
+  static absl::StatusOr<std::unique_ptr<GpusortServer>> Start(const ServerConfig& config);
+  // Same, serving from a given backend (tests use it to inject one).
+  static absl::StatusOr<std::unique_ptr<GpusortServer>> Start(const ServerConfig& config,
+                                                              std::unique_ptr<Backend> backend);
+  ~GpusortServer();
+
+  int grpc_port() const { return grpc_port_; }
+  int metrics_port() const { return metrics_port_; }  // 0 when metrics are off
+  const Backend& backend() const { return *backend_; }
+
+  // Health turns NOT_SERVING, new calls get UNAVAILABLE, in-flight calls may finish for up to the
+  // drain timeout; then the gRPC server stops. Returns true when every call finished in time.
+  bool Drain();
+  // Blocks until the gRPC server has stopped (after Drain, from another thread).
+  void Wait();
+
+ private:
+  explicit GpusortServer(const ServerConfig& config) : config_(config) {}
+  absl::Status Init(std::unique_ptr<Backend> backend);
+
+  ServerConfig config_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<ServiceCore> core_;
+  std::unique_ptr<SortService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int grpc_port_ = 0;
+  int metrics_port_ = 0;
+};
+
+}  // namespace gpusort

@@ -1,0 +1,56 @@
+// State shared by every call of the service: the backend, admission, the worker pool, metrics and
+// the drain flag. Reactors (unary_calls, stream_calls) use it; it knows nothing of reactors.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+
+#include "absl/status/status.h"
+#include "gpusort/v1/sort.pb.h"
+#include "server/backend/backend.h"
+#include "server/service/admission.h"
+#include "server/service/call_state.h"
+#include "server/service/config.h"
+#include "server/service/metrics.h"
+#include "server/service/worker_pool.h"
+
+namespace gpusort {
+
+class ServiceCore {
+ public:
+  ServiceCore(const ServerConfig& config, Backend& backend, Metrics& metrics);
+
+  const ServerConfig& config() const { return config_; }
+  Backend& backend() { return backend_; }
+
+  // Takes an in-flight ticket for the call: UNAVAILABLE while draining, RESOURCE_EXHAUSTED when
+  // max_inflight calls are already in flight.
+  absl::Status Admit(CallState& call);
+  // Counts and logs the finished call and returns its ticket. Call it once, right before Finish.
+  void Complete(CallState& call, const absl::Status& status);
+
+  // UNIMPLEMENTED (with the list) when the backend lacks the asked algorithm.
+  absl::Status CheckSortAlgorithm(Algorithm a) const;
+  absl::Status CheckTopKAlgorithm(Algorithm a) const;
+
+  // Runs `work` on a worker thread, after stamping the call's "queue" stage.
+  void Submit(CallState& call, std::function<void()> work);
+
+  // Fills the reply's ExecutionInfo from the call's report.
+  void FillInfo(const CallState& call, v1::ExecutionInfo* info) const;
+
+  void StartDraining() { draining_.store(true); }
+  bool draining() const { return draining_.load(); }
+  bool WaitIdle(std::chrono::duration<double> timeout) { return admission_.WaitIdle(timeout); }
+
+ private:
+  const ServerConfig& config_;
+  Backend& backend_;
+  Metrics& metrics_;
+  Admission admission_;
+  std::atomic<bool> draining_{false};
+  WorkerPool pool_;  // last: its threads stop before the rest goes away
+};
+
+}  // namespace gpusort

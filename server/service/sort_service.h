@@ -1,0 +1,28 @@
+// The gpusort.v1.SortService gRPC service: a thin front that starts one reactor per call.
+#pragma once
+
+#include "gpusort/v1/sort.grpc.pb.h"
+#include "server/service/service_core.h"
+
+namespace gpusort {
+
+class SortService final : public v1::SortService::CallbackService {
+ public:
+  explicit SortService(ServiceCore& core) : core_(core) {}
+
+  grpc::ServerUnaryReactor* Sort(grpc::CallbackServerContext* context,
+                                 const v1::SortRequest* request,
+                                 v1::SortResponse* response) override;
+  grpc::ServerUnaryReactor* TopK(grpc::CallbackServerContext* context,
+                                 const v1::TopKRequest* request,
+                                 v1::TopKResponse* response) override;
+  grpc::ServerBidiReactor<v1::SortStreamRequest, v1::SortStreamResponse>* SortStream(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<v1::TopKStreamRequest, v1::TopKStreamResponse>* TopKStream(
+      grpc::CallbackServerContext* context) override;
+
+ private:
+  ServiceCore& core_;
+};
+
+}  // namespace gpusort

@@ -1,0 +1,293 @@
+#include "server/service/stream_calls.h"
+
+#include <algorithm>
+#include <string>
+
+#include "server/core/status_macros.h"
+#include "server/service/grpc_status.h"
+#include "server/service/request_decode.h"
+
+namespace gpusort {
+namespace {
+
+// The life cycle both streaming RPCs share: admit; read messages until the caller half-closes,
+// handing each to Accept(); run the job on a worker; write the answer chunk by chunk; finish once.
+// Subclasses say what a message means (Accept), what the whole must satisfy (EndOfInput), how to
+// run it (Execute) and how to cut the answer (NextChunk).
+template <typename Request, typename Response>
+class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
+ public:
+  StreamCall(ServiceCore& core, grpc::CallbackServerContext* context, std::string_view method)
+      : core_(core), context_(context), call_(method, context) {
+    context_->AddInitialMetadata("x-request-id", call_.request_id);
+  }
+
+  void OnCancel() override { call_.cancellation.Cancel(); }
+  void OnDone() override { delete this; }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the caller half-closed, or the call broke
+      if (context_->IsCancelled()) return Reply(absl::CancelledError("the caller cancelled"));
+      if (first_message_)
+        return Reply(absl::InvalidArgumentError(
+            "the stream ended before its first message, which must carry options"));
+      call_.report.AddStage("receive", receiving_.Seconds());
+      absl::Status status = EndOfInput();
+      if (!status.ok()) return Reply(status);
+      core_.Submit(call_, [this] {
+        absl::Status run = call_.cancellation.Check();
+        if (run.ok()) run = Execute();
+        if (!run.ok()) return Reply(run);
+        WriteNext();
+      });
+      return;
+    }
+    absl::Status status = Accept(request_, first_message_);
+    first_message_ = false;
+    if (!status.ok()) return Reply(status);
+    request_.Clear();
+    this->StartRead(&request_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) return Reply(absl::CancelledError("the caller stopped reading the answer"));
+    WriteNext();
+  }
+
+ protected:
+  // Starts the call; subclasses' constructors call it last.
+  void Begin() {
+    absl::Status status = core_.Admit(call_);
+    if (!status.ok()) return Reply(status);
+    this->StartRead(&request_);
+  }
+
+  virtual absl::Status Accept(const Request& message, bool first) = 0;
+  virtual absl::Status EndOfInput() = 0;  // after the last message; sets call_.keys
+  virtual absl::Status Execute() = 0;
+  // Fills `out` with the next chunk; false when it is the last one.
+  virtual bool NextChunk(Response* out) = 0;
+
+  // Adds `bytes` to what the call holds, within the server's request limit.
+  absl::Status Reserve(std::size_t bytes) {
+    received_bytes_ += bytes;
+    if (received_bytes_ <= core_.config().max_request_bytes) return absl::OkStatus();
+    return absl::ResourceExhaustedError("the request exceeds the server's limit of " +
+                                        std::to_string(core_.config().max_request_bytes) +
+                                        " bytes");
+  }
+
+  // Response chunk size: the caller's choice within the message limit, else the server's default.
+  std::size_t ChunkBytes(uint32_t asked) const {
+    const std::size_t limit = core_.config().max_message_bytes / 2;
+    return std::min<std::size_t>(asked != 0 ? asked : core_.config().stream_chunk_bytes, limit);
+  }
+
+  ServiceCore& core_;
+  grpc::CallbackServerContext* context_;
+  CallState call_;
+
+ private:
+  void WriteNext() {
+    response_.Clear();
+    const bool more = NextChunk(&response_);
+    if (more) return this->StartWrite(&response_);
+    core_.FillInfo(call_, response_.mutable_info());
+    core_.Complete(call_, absl::OkStatus());
+    this->StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+  }
+
+  void Reply(const absl::Status& status) {
+    core_.Complete(call_, status);
+    this->Finish(ToGrpcStatus(status));
+  }
+
+  Request request_;
+  Response response_;
+  bool first_message_ = true;
+  std::size_t received_bytes_ = 0;
+  StageClock receiving_;
+};
+
+// Cuts [0, count) into runs of elements that each fit in about chunk_bytes.
+struct ChunkCursor {
+  std::size_t count = 0;
+  std::size_t elements_per_chunk = 1;
+  std::size_t next = 0;
+
+  void Reset(std::size_t n, std::size_t chunk_bytes, std::size_t bytes_per_element) {
+    count = n;
+    elements_per_chunk = std::max<std::size_t>(1, chunk_bytes / std::max<std::size_t>(1, bytes_per_element));
+    next = 0;
+  }
+  // The next run [begin, end); true when more runs follow it.
+  bool Take(std::size_t* begin, std::size_t* end) {
+    *begin = next;
+    *end = std::min(count, next + elements_per_chunk);
+    next = *end;
+    return next < count;
+  }
+};
+
+void AppendSlice(const std::string& from, std::size_t begin, std::size_t end, std::size_t width,
+                 std::string* to) {
+  to->assign(from, begin * width, (end - begin) * width);
+}
+
+class SortStreamCall final
+    : public StreamCall<v1::SortStreamRequest, v1::SortStreamResponse> {
+ public:
+  SortStreamCall(ServiceCore& core, grpc::CallbackServerContext* context)
+      : StreamCall(core, context, "SortStream") {
+    Begin();
+  }
+
+ private:
+  absl::Status Accept(const v1::SortStreamRequest& m, bool first) override {
+    if (first) {
+      if (!m.has_options())
+        return absl::InvalidArgumentError("the first SortStream message must carry options");
+      ASSIGN_OR_RETURN(spec_, DecodeSortOptions(m.options()));
+      call_.dtype_label = DTypeName(spec_.dtype);
+      call_.requested = spec_.algorithm;
+      RETURN_IF_ERROR(core_.CheckSortAlgorithm(spec_.algorithm));
+      chunk_bytes_ = ChunkBytes(m.response_chunk_bytes());
+    } else if (m.has_options() || m.response_chunk_bytes() != 0) {
+      return absl::InvalidArgumentError(
+          "options may only be sent in the first SortStream message; they came again");
+    }
+    RETURN_IF_ERROR(Reserve(m.keys().size() + m.values().size()));
+    keys_.append(m.keys());
+    values_.append(m.values());
+    return absl::OkStatus();
+  }
+
+  absl::Status EndOfInput() override {
+    ASSIGN_OR_RETURN(call_.keys, CheckSortSizes(spec_, keys_.size(), values_.size()));
+    return absl::OkStatus();
+  }
+
+  absl::Status Execute() override {
+    const std::size_t n = call_.keys;
+    SortBuffers buffers;
+    buffers.count = n;
+    buffers.keys = std::as_writable_bytes(std::span(keys_.data(), keys_.size()));
+    if (spec_.payload == SortPayload::kValues) {
+      buffers.values = std::as_bytes(std::span(values_.data(), values_.size()));
+      values_out_.resize(values_.size());
+      buffers.values_out = std::as_writable_bytes(std::span(values_out_.data(), values_out_.size()));
+    } else if (spec_.payload == SortPayload::kIndices) {
+      indices_out_.resize(n * sizeof(int64_t));
+      buffers.indices_out = std::span(reinterpret_cast<int64_t*>(indices_out_.data()), n);
+    }
+    RETURN_IF_ERROR(core_.backend().Sort(spec_, buffers, call_.cancellation, call_.report));
+    std::string().swap(values_);  // the input values are no longer needed
+    std::size_t per_element = ElementSize(spec_.dtype);
+    if (spec_.payload == SortPayload::kValues) per_element += spec_.value_width;
+    if (spec_.payload == SortPayload::kIndices) per_element += sizeof(int64_t);
+    cursor_.Reset(n, chunk_bytes_, per_element);
+    return absl::OkStatus();
+  }
+
+  bool NextChunk(v1::SortStreamResponse* out) override {
+    std::size_t begin, end;
+    const bool more = cursor_.Take(&begin, &end);
+    out->set_offset(begin);
+    AppendSlice(keys_, begin, end, ElementSize(spec_.dtype), out->mutable_keys());
+    if (spec_.payload == SortPayload::kValues)
+      AppendSlice(values_out_, begin, end, spec_.value_width, out->mutable_values());
+    if (spec_.payload == SortPayload::kIndices)
+      AppendSlice(indices_out_, begin, end, sizeof(int64_t), out->mutable_indices());
+    return more;
+  }
+
+  SortSpec spec_;
+  std::size_t chunk_bytes_ = 0;
+  std::string keys_, values_, values_out_, indices_out_;
+  ChunkCursor cursor_;
+};
+
+class TopKStreamCall final
+    : public StreamCall<v1::TopKStreamRequest, v1::TopKStreamResponse> {
+ public:
+  TopKStreamCall(ServiceCore& core, grpc::CallbackServerContext* context)
+      : StreamCall(core, context, "TopKStream") {
+    Begin();
+  }
+
+ private:
+  absl::Status Accept(const v1::TopKStreamRequest& m, bool first) override {
+    if (first) {
+      if (!m.has_options())
+        return absl::InvalidArgumentError("the first TopKStream message must carry options");
+      ASSIGN_OR_RETURN(spec_, DecodeTopKOptions(m.options()));
+      call_.dtype_label = DTypeName(spec_.dtype);
+      call_.requested = spec_.algorithm;
+      RETURN_IF_ERROR(core_.CheckTopKAlgorithm(spec_.algorithm));
+      chunk_bytes_ = ChunkBytes(m.response_chunk_bytes());
+    } else if (m.has_options() || m.response_chunk_bytes() != 0) {
+      return absl::InvalidArgumentError(
+          "options may only be sent in the first TopKStream message; they came again");
+    }
+    RETURN_IF_ERROR(Reserve(m.keys().size()));
+    keys_.append(m.keys());
+    return absl::OkStatus();
+  }
+
+  absl::Status EndOfInput() override {
+    ASSIGN_OR_RETURN(call_.keys, CheckTopKShape(spec_, keys_.size()));
+    return absl::OkStatus();
+  }
+
+  absl::Status Execute() override {
+    const std::size_t results = spec_.rows * spec_.k;
+    TopKBuffers buffers;
+    buffers.count = call_.keys;
+    buffers.keys = std::as_bytes(std::span(keys_.data(), keys_.size()));
+    if (spec_.wants_values()) {
+      values_out_.resize(results * ElementSize(spec_.dtype));
+      buffers.values_out = std::as_writable_bytes(std::span(values_out_.data(), values_out_.size()));
+    }
+    if (spec_.wants_indices()) {
+      indices_out_.resize(results * sizeof(int64_t));
+      buffers.indices_out = std::span(reinterpret_cast<int64_t*>(indices_out_.data()), results);
+    }
+    RETURN_IF_ERROR(core_.backend().TopK(spec_, buffers, call_.cancellation, call_.report));
+    std::string().swap(keys_);
+    std::size_t per_result = 0;
+    if (spec_.wants_values()) per_result += ElementSize(spec_.dtype);
+    if (spec_.wants_indices()) per_result += sizeof(int64_t);
+    cursor_.Reset(results, chunk_bytes_, per_result);
+    return absl::OkStatus();
+  }
+
+  bool NextChunk(v1::TopKStreamResponse* out) override {
+    std::size_t begin, end;
+    const bool more = cursor_.Take(&begin, &end);
+    out->set_offset(begin);
+    if (spec_.wants_values())
+      AppendSlice(values_out_, begin, end, ElementSize(spec_.dtype), out->mutable_values());
+    if (spec_.wants_indices())
+      AppendSlice(indices_out_, begin, end, sizeof(int64_t), out->mutable_indices());
+    return more;
+  }
+
+  TopKSpec spec_;
+  std::size_t chunk_bytes_ = 0;
+  std::string keys_, values_out_, indices_out_;
+  ChunkCursor cursor_;
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::SortStreamRequest, v1::SortStreamResponse>* StartSortStreamCall(
+    ServiceCore& core, grpc::CallbackServerContext* context) {
+  return new SortStreamCall(core, context);
+}
+
+grpc::ServerBidiReactor<v1::TopKStreamRequest, v1::TopKStreamResponse>* StartTopKStreamCall(
+    ServiceCore& core, grpc::CallbackServerContext* context) {
+  return new TopKStreamCall(core, context);
+}
+
+}  // namespace gpusort

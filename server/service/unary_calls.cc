@@ -1,0 +1,179 @@
+#include "server/service/unary_calls.h"
+
+#include <string>
+
+#include "server/core/status_macros.h"
+#include "server/service/grpc_status.h"
+#include "server/service/request_decode.h"
+
+namespace gpusort {
+namespace {
+
+// Shared life cycle: admission, a reply exactly once, cancellation forwarded to the work.
+class UnaryCall : public grpc::ServerUnaryReactor {
+ public:
+  UnaryCall(ServiceCore& core, grpc::CallbackServerContext* context, std::string_view method)
+      : core_(core), context_(context), call_(method, context) {
+    context_->AddInitialMetadata("x-request-id", call_.request_id);
+  }
+
+  void OnCancel() override { call_.cancellation.Cancel(); }
+  void OnDone() override { delete this; }
+
+ protected:
+  // Last thing a call does: gRPC may delete it as soon as Finish is called.
+  void Reply(const absl::Status& status) {
+    core_.Complete(call_, status);
+    Finish(ToGrpcStatus(status));
+  }
+
+  absl::Status RequestFits(std::size_t bytes) const {
+    if (bytes <= core_.config().max_request_bytes) return absl::OkStatus();
+    return absl::ResourceExhaustedError("the request holds " + std::to_string(bytes) +
+                                        " bytes, over the server's limit of " +
+                                        std::to_string(core_.config().max_request_bytes));
+  }
+
+  absl::Status ResponseFits(std::size_t bytes, std::string_view stream_method) const {
+    if (bytes <= core_.config().max_message_bytes) return absl::OkStatus();
+    return absl::ResourceExhaustedError(
+        "the answer would be " + std::to_string(bytes) + " bytes, over the server's " +
+        std::to_string(core_.config().max_message_bytes) + "-byte message limit; use " +
+        std::string(stream_method) + " (the gpusort client library does so by itself)");
+  }
+
+  ServiceCore& core_;
+  grpc::CallbackServerContext* context_;
+  CallState call_;
+};
+
+class SortCall final : public UnaryCall {
+ public:
+  SortCall(ServiceCore& core, grpc::CallbackServerContext* context, const v1::SortRequest* request,
+           v1::SortResponse* response)
+      : UnaryCall(core, context, "Sort"), request_(request), response_(response) {
+    absl::Status status = Prepare();
+    if (!status.ok()) {
+      Reply(status);
+      return;
+    }
+    core_.Submit(call_, [this] { Reply(Run()); });
+  }
+
+ private:
+  absl::Status Prepare() {
+    RETURN_IF_ERROR(core_.Admit(call_));
+    StageClock clock;
+    RETURN_IF_ERROR(RequestFits(request_->keys().size() + request_->values().size()));
+    ASSIGN_OR_RETURN(spec_, DecodeSortOptions(request_->options()));
+    call_.dtype_label = DTypeName(spec_.dtype);
+    call_.requested = spec_.algorithm;
+    ASSIGN_OR_RETURN(call_.keys, CheckSortSizes(spec_, request_->keys().size(),
+                                                request_->values().size()));
+    RETURN_IF_ERROR(ResponseFits(SortResponseBytes(spec_, call_.keys), "SortStream"));
+    RETURN_IF_ERROR(core_.CheckSortAlgorithm(spec_.algorithm));
+    call_.report.AddStage("validate", clock.Seconds());
+    return absl::OkStatus();
+  }
+
+  absl::Status Run() {
+    RETURN_IF_ERROR(call_.cancellation.Check());
+    StageClock clock;
+    const std::size_t n = call_.keys;
+    // The keys are sorted in place in the reply. gRPC built the request as a mutable object and
+    // never reads it again, so its buffer is moved rather than copied (256 MiB costs ~60 ms).
+    response_->mutable_keys()->swap(*const_cast<v1::SortRequest*>(request_)->mutable_keys());
+    SortBuffers buffers;
+    buffers.count = n;
+    buffers.keys = std::as_writable_bytes(
+        std::span(response_->mutable_keys()->data(), response_->keys().size()));
+    if (spec_.payload == SortPayload::kValues) {
+      buffers.values = std::as_bytes(std::span(request_->values().data(), request_->values().size()));
+      response_->mutable_values()->resize(request_->values().size());
+      buffers.values_out = std::as_writable_bytes(
+          std::span(response_->mutable_values()->data(), response_->values().size()));
+    } else if (spec_.payload == SortPayload::kIndices) {
+      response_->mutable_indices()->resize(n * sizeof(int64_t));
+      buffers.indices_out =
+          std::span(reinterpret_cast<int64_t*>(response_->mutable_indices()->data()), n);
+    }
+    call_.report.AddStage("prepare", clock.Seconds());
+    RETURN_IF_ERROR(core_.backend().Sort(spec_, buffers, call_.cancellation, call_.report));
+    core_.FillInfo(call_, response_->mutable_info());
+    return absl::OkStatus();
+  }
+
+  const v1::SortRequest* request_;
+  v1::SortResponse* response_;
+  SortSpec spec_;
+};
+
+class TopKCall final : public UnaryCall {
+ public:
+  TopKCall(ServiceCore& core, grpc::CallbackServerContext* context, const v1::TopKRequest* request,
+           v1::TopKResponse* response)
+      : UnaryCall(core, context, "TopK"), request_(request), response_(response) {
+    absl::Status status = Prepare();
+    if (!status.ok()) {
+      Reply(status);
+      return;
+    }
+    core_.Submit(call_, [this] { Reply(Run()); });
+  }
+
+ private:
+  absl::Status Prepare() {
+    RETURN_IF_ERROR(core_.Admit(call_));
+    StageClock clock;
+    RETURN_IF_ERROR(RequestFits(request_->keys().size()));
+    ASSIGN_OR_RETURN(spec_, DecodeTopKOptions(request_->options()));
+    call_.dtype_label = DTypeName(spec_.dtype);
+    call_.requested = spec_.algorithm;
+    ASSIGN_OR_RETURN(call_.keys, CheckTopKShape(spec_, request_->keys().size()));
+    RETURN_IF_ERROR(ResponseFits(TopKResponseBytes(spec_), "TopKStream"));
+    RETURN_IF_ERROR(core_.CheckTopKAlgorithm(spec_.algorithm));
+    call_.report.AddStage("validate", clock.Seconds());
+    return absl::OkStatus();
+  }
+
+  absl::Status Run() {
+    RETURN_IF_ERROR(call_.cancellation.Check());
+    const std::size_t results = spec_.rows * spec_.k;
+    TopKBuffers buffers;
+    buffers.count = call_.keys;
+    buffers.keys = std::as_bytes(std::span(request_->keys().data(), request_->keys().size()));
+    if (spec_.wants_values()) {
+      response_->mutable_values()->resize(results * ElementSize(spec_.dtype));
+      buffers.values_out = std::as_writable_bytes(
+          std::span(response_->mutable_values()->data(), response_->values().size()));
+    }
+    if (spec_.wants_indices()) {
+      response_->mutable_indices()->resize(results * sizeof(int64_t));
+      buffers.indices_out =
+          std::span(reinterpret_cast<int64_t*>(response_->mutable_indices()->data()), results);
+    }
+    RETURN_IF_ERROR(core_.backend().TopK(spec_, buffers, call_.cancellation, call_.report));
+    core_.FillInfo(call_, response_->mutable_info());
+    return absl::OkStatus();
+  }
+
+  const v1::TopKRequest* request_;
+  v1::TopKResponse* response_;
+  TopKSpec spec_;
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* StartSortCall(ServiceCore& core, grpc::CallbackServerContext* context,
+                                        const v1::SortRequest* request,
+                                        v1::SortResponse* response) {
+  return new SortCall(core, context, request, response);
+}
+
+grpc::ServerUnaryReactor* StartTopKCall(ServiceCore& core, grpc::CallbackServerContext* context,
+                                        const v1::TopKRequest* request,
+                                        v1::TopKResponse* response) {
+  return new TopKCall(core, context, request, response);
+}
+
+}  // namespace gpusort

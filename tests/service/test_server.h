@@ -1,0 +1,88 @@
+// An in-process gpusort server on a loopback port, and helpers to call it, for the service tests.
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "gpusort/v1/sort.grpc.pb.h"
+#include "server/backend/cpu/cpu_backend.h"
+#include "server/service/server.h"
+
+namespace gpusort::testing {
+
+inline ServerConfig LoopbackConfig() {
+  ServerConfig config;
+  config.listen = "127.0.0.1:0";
+  config.metrics_listen = "127.0.0.1:0";
+  config.backend = "cpu";
+  config.log_level = "warn";
+  config.drain_timeout_seconds = 10;
+  return config;
+}
+
+class TestServer {
+ public:
+  explicit TestServer(ServerConfig config = LoopbackConfig(),
+                      std::unique_ptr<Backend> backend = MakeCpuBackend()) {
+    auto started = GpusortServer::Start(config, std::move(backend));
+    if (!started.ok()) {
+      ADD_FAILURE() << "server did not start: " << started.status();
+      return;
+    }
+    server_ = std::move(*started);
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetMaxSendMessageSize(-1);
+    channel_ = grpc::CreateCustomChannel(address(), grpc::InsecureChannelCredentials(), args);
+    stub_ = v1::SortService::NewStub(channel_);
+  }
+
+  std::string address() const { return "127.0.0.1:" + std::to_string(server_->grpc_port()); }
+  GpusortServer& server() { return *server_; }
+  v1::SortService::Stub& stub() { return *stub_; }
+  std::shared_ptr<grpc::Channel> channel() { return channel_; }
+
+  // A fresh channel (its own connection), for concurrency tests.
+  std::unique_ptr<v1::SortService::Stub> NewStub() const {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetInt("gpusort.test.unique", next_unique_++);  // no subchannel sharing
+    return v1::SortService::NewStub(
+        grpc::CreateCustomChannel(address(), grpc::InsecureChannelCredentials(), args));
+  }
+
+ private:
+  std::unique_ptr<GpusortServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::SortService::Stub> stub_;
+  mutable int next_unique_ = 0;
+};
+
+template <typename T>
+std::string ToBytes(const std::vector<T>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+template <typename T>
+std::vector<T> FromBytes(const std::string& s) {
+  std::vector<T> v(s.size() / sizeof(T));
+  if (!v.empty()) std::memcpy(v.data(), s.data(), v.size() * sizeof(T));
+  return v;
+}
+
+template <typename T>
+v1::DType WireDType() {
+  if constexpr (std::is_same_v<T, int32_t>) return v1::DTYPE_INT32;
+  if constexpr (std::is_same_v<T, uint32_t>) return v1::DTYPE_UINT32;
+  if constexpr (std::is_same_v<T, int64_t>) return v1::DTYPE_INT64;
+  if constexpr (std::is_same_v<T, uint64_t>) return v1::DTYPE_UINT64;
+  if constexpr (std::is_same_v<T, float>) return v1::DTYPE_FLOAT32;
+  if constexpr (std::is_same_v<T, double>) return v1::DTYPE_FLOAT64;
+}
+
+}  // namespace gpusort::testing

@@ -1,0 +1,77 @@
+// Test oracles: the plain standard-library answers every backend must match. They sort a copy of the
+// *input* (never of a backend's output), so lost or duplicated keys cannot pass.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "server/core/key_order.h"
+#include "server/core/spec.h"
+
+namespace gpusort::testing {
+
+// Keys in the service's order (bit patterns kept, so NaN payloads and -0.0 are checked exactly).
+template <typename T>
+std::vector<T> ReferenceSort(std::vector<T> keys, SortOrder order) {
+  if (order == SortOrder::kAscending)
+    std::sort(keys.begin(), keys.end(), KeyLess<T>{});
+  else
+    std::sort(keys.begin(), keys.end(), KeyGreater<T>{});
+  return keys;
+}
+
+// The stable permutation: position i of the output holds the input index of the i-th key.
+template <typename T>
+std::vector<int64_t> ReferenceStableArgsort(const std::vector<T>& keys, SortOrder order) {
+  std::vector<int64_t> idx(keys.size());
+  std::iota(idx.begin(), idx.end(), int64_t{0});
+  std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
+    return order == SortOrder::kAscending ? KeyLess<T>{}(keys[a], keys[b])
+                                          : KeyGreater<T>{}(keys[a], keys[b]);
+  });
+  return idx;
+}
+
+template <typename T>
+struct TopKAnswer {
+  std::vector<T> values;         // rows * k, each row in rank order
+  std::vector<int64_t> indices;  // rows * k, row-relative
+};
+
+// The proto's definition: rank a row by key (largest or smallest first), equal keys by smaller index
+// first, take the first k. Computed with std::partial_sort over indices.
+template <typename T>
+TopKAnswer<T> ReferenceTopK(const std::vector<T>& keys, std::size_t rows, std::size_t k,
+                            bool largest) {
+  TopKAnswer<T> answer;
+  const std::size_t m = rows == 0 ? 0 : keys.size() / rows;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const T* row = keys.data() + r * m;
+    std::vector<int64_t> idx(m);
+    std::iota(idx.begin(), idx.end(), int64_t{0});
+    std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
+                      [&](int64_t a, int64_t b) {
+                        const auto ka = ToOrderedBits(row[a]), kb = ToOrderedBits(row[b]);
+                        if (ka != kb) return largest ? ka > kb : ka < kb;
+                        return a < b;
+                      });
+    for (std::size_t i = 0; i < k; ++i) {
+      answer.values.push_back(row[idx[i]]);
+      answer.indices.push_back(idx[i]);
+    }
+  }
+  return answer;
+}
+
+// Bitwise equality of key arrays (operator== would call NaN != NaN and -0.0 == +0.0).
+template <typename T>
+bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(),
+                    [](T x, T y) { return ToOrderedBits(x) == ToOrderedBits(y); });
+}
+
+}  // namespace gpusort::testing
