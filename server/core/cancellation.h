@@ -22,9 +22,11 @@ class Cancellation {
 
   // OK while the work is still wanted; CANCELLED or DEADLINE_EXCEEDED otherwise.
   absl::Status Check() const {
-    if (cancelled()) return absl::CancelledError("the caller cancelled the request");
+    // The deadline first: gRPC also cancels a call whose deadline passed, and the caller should
+    // learn the real reason.
     if (deadline_ != Clock::time_point::max() && Clock::now() >= deadline_)
       return absl::DeadlineExceededError("the request's deadline passed before it finished");
+    if (cancelled()) return absl::CancelledError("the caller cancelled the request");
     return absl::OkStatus();
   }
 

@@ -31,6 +31,8 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const ServerConfig& config)
 
 }  // namespace
 
+GpusortServer::GpusortServer(const ServerConfig& config) : config_(config) {}
+
 absl::StatusOr<std::unique_ptr<GpusortServer>> GpusortServer::Start(const ServerConfig& config) {
   auto backend = MakeBackend(config);
   if (!backend.ok()) return backend.status();
@@ -104,6 +106,7 @@ GpusortServer::~GpusortServer() {
   core_.reset();  // joins the worker threads
   server_.reset();
   service_.reset();
+  exposer_.reset();  // civetweb takes up to 2 s to stop its threads
 }
 
 }  // namespace gpusort

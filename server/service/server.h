@@ -38,7 +38,7 @@ class GpusortServer {
   void Wait();
 
  private:
-  explicit GpusortServer(const ServerConfig& config) : config_(config) {}
+  explicit GpusortServer(const ServerConfig& config);
   absl::Status Init(std::unique_ptr<Backend> backend);
 
   ServerConfig config_;

@@ -100,8 +100,14 @@ double MetricValue(const std::string& text, const std::string& series) {
   return -1;
 }
 
+ServerConfig WithMetrics() {
+  ServerConfig config = LoopbackConfig();
+  config.metrics_listen = "127.0.0.1:0";
+  return config;
+}
+
 TEST(Metrics, CountersAndHistogramsFollowTheCalls) {
-  TestServer server;
+  TestServer server(WithMetrics());
   ASSERT_GT(server.server().metrics_port(), 0);
   v1::SortRequest good;
   good.mutable_options()->set_dtype(v1::DTYPE_FLOAT32);
@@ -131,7 +137,7 @@ TEST(Metrics, CountersAndHistogramsFollowTheCalls) {
 TEST(Metrics, ExpositionPassesPromtoolCheckMetrics) {
   if (std::system("command -v promtool >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "promtool is not installed (Debian package prometheus)";
-  TestServer server;
+  TestServer server(WithMetrics());
   v1::TopKRequest request;
   request.mutable_options()->set_dtype(v1::DTYPE_UINT64);
   request.mutable_options()->set_k(2);

@@ -172,7 +172,9 @@ grpc::Status StreamSort(v1::SortService::Stub& stub, const std::vector<T>& keys,
     expected_offset += response.keys().size() / sizeof(T);
     got_keys += response.keys();
     got_indices += response.indices();
-    if (response.has_info()) EXPECT_EQ(response.info().backend(), v1::BACKEND_CPU);
+    if (response.has_info()) {
+      EXPECT_EQ(response.info().backend(), v1::BACKEND_CPU);
+    }
   }
   *out_keys = FromBytes<T>(got_keys);
   *out_indices = FromBytes<int64_t>(got_indices);

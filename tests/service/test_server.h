@@ -7,6 +7,8 @@
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "gpusort/v1/sort.grpc.pb.h"
@@ -18,7 +20,7 @@ namespace gpusort::testing {
 inline ServerConfig LoopbackConfig() {
   ServerConfig config;
   config.listen = "127.0.0.1:0";
-  config.metrics_listen = "127.0.0.1:0";
+  config.metrics_listen = "";  // metrics tests turn it on: civetweb takes 2 s to stop
   config.backend = "cpu";
   config.log_level = "warn";
   config.drain_timeout_seconds = 10;
@@ -29,6 +31,7 @@ class TestServer {
  public:
   explicit TestServer(ServerConfig config = LoopbackConfig(),
                       std::unique_ptr<Backend> backend = MakeCpuBackend()) {
+    spdlog::set_level(spdlog::level::from_str(config.log_level));
     auto started = GpusortServer::Start(config, std::move(backend));
     if (!started.ok()) {
       ADD_FAILURE() << "server did not start: " << started.status();
