@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -97,6 +98,17 @@ std::vector<T> MakeInput(Pattern pattern, std::size_t n, uint64_t seed = 1) {
 // Sizes around the edges: empty, one, powers of two and their neighbours.
 inline std::vector<std::size_t> EdgeSizes() {
   return {0, 1, 2, 3, 31, 32, 33, 255, 256, 257, 1023, 1024, 1025, 4095, 4097, 65535, 65537};
+}
+
+// Opaque payload bytes (random, so that a value moved to the wrong place shows).
+inline std::vector<std::byte> MakeValueBytes(std::size_t bytes, uint64_t seed = 7) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::byte> v(bytes);
+  for (std::size_t i = 0; i < bytes; i += 8) {
+    const uint64_t r = rng();
+    for (std::size_t j = 0; j < 8 && i + j < bytes; ++j) v[i + j] = static_cast<std::byte>(r >> (8 * j));
+  }
+  return v;
 }
 
 }  // namespace gpusort::testing

@@ -1,0 +1,299 @@
+#include "client/cli/array_file.h"
+
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "client/cli/dtype_names.h"
+
+namespace gpusort::cli {
+namespace {
+
+using File = std::unique_ptr<FILE, int (*)(FILE*)>;
+
+absl::StatusOr<File> Open(const std::string& path, const char* mode) {
+  FILE* f = std::fopen(path.c_str(), mode);
+  if (f == nullptr)
+    return absl::NotFoundError("cannot open " + path + ": " + std::strerror(errno));
+  return File(f, &std::fclose);
+}
+
+absl::StatusOr<std::size_t> FileSize(FILE* f, const std::string& path) {
+  if (std::fseek(f, 0, SEEK_END) != 0) return absl::InternalError("cannot seek in " + path);
+  const long size = std::ftell(f);
+  std::rewind(f);
+  if (size < 0) return absl::InternalError("cannot size " + path);
+  return static_cast<std::size_t>(size);
+}
+
+absl::Status ReadExactly(FILE* f, std::size_t bytes, std::string* out, const std::string& path) {
+  out->resize(bytes);
+  if (bytes > 0 && std::fread(out->data(), 1, bytes, f) != bytes)
+    return absl::DataLossError("short read from " + path);
+  return absl::OkStatus();
+}
+
+absl::Status WriteAll(FILE* f, std::string_view bytes, const std::string& path) {
+  if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size())
+    return absl::DataLossError("cannot write " + path + ": " + std::strerror(errno));
+  return absl::OkStatus();
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+struct NpyType { std::string_view descr; v1::DType dtype; };
+constexpr NpyType kNpyTypes[] = {{"<i4", v1::DTYPE_INT32},  {"<u4", v1::DTYPE_UINT32},
+                                 {"<i8", v1::DTYPE_INT64},  {"<u8", v1::DTYPE_UINT64},
+                                 {"<f4", v1::DTYPE_FLOAT32}, {"<f8", v1::DTYPE_FLOAT64}};
+
+// The text after 'key': in a header dict, up to the next comma at depth 0 or the closing brace.
+std::optional<std::string_view> DictValue(std::string_view header, std::string_view key) {
+  const std::string quoted = "'" + std::string(key) + "'";
+  auto at = header.find(quoted);
+  if (at == std::string_view::npos) return std::nullopt;
+  at = header.find(':', at + quoted.size());
+  if (at == std::string_view::npos) return std::nullopt;
+  std::size_t end = at + 1;
+  int depth = 0;
+  for (; end < header.size(); ++end) {
+    const char c = header[end];
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if ((c == ',' && depth == 0) || (c == '}' && depth == 0)) break;
+  }
+  return Trim(header.substr(at + 1, end - at - 1));
+}
+
+}  // namespace
+
+std::size_t Array::count() const { return bytes.size() / ElementSize(dtype); }
+
+absl::StatusOr<FileFormat> ChooseFormat(const std::string& flag, const std::string& path) {
+  if (flag == "raw") return FileFormat::kRaw;
+  if (flag == "text" || flag == "txt") return FileFormat::kText;
+  if (flag == "npy") return FileFormat::kNpy;
+  if (!flag.empty() && flag != "auto")
+    return absl::InvalidArgumentError("unknown format '" + flag + "' (raw, text or npy)");
+  auto ends_with = [&](std::string_view ext) {
+    return path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+  };
+  if (ends_with(".npy")) return FileFormat::kNpy;
+  if (ends_with(".txt") || ends_with(".csv") || ends_with(".text")) return FileFormat::kText;
+  return FileFormat::kRaw;
+}
+
+absl::Status AppendParsedNumber(v1::DType dtype, std::string_view text, std::string* bytes) {
+  return VisitDType(dtype, [&](auto tag) -> absl::Status {
+    using T = decltype(tag);
+    T value{};
+    std::string_view t = text;
+    if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+    std::from_chars_result r;
+    if constexpr (std::is_floating_point_v<T>) {
+      // from_chars reads "nan" and "inf"; keep the sign of "-nan" and "-inf" explicitly.
+      const bool negative = !t.empty() && t.front() == '-';
+      r = std::from_chars(t.data() + (negative ? 1 : 0), t.data() + t.size(), value);
+      if (negative) value = -value;
+    } else {
+      r = std::from_chars(t.data(), t.data() + t.size(), value);
+    }
+    if (r.ec == std::errc::result_out_of_range)
+      return absl::InvalidArgumentError("'" + std::string(text) + "' is out of range for " +
+                                        DTypeName(dtype));
+    if (r.ec != std::errc() || r.ptr != t.data() + t.size())
+      return absl::InvalidArgumentError("'" + std::string(text) + "' is not a " + DTypeName(dtype) +
+                                        " number");
+    bytes->append(reinterpret_cast<const char*>(&value), sizeof value);
+    return absl::OkStatus();
+  });
+}
+
+std::string FormatNumber(v1::DType dtype, const char* element) {
+  return VisitDType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T value;
+    std::memcpy(&value, element, sizeof value);
+    char buffer[64];
+    auto r = std::to_chars(buffer, buffer + sizeof buffer, value);
+    return std::string(buffer, r.ptr);
+  });
+}
+
+std::string NpyHeader(v1::DType dtype, const std::vector<std::size_t>& shape) {
+  std::string descr;
+  for (const auto& t : kNpyTypes)
+    if (t.dtype == dtype) descr = t.descr;
+  std::string dims;
+  for (std::size_t d : shape) dims += std::to_string(d) + ",";
+  if (shape.size() > 1) dims.pop_back();  // (n,) for one dimension, (r, c) for two
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
+  // Version 1.0: magic (6) + version (2) + length (2) + dict, padded with spaces and a newline to 64.
+  const std::size_t unpadded = 10 + dict.size() + 1;
+  dict.append((64 - unpadded % 64) % 64, ' ');
+  dict += '\n';
+  std::string header("\x93NUMPY\x01\x00", 8);
+  header += static_cast<char>(dict.size() & 0xff);
+  header += static_cast<char>((dict.size() >> 8) & 0xff);
+  return header + dict;
+}
+
+absl::Status ParseNpyHeader(std::string_view data, v1::DType* dtype,
+                            std::vector<std::size_t>* shape, std::size_t* data_offset) {
+  if (data.size() < 10 || data.substr(0, 6) != std::string_view("\x93NUMPY", 6))
+    return absl::InvalidArgumentError("not a .npy file (no \\x93NUMPY magic)");
+  const int major = static_cast<unsigned char>(data[6]);
+  std::size_t length, start;
+  if (major == 1) {
+    length = static_cast<unsigned char>(data[8]) | (static_cast<unsigned char>(data[9]) << 8);
+    start = 10;
+  } else if (major == 2 || major == 3) {
+    if (data.size() < 12) return absl::InvalidArgumentError("truncated .npy header");
+    length = 0;
+    for (int i = 3; i >= 0; --i) length = (length << 8) | static_cast<unsigned char>(data[8 + i]);
+    start = 12;
+  } else {
+    return absl::InvalidArgumentError("unsupported .npy version " + std::to_string(major));
+  }
+  if (data.size() < start + length) return absl::InvalidArgumentError("truncated .npy header");
+  const std::string_view header = data.substr(start, length);
+
+  auto descr = DictValue(header, "descr");
+  if (!descr || descr->size() < 2) return absl::InvalidArgumentError(".npy header has no descr");
+  const std::string_view d = descr->substr(1, descr->size() - 2);  // strip the quotes
+  *dtype = v1::DTYPE_UNSPECIFIED;
+  for (const auto& t : kNpyTypes)
+    if (t.descr == d) *dtype = t.dtype;
+  if (*dtype == v1::DTYPE_UNSPECIFIED)
+    return absl::InvalidArgumentError("unsupported .npy dtype '" + std::string(d) +
+                                      "' (little-endian i4, u4, i8, u8, f4, f8 only)");
+  auto fortran = DictValue(header, "fortran_order");
+  if (fortran && *fortran == "True")
+    return absl::InvalidArgumentError("Fortran-order .npy arrays are not supported; save C order");
+  auto shape_text = DictValue(header, "shape");
+  if (!shape_text || shape_text->empty() || shape_text->front() != '(' || shape_text->back() != ')')
+    return absl::InvalidArgumentError(".npy header has no shape");
+  shape->clear();
+  std::string_view dims = shape_text->substr(1, shape_text->size() - 2);
+  while (!dims.empty()) {
+    const auto comma = dims.find(',');
+    const std::string_view item = Trim(dims.substr(0, comma));
+    if (!item.empty()) {
+      std::size_t value = 0;
+      auto r = std::from_chars(item.data(), item.data() + item.size(), value);
+      if (r.ec != std::errc() || r.ptr != item.data() + item.size())
+        return absl::InvalidArgumentError("bad .npy shape '" + std::string(*shape_text) + "'");
+      shape->push_back(value);
+    }
+    if (comma == std::string_view::npos) break;
+    dims.remove_prefix(comma + 1);
+  }
+  if (shape->size() > 2)
+    return absl::InvalidArgumentError(".npy arrays of " + std::to_string(shape->size()) +
+                                      " dimensions are not supported (1-D, or 2-D for rows)");
+  *data_offset = start + length;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Array> ReadArray(const std::string& path, FileFormat format,
+                                std::optional<v1::DType> dtype) {
+  auto file = Open(path, "rb");
+  if (!file.ok()) return file.status();
+  auto size = FileSize(file->get(), path);
+  if (!size.ok()) return size.status();
+  Array array;
+
+  if (format == FileFormat::kNpy) {
+    std::string head(std::min<std::size_t>(*size, 65536 + 12), '\0');
+    if (std::fread(head.data(), 1, head.size(), file->get()) != head.size())
+      return absl::DataLossError("short read from " + path);
+    std::size_t offset = 0;
+    absl::Status parsed = ParseNpyHeader(head, &array.dtype, &array.shape, &offset);
+    if (!parsed.ok()) return absl::InvalidArgumentError(path + ": " + std::string(parsed.message()));
+    if (dtype && *dtype != array.dtype)
+      return absl::InvalidArgumentError(path + " holds " + DTypeName(array.dtype) +
+                                        " but --dtype says " + DTypeName(*dtype));
+    std::size_t elements = 1;
+    for (std::size_t d : array.shape) elements *= d;
+    const std::size_t bytes = elements * ElementSize(array.dtype);
+    if (*size < offset || *size - offset != bytes)
+      return absl::InvalidArgumentError(path + ": the header promises " + std::to_string(bytes) +
+                                        " data bytes, the file has " + std::to_string(*size - offset));
+    std::fseek(file->get(), static_cast<long>(offset), SEEK_SET);
+    absl::Status read = ReadExactly(file->get(), bytes, &array.bytes, path);
+    if (!read.ok()) return read;
+    return array;
+  }
+
+  if (!dtype)
+    return absl::InvalidArgumentError("--dtype is required to read " + path +
+                                      " (only .npy files say their dtype)");
+  array.dtype = *dtype;
+  std::string content;
+  absl::Status read = ReadExactly(file->get(), *size, &content, path);
+  if (!read.ok()) return read;
+  if (format == FileFormat::kRaw) {
+    if (content.size() % ElementSize(array.dtype) != 0)
+      return absl::InvalidArgumentError(path + " has " + std::to_string(content.size()) +
+                                        " bytes, not a whole number of " + DTypeName(array.dtype) +
+                                        " elements");
+    array.bytes = std::move(content);
+  } else {
+    array.bytes.reserve(content.size() / 2);
+    std::size_t line_number = 0, pos = 0;
+    while (pos < content.size()) {
+      std::size_t end = content.find('\n', pos);
+      if (end == std::string::npos) end = content.size();
+      ++line_number;
+      const std::string_view line = Trim(std::string_view(content).substr(pos, end - pos));
+      pos = end + 1;
+      if (line.empty() || line.front() == '#') continue;
+      absl::Status s = AppendParsedNumber(array.dtype, line, &array.bytes);
+      if (!s.ok())
+        return absl::InvalidArgumentError(path + ":" + std::to_string(line_number) + ": " +
+                                          std::string(s.message()));
+    }
+  }
+  array.shape = {array.count()};
+  return array;
+}
+
+absl::Status WriteArray(const std::string& path, FileFormat format, const Array& array) {
+  auto file = Open(path, "wb");
+  if (!file.ok()) return file.status();
+  absl::Status s;
+  switch (format) {
+    case FileFormat::kNpy: {
+      auto shape = array.shape.empty() ? std::vector<std::size_t>{array.count()} : array.shape;
+      s = WriteAll(file->get(), NpyHeader(array.dtype, shape), path);
+      if (s.ok()) s = WriteAll(file->get(), array.bytes, path);
+      break;
+    }
+    case FileFormat::kRaw:
+      s = WriteAll(file->get(), array.bytes, path);
+      break;
+    case FileFormat::kText: {
+      const std::size_t width = ElementSize(array.dtype);
+      std::string out;
+      for (std::size_t i = 0; i < array.count() && s.ok(); ++i) {
+        out += FormatNumber(array.dtype, array.bytes.data() + i * width);
+        out += '\n';
+        if (out.size() > (1u << 20)) {
+          s = WriteAll(file->get(), out, path);
+          out.clear();
+        }
+      }
+      if (s.ok()) s = WriteAll(file->get(), out, path);
+      break;
+    }
+  }
+  if (s.ok() && std::fflush(file->get()) != 0)
+    return absl::DataLossError("cannot write " + path + ": " + std::strerror(errno));
+  return s;
+}
+
+}  // namespace gpusort::cli

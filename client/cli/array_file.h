@@ -1,0 +1,44 @@
+// Arrays on disk in the three formats the CLI speaks: raw little-endian binary, text (one number per
+// line), and NumPy .npy (1-D, or 2-D for rows). Errors name the file and what is wrong with it.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gpusort/v1/sort.pb.h"
+
+namespace gpusort::cli {
+
+enum class FileFormat { kRaw, kText, kNpy };
+
+// From an explicit --format value ("raw", "text", "npy"), else from the extension (.npy, .txt,
+// .csv, anything else raw).
+absl::StatusOr<FileFormat> ChooseFormat(const std::string& flag, const std::string& path);
+
+struct Array {
+  v1::DType dtype = v1::DTYPE_UNSPECIFIED;
+  std::string bytes;                 // little-endian elements
+  std::vector<std::size_t> shape;    // npy: as stored; raw/text: {n}
+  std::size_t count() const;
+};
+
+// `dtype` is required for raw and text; for npy it is checked against the file when given.
+absl::StatusOr<Array> ReadArray(const std::string& path, FileFormat format,
+                                std::optional<v1::DType> dtype);
+absl::Status WriteArray(const std::string& path, FileFormat format, const Array& array);
+
+// Parsing and printing of one number as text. Floats round-trip exactly (shortest form; nan, -nan,
+// inf, -inf, -0 included) except that NaN payload bits are not kept.
+absl::Status AppendParsedNumber(v1::DType dtype, std::string_view text, std::string* bytes);
+std::string FormatNumber(v1::DType dtype, const char* element);
+
+// .npy header: the description of `array` as NumPy writes it, and its parser.
+std::string NpyHeader(v1::DType dtype, const std::vector<std::size_t>& shape);
+// Parses the header at the start of `data`; on success sets dtype, shape and the data offset.
+absl::Status ParseNpyHeader(std::string_view data, v1::DType* dtype,
+                            std::vector<std::size_t>* shape, std::size_t* data_offset);
+
+}  // namespace gpusort::cli

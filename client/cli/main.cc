@@ -1,0 +1,254 @@
+// gpusort: the command line on the client library. Subcommands: gen, sort, topk, health.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+
+#include <CLI/CLI.hpp>
+
+#include "client/cli/array_file.h"
+#include "client/cli/dtype_names.h"
+#include "client/cli/generate.h"
+#include "gpusort/client.h"
+
+namespace gpusort::cli {
+namespace {
+
+struct Connection {
+  std::string server = "localhost:50051";
+  double timeout_seconds = 0;
+  bool verbose = false;
+};
+
+void AddConnectionFlags(CLI::App* app, Connection* c) {
+  app->add_option("--server,-s", c->server, "server address (or env GPUSORT_SERVER)")
+      ->envname("GPUSORT_SERVER")
+      ->capture_default_str();
+  app->add_option("--timeout", c->timeout_seconds, "deadline in seconds (0: none)");
+  app->add_flag("--verbose,-v", c->verbose, "print how the server ran it");
+}
+
+// A progress line on stderr for long transfers, only when stderr is a terminal.
+std::function<void(std::string_view, std::size_t, std::size_t)> ProgressLine() {
+  if (!isatty(STDERR_FILENO)) return nullptr;
+  return [last = std::chrono::steady_clock::time_point{}](std::string_view stage, std::size_t done,
+                                                          std::size_t total) mutable {
+    const auto now = std::chrono::steady_clock::now();
+    if (done < total && now - last < std::chrono::milliseconds(100)) return;
+    last = now;
+    std::fprintf(stderr, "\r%-7s %8.1f / %.1f MiB", std::string(stage).c_str(), done / 1048576.0,
+                 total / 1048576.0);
+    if (done >= total) std::fprintf(stderr, "\n");
+  };
+}
+
+Client MakeClient(const Connection& c) {
+  ClientOptions options;
+  options.target = c.server;
+  options.timeout = std::chrono::milliseconds(static_cast<long long>(c.timeout_seconds * 1000));
+  options.progress = ProgressLine();
+  return Client(options);
+}
+
+void PrintInfo(const v1::ExecutionInfo& info, bool streamed) {
+  std::fprintf(stderr, "algorithm %s, backend %s, device %s, request %s, %s\n",
+               v1::Algorithm_Name(info.algorithm()).c_str(), v1::Backend_Name(info.backend()).c_str(),
+               info.device().c_str(), info.request_id().c_str(), streamed ? "streamed" : "unary");
+  for (const auto& s : info.stages())
+    std::fprintf(stderr, "  %-10s %10.3f ms\n", s.stage().c_str(), s.seconds() * 1e3);
+  std::fprintf(stderr, "  %-10s %10.3f ms\n", "server", info.server_seconds() * 1e3);
+}
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "gpusort: %s: %s\n", absl::StatusCodeToString(status.code()).c_str(),
+               std::string(status.message()).c_str());
+  return 1;
+}
+
+struct InputFlags {
+  std::string in, out, format, in_format, out_format, dtype;
+};
+
+void AddFileFlags(CLI::App* app, InputFlags* f) {
+  app->add_option("--in,-i", f->in, "input file (raw, text or .npy)")->required();
+  app->add_option("--out,-o", f->out, "output file")->required();
+  app->add_option("--dtype,-t", f->dtype, "i32 u32 i64 u64 f32 f64 (required unless .npy)");
+  app->add_option("--format", f->format, "raw, text or npy for both files (default: by extension)");
+  app->add_option("--in-format", f->in_format, "format of --in");
+  app->add_option("--out-format", f->out_format, "format of --out");
+}
+
+absl::StatusOr<Array> ReadInput(const InputFlags& f) {
+  std::optional<v1::DType> dtype;
+  if (!f.dtype.empty()) {
+    dtype = ParseDType(f.dtype);
+    if (!dtype) return absl::InvalidArgumentError("unknown --dtype '" + f.dtype + "'");
+  }
+  auto format = ChooseFormat(f.in_format.empty() ? f.format : f.in_format, f.in);
+  if (!format.ok()) return format.status();
+  return ReadArray(f.in, *format, dtype);
+}
+
+absl::Status WriteOutput(const InputFlags& f, const std::string& path, const Array& array) {
+  auto format = ChooseFormat(f.out_format.empty() ? f.format : f.out_format, path);
+  if (!format.ok()) return format.status();
+  return WriteArray(path, *format, array);
+}
+
+v1::Algorithm ParseAlgorithmFlag(const std::string& name) {
+  static const std::map<std::string, v1::Algorithm> kNames = {
+      {"auto", v1::ALGORITHM_AUTO},       {"radix", v1::ALGORITHM_RADIX},
+      {"merge", v1::ALGORITHM_MERGE},     {"bitonic", v1::ALGORITHM_BITONIC},
+      {"odd_even", v1::ALGORITHM_ODD_EVEN}, {"quicksort", v1::ALGORITHM_QUICKSORT},
+      {"cpu", v1::ALGORITHM_CPU}};
+  return kNames.at(name);
+}
+const std::vector<std::string> kAlgorithmNames = {"auto",     "radix",     "merge", "bitonic",
+                                                  "odd_even", "quicksort", "cpu"};
+
+}  // namespace
+}  // namespace gpusort::cli
+
+int main(int argc, char** argv) {
+  using namespace gpusort;
+  using namespace gpusort::cli;
+  CLI::App app{"gpusort: sort and top-k through a gpusort server"};
+  app.require_subcommand(1);
+
+  // gen
+  auto* gen = app.add_subcommand("gen", "write test data");
+  std::string gen_dtype = "u32", gen_distribution = "uniform", gen_out, gen_format;
+  std::size_t gen_count = 1000;
+  uint64_t gen_seed = 1;
+  gen->add_option("--dtype,-t", gen_dtype, "i32 u32 i64 u64 f32 f64")->capture_default_str();
+  gen->add_option("--count,-n", gen_count, "number of keys")->capture_default_str();
+  gen->add_option("--distribution,-d", gen_distribution)
+      ->check(CLI::IsMember(Distributions()))
+      ->capture_default_str();
+  gen->add_option("--seed", gen_seed)->capture_default_str();
+  gen->add_option("--out,-o", gen_out, "output file")->required();
+  gen->add_option("--format", gen_format, "raw, text or npy (default: by extension)");
+
+  // sort
+  auto* sort = app.add_subcommand("sort", "sort the keys of a file");
+  Connection sort_connection;
+  InputFlags sort_files;
+  bool descending = false, stable = false, argsort = false;
+  std::string sort_algorithm = "auto", indices_out;
+  AddConnectionFlags(sort, &sort_connection);
+  AddFileFlags(sort, &sort_files);
+  sort->add_flag("--descending", descending, "largest first");
+  sort->add_flag("--stable", stable, "equal keys keep their input order");
+  sort->add_flag("--argsort", argsort, "write the permutation (int64) to --out instead of keys");
+  sort->add_option("--indices-out", indices_out, "also write the permutation (int64) here");
+  sort->add_option("--algorithm,-a", sort_algorithm)
+      ->check(CLI::IsMember(kAlgorithmNames))
+      ->capture_default_str();
+
+  // topk
+  auto* topk = app.add_subcommand("topk", "the k largest (or smallest) keys of a file, per row");
+  Connection topk_connection;
+  InputFlags topk_files;
+  uint64_t k = 10, rows = 0;
+  bool smallest = false, unsorted = false;
+  std::string topk_output = "values", topk_algorithm = "auto", topk_indices_out;
+  AddConnectionFlags(topk, &topk_connection);
+  AddFileFlags(topk, &topk_files);
+  topk->add_option("-k", k, "how many per row")->capture_default_str();
+  topk->add_option("--rows", rows, "rows of equal length (default: 2-D .npy rows, else 1)");
+  topk->add_flag("--smallest", smallest, "the k smallest instead of the largest");
+  topk->add_flag("--unsorted", unsorted, "any order within each row's k");
+  topk->add_option("--output", topk_output, "values, indices, or both (indices to --indices-out)")
+      ->check(CLI::IsMember({"values", "indices", "both"}))
+      ->capture_default_str();
+  topk->add_option("--indices-out", topk_indices_out, "where --output both writes the indices");
+  topk->add_option("--algorithm,-a", topk_algorithm)
+      ->check(CLI::IsMember(kAlgorithmNames))
+      ->capture_default_str();
+
+  // health
+  auto* health = app.add_subcommand("health", "exit 0 when the server is SERVING");
+  Connection health_connection;
+  std::string health_service;
+  AddConnectionFlags(health, &health_connection);
+  health->add_option("--service", health_service, "service name ('' = the whole server)");
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (*gen) {
+    auto dtype = ParseDType(gen_dtype);
+    if (!dtype) return Fail(absl::InvalidArgumentError("unknown --dtype '" + gen_dtype + "'"));
+    auto bytes = Generate(*dtype, gen_count, gen_distribution, gen_seed);
+    if (!bytes.ok()) return Fail(bytes.status());
+    auto format = ChooseFormat(gen_format, gen_out);
+    if (!format.ok()) return Fail(format.status());
+    Array array{.dtype = *dtype, .bytes = std::move(*bytes), .shape = {gen_count}};
+    absl::Status written = WriteArray(gen_out, *format, array);
+    return written.ok() ? 0 : Fail(written);
+  }
+
+  if (*sort) {
+    auto input = ReadInput(sort_files);
+    if (!input.ok()) return Fail(input.status());
+    Client client = MakeClient(sort_connection);
+    RawSortRequest request;
+    request.dtype = input->dtype;
+    request.keys = input->bytes;
+    request.options.descending = descending;
+    request.options.stable = stable;
+    request.options.algorithm = ParseAlgorithmFlag(sort_algorithm);
+    const bool want_indices = argsort || !indices_out.empty();
+    if (want_indices) request.payload = v1::PAYLOAD_INDICES;
+    auto result = client.SortRaw(request);
+    if (!result.ok()) return Fail(result.status());
+    if (sort_connection.verbose) PrintInfo(result->info, result->streamed);
+    Array keys{.dtype = input->dtype, .bytes = std::move(result->keys), .shape = {input->count()}};
+    Array indices{.dtype = v1::DTYPE_INT64, .bytes = std::move(result->indices),
+                  .shape = {input->count()}};
+    absl::Status s = WriteOutput(sort_files, sort_files.out, argsort ? indices : keys);
+    if (s.ok() && !indices_out.empty()) s = WriteOutput(sort_files, indices_out, indices);
+    return s.ok() ? 0 : Fail(s);
+  }
+
+  if (*topk) {
+    auto input = ReadInput(topk_files);
+    if (!input.ok()) return Fail(input.status());
+    if (rows == 0) rows = input->shape.size() == 2 ? input->shape[0] : 1;
+    if (topk_output == "both" && topk_indices_out.empty())
+      return Fail(absl::InvalidArgumentError("--output both needs --indices-out"));
+    Client client = MakeClient(topk_connection);
+    TopKOptions options;
+    options.k = k;
+    options.largest = !smallest;
+    options.sorted = !unsorted;
+    options.rows = rows;
+    options.algorithm = ParseAlgorithmFlag(topk_algorithm);
+    options.output = topk_output == "values"    ? v1::TOPK_OUTPUT_VALUES
+                     : topk_output == "indices" ? v1::TOPK_OUTPUT_INDICES
+                                                : v1::TOPK_OUTPUT_VALUES_AND_INDICES;
+    auto result = client.TopKRaw(input->dtype, input->bytes, options);
+    if (!result.ok()) return Fail(result.status());
+    if (topk_connection.verbose) PrintInfo(result->info, result->streamed);
+    std::vector<std::size_t> shape = rows > 1 || input->shape.size() == 2
+                                         ? std::vector<std::size_t>{rows, k}
+                                         : std::vector<std::size_t>{k};
+    Array values{.dtype = input->dtype, .bytes = std::move(result->values), .shape = shape};
+    Array indices{.dtype = v1::DTYPE_INT64, .bytes = std::move(result->indices), .shape = shape};
+    absl::Status s = WriteOutput(topk_files, topk_files.out,
+                                 topk_output == "indices" ? indices : values);
+    if (s.ok() && topk_output == "both") s = WriteOutput(topk_files, topk_indices_out, indices);
+    return s.ok() ? 0 : Fail(s);
+  }
+
+  if (*health) {
+    Client client = MakeClient(health_connection);
+    auto serving = client.Health(health_service);
+    if (!serving.ok()) return Fail(serving.status());
+    std::printf("%s\n", *serving ? "SERVING" : "NOT_SERVING");
+    return *serving ? 0 : 2;
+  }
+  return 0;
+}

@@ -1,0 +1,148 @@
+// gpusort::Client: sort and top-k over gRPC from C++.
+//
+//   gpusort::Client client({.target = "localhost:50051"});
+//   auto sorted = client.Sort<float>(keys);                 // absl::StatusOr<SortResult<float>>
+//   auto top = client.TopK<float>(keys, {.k = 100});        // absl::StatusOr<TopKResult<float>>
+//
+// Arrays too large for one gRPC message go through the streaming RPCs by themselves. Errors come back
+// as absl::Status with the server's gRPC code and message. One Client may be used from many threads.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <grpcpp/security/credentials.h>
+
+#include "absl/status/statusor.h"
+#include "gpusort/v1/sort.grpc.pb.h"
+
+namespace gpusort {
+
+struct ClientOptions {
+  std::string target = "localhost:50051";  // host:port, or any gRPC target (dns:///, ipv4:, ...)
+  std::chrono::milliseconds timeout{0};    // deadline of each call; 0: none
+  std::size_t max_message_bytes = 64u << 20;  // must not exceed the server's --max-message-bytes
+  // Chunk size of the streaming RPCs: under 1 MiB with room for framing, so that it also fits a
+  // server started with --max-message-bytes 1048576.
+  std::size_t stream_chunk_bytes = 960u << 10;
+  std::shared_ptr<grpc::ChannelCredentials> credentials;  // default: insecure
+  std::string request_id;  // sent as x-request-id when set
+  // Called as bytes go out and come back on streaming calls (done, total), e.g. for a progress line.
+  std::function<void(std::string_view stage, std::size_t done, std::size_t total)> progress;
+};
+
+struct SortOptions {
+  bool descending = false;
+  bool stable = false;  // equal keys keep their input order
+  v1::Algorithm algorithm = v1::ALGORITHM_AUTO;
+};
+
+struct TopKOptions {
+  uint64_t k = 1;
+  bool largest = true;
+  bool sorted = true;
+  v1::TopKOutput output = v1::TOPK_OUTPUT_VALUES_AND_INDICES;
+  uint64_t rows = 1;  // top-k of each of `rows` equal rows
+  v1::Algorithm algorithm = v1::ALGORITHM_AUTO;
+};
+
+// Untyped request and answers, for callers that learn the dtype at run time (the CLI).
+struct RawSortRequest {
+  v1::DType dtype = v1::DTYPE_UNSPECIFIED;
+  std::string_view keys;  // little-endian elements of dtype
+  SortOptions options;
+  v1::Payload payload = v1::PAYLOAD_NONE;
+  std::string_view values;   // PAYLOAD_VALUES: value_width bytes per key
+  uint32_t value_width = 0;
+};
+struct RawSortResult {
+  std::string keys, values, indices;  // indices: int64 little-endian
+  v1::ExecutionInfo info;
+  bool streamed = false;  // whether the streaming RPC carried it
+};
+struct RawTopKResult {
+  std::string values, indices;
+  v1::ExecutionInfo info;
+  bool streamed = false;
+};
+
+template <typename T>
+struct SortResult {
+  std::vector<T> keys;
+  std::vector<int64_t> indices;  // Argsort only
+  std::string values;            // SortWithValues only
+  v1::ExecutionInfo info;
+};
+
+template <typename T>
+struct TopKResult {
+  std::vector<T> values;         // rows * k, row-major (unless output is indices only)
+  std::vector<int64_t> indices;  // rows * k row positions (unless output is values only)
+  v1::ExecutionInfo info;
+};
+
+// The wire dtype of a C++ key type (int32_t, uint32_t, int64_t, uint64_t, float, double).
+template <typename T> constexpr v1::DType WireDTypeOf();
+
+class Client {
+ public:
+  explicit Client(ClientOptions options);
+
+  template <typename T>
+  absl::StatusOr<SortResult<T>> Sort(std::span<const T> keys, const SortOptions& options = {});
+  // Sorted keys and the permutation: indices[i] is the input position of output key i.
+  template <typename T>
+  absl::StatusOr<SortResult<T>> Argsort(std::span<const T> keys, const SortOptions& options = {});
+  // Sorted keys with `values` (value_width opaque bytes per key) moved along.
+  template <typename T>
+  absl::StatusOr<SortResult<T>> SortWithValues(std::span<const T> keys, std::string_view values,
+                                               uint32_t value_width,
+                                               const SortOptions& options = {});
+  template <typename T>
+  absl::StatusOr<TopKResult<T>> TopK(std::span<const T> keys, const TopKOptions& options);
+
+  // The same calls for vectors (spans are not deduced from them).
+  template <typename T>
+  absl::StatusOr<SortResult<T>> Sort(const std::vector<T>& keys, const SortOptions& o = {}) {
+    return Sort(std::span<const T>(keys), o);
+  }
+  template <typename T>
+  absl::StatusOr<SortResult<T>> Argsort(const std::vector<T>& keys, const SortOptions& o = {}) {
+    return Argsort(std::span<const T>(keys), o);
+  }
+  template <typename T>
+  absl::StatusOr<TopKResult<T>> TopK(const std::vector<T>& keys, const TopKOptions& o) {
+    return TopK(std::span<const T>(keys), o);
+  }
+
+  absl::StatusOr<RawSortResult> SortRaw(const RawSortRequest& request);
+  absl::StatusOr<RawTopKResult> TopKRaw(v1::DType dtype, std::string_view keys,
+                                        const TopKOptions& options);
+
+  // grpc.health.v1 Check: true when the service ("" = the whole server) is SERVING.
+  absl::StatusOr<bool> Health(const std::string& service = "");
+
+  const ClientOptions& options() const { return options_; }
+
+ private:
+  std::unique_ptr<grpc::ClientContext> NewContext() const;
+  std::size_t UnaryLimit() const;  // arrays larger than this go through the streaming RPCs
+  absl::StatusOr<RawSortResult> SortStreamed(const RawSortRequest& request);
+  absl::StatusOr<RawTopKResult> TopKStreamed(v1::DType dtype, std::string_view keys,
+                                             const TopKOptions& options);
+
+  ClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::SortService::Stub> stub_;
+};
+
+}  // namespace gpusort
+
+#include "gpusort/client_inl.h"  // IWYU pragma: export

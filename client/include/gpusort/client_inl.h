@@ -1,0 +1,92 @@
+// Template definitions of gpusort/client.h: the typed calls are thin wrappers over the raw ones.
+#pragma once
+
+#include <cstring>
+#include <type_traits>
+
+namespace gpusort {
+
+template <typename T>
+constexpr v1::DType WireDTypeOf() {
+  if constexpr (std::is_same_v<T, int32_t>) return v1::DTYPE_INT32;
+  else if constexpr (std::is_same_v<T, uint32_t>) return v1::DTYPE_UINT32;
+  else if constexpr (std::is_same_v<T, int64_t>) return v1::DTYPE_INT64;
+  else if constexpr (std::is_same_v<T, uint64_t>) return v1::DTYPE_UINT64;
+  else if constexpr (std::is_same_v<T, float>) return v1::DTYPE_FLOAT32;
+  else if constexpr (std::is_same_v<T, double>) return v1::DTYPE_FLOAT64;
+  else static_assert(sizeof(T) == 0, "gpusort keys are int32, uint32, int64, uint64, float, double");
+}
+
+namespace client_internal {
+
+template <typename T>
+std::string_view AsBytes(std::span<const T> v) {
+  return {reinterpret_cast<const char*>(v.data()), v.size_bytes()};
+}
+
+template <typename T>
+std::vector<T> FromBytes(const std::string& bytes) {
+  std::vector<T> v(bytes.size() / sizeof(T));
+  if (!v.empty()) std::memcpy(v.data(), bytes.data(), v.size() * sizeof(T));
+  return v;
+}
+
+template <typename T>
+absl::StatusOr<SortResult<T>> ToTyped(absl::StatusOr<RawSortResult> raw) {
+  if (!raw.ok()) return raw.status();
+  SortResult<T> result;
+  result.keys = FromBytes<T>(raw->keys);
+  result.indices = FromBytes<int64_t>(raw->indices);
+  result.values = std::move(raw->values);
+  result.info = std::move(raw->info);
+  return result;
+}
+
+template <typename T>
+RawSortRequest MakeRawSortRequest(std::span<const T> keys, const SortOptions& options) {
+  RawSortRequest request;
+  request.dtype = WireDTypeOf<T>();
+  request.keys = AsBytes(keys);
+  request.options = options;
+  return request;
+}
+
+}  // namespace client_internal
+
+template <typename T>
+absl::StatusOr<SortResult<T>> Client::Sort(std::span<const T> keys, const SortOptions& options) {
+  return client_internal::ToTyped<T>(SortRaw(client_internal::MakeRawSortRequest(keys, options)));
+}
+
+template <typename T>
+absl::StatusOr<SortResult<T>> Client::Argsort(std::span<const T> keys,
+                                              const SortOptions& options) {
+  RawSortRequest request = client_internal::MakeRawSortRequest(keys, options);
+  request.payload = v1::PAYLOAD_INDICES;
+  return client_internal::ToTyped<T>(SortRaw(request));
+}
+
+template <typename T>
+absl::StatusOr<SortResult<T>> Client::SortWithValues(std::span<const T> keys,
+                                                     std::string_view values,
+                                                     uint32_t value_width,
+                                                     const SortOptions& options) {
+  RawSortRequest request = client_internal::MakeRawSortRequest(keys, options);
+  request.payload = v1::PAYLOAD_VALUES;
+  request.values = values;
+  request.value_width = value_width;
+  return client_internal::ToTyped<T>(SortRaw(request));
+}
+
+template <typename T>
+absl::StatusOr<TopKResult<T>> Client::TopK(std::span<const T> keys, const TopKOptions& options) {
+  auto raw = TopKRaw(WireDTypeOf<T>(), client_internal::AsBytes(keys), options);
+  if (!raw.ok()) return raw.status();
+  TopKResult<T> result;
+  result.values = client_internal::FromBytes<T>(raw->values);
+  result.indices = client_internal::FromBytes<int64_t>(raw->indices);
+  result.info = std::move(raw->info);
+  return result;
+}
+
+}  // namespace gpusort

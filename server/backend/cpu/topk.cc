@@ -1,0 +1,135 @@
+#include "server/backend/cpu/topk.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include "server/backend/cpu/parallel.h"
+#include "server/backend/cpu/radix_sort.h"
+#include "server/backend/cpu/scratch.h"
+#include "server/backend/cpu/topk_select.h"
+#include "server/core/dtype.h"
+#include "server/core/status_macros.h"
+
+namespace gpusort::cpu {
+namespace {
+
+// Rows are handed out in tasks of about this many keys (at least one row).
+constexpr std::size_t kTaskElements = 16384;
+
+struct RowOutputs {
+  std::byte* values;  // rows * k keys, or null
+  int64_t* indices;   // rows * k positions, or null
+};
+
+// One long row split over the threads.
+template <typename T, typename I>
+absl::Status SelectRowParallel(const std::byte* row, std::size_t m, std::size_t k, bool largest,
+                               bool sorted, std::byte* values_out, int64_t* indices_out,
+                               int threads, const Cancellation& cancel) {
+  using U = OrderedBitsType<T>;
+  using Cand = topk::Candidate<U, I>;
+  if (k <= m / topk::kSmallKRatio) {
+    // Every chunk's k best; the row's k best are among them.
+    const std::size_t chunks = ChunkCount(m, threads);
+    std::vector<std::vector<Cand>> best(chunks);
+    const U mask = topk::RankMask<T>(largest);
+    ForEachChunk(chunks, [&](std::size_t c) {
+      std::vector<Cand> buf;
+      topk::FilterBest<T, I>(row, ChunkBegin(m, chunks, c), ChunkBegin(m, chunks, c + 1), k, mask,
+                             buf, best[c]);
+    });
+    std::vector<Cand> all;
+    for (auto& b : best) all.insert(all.end(), b.begin(), b.end());
+    topk::KeepBest(all, k, sorted);
+    topk::WriteResults<T>(row, 0, k, [&](std::size_t r) { return all[r].pos; }, values_out,
+                          indices_out);
+    return absl::OkStatus();
+  }
+  // Most of the row: the stable radix argsort (ties by position, as the rank order wants).
+  ScratchArray<I> order = MakeScratch<I>(m);
+  RETURN_IF_ERROR(radix::Sort<T>(m, row, nullptr, largest, radix::PermutationTo<I>(order.get()),
+                                 threads, &cancel));
+  ForEachRange(k, threads, [&](std::size_t b, std::size_t e) {
+    topk::WriteResults<T>(row, b, e, [&](std::size_t r) { return order[r]; }, values_out,
+                          indices_out);
+  });
+  return absl::OkStatus();
+}
+
+template <typename T, typename I>
+absl::Status TopKTyped(const TopKSpec& spec, const TopKBuffers& b, int threads,
+                       const Cancellation& cancel) {
+  const std::size_t rows = spec.rows == 0 ? 1 : spec.rows;
+  const std::size_t m = b.count / rows;
+  const std::size_t k = spec.k;
+  constexpr std::size_t kSize = sizeof(T);
+  if (b.count == 0 || k == 0) return absl::OkStatus();
+  const RowOutputs out{spec.wants_values() ? b.values_out.data() : nullptr,
+                       spec.wants_indices() ? b.indices_out.data() : nullptr};
+  auto row_values = [&](std::size_t r) { return out.values ? out.values + r * k * kSize : nullptr; };
+  auto row_indices = [&](std::size_t r) { return out.indices ? out.indices + r * k : nullptr; };
+
+  // A few long rows: one after the other, each on all threads.
+  if (threads > 1 && m >= kParallelMinElements && rows < 2 * static_cast<std::size_t>(threads)) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      RETURN_IF_ERROR(cancel.Check());
+      RETURN_IF_ERROR((SelectRowParallel<T, I>(b.keys.data() + r * m * kSize, m, k, spec.largest,
+                                               spec.sorted, row_values(r), row_indices(r), threads,
+                                               cancel)));
+    }
+    return absl::OkStatus();
+  }
+
+  // Many rows (or little work): tasks of whole rows, each row on one thread.
+  const std::size_t grain = std::max<std::size_t>(1, kTaskElements / m);
+  std::atomic<bool> stop{false};
+  auto select_rows = [&](std::size_t first, std::size_t last) {
+    if (stop.load(std::memory_order_relaxed)) return;
+    if (!cancel.Check().ok()) {
+      stop.store(true, std::memory_order_relaxed);
+      return;
+    }
+    topk::RowScratch<OrderedBitsType<T>, I> scratch;
+    for (std::size_t r = first; r < last; ++r)
+      topk::SelectRow<T, I>(b.keys.data() + r * m * kSize, m, k, spec.largest, spec.sorted,
+                            row_values(r), row_indices(r), scratch);
+  };
+  if (threads <= 1 || b.count < kParallelMinElements || rows == 1) {
+    for (std::size_t r = 0; r < rows && !stop.load(); r += grain) select_rows(r, std::min(rows, r + grain));
+  } else {
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, rows, grain),
+                      [&](const tbb::blocked_range<std::size_t>& range) {
+                        select_rows(range.begin(), range.end());
+                      });
+  }
+  if (stop.load()) return cancel.Check();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status TopKOnCpu(const TopKSpec& spec, const TopKBuffers& buffers, int threads,
+                       const Cancellation& cancellation, ExecutionReport& report) {
+  StageClock clock;
+  const std::size_t rows = spec.rows == 0 ? 1 : spec.rows;
+  const std::size_t m = rows == 0 ? 0 : buffers.count / rows;
+  absl::Status status = VisitDType(spec.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    // Positions in a row are 32-bit integers whenever they fit.
+    if (m <= std::size_t{std::numeric_limits<uint32_t>::max()} + 1)
+      return TopKTyped<T, uint32_t>(spec, buffers, threads, cancellation);
+    return TopKTyped<T, uint64_t>(spec, buffers, threads, cancellation);
+  });
+  if (!status.ok()) return status;
+  report.AddStage("select", clock.Seconds());
+  return absl::OkStatus();
+}
+
+}  // namespace gpusort::cpu

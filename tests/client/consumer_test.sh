@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs this build into a temporary prefix, builds tests/client/consumer against it with
+# find_package(gpusort), and runs it against a live server from the same build.
+# usage: consumer_test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1
+source=$2
+work=$(mktemp -d)
+server_pid=""
+cleanup() { [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+cmake -S "$source/tests/client/consumer" -B "$work/consumer" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/consumer" >/dev/null
+
+"$work/prefix/bin/gpusort-server" --listen 127.0.0.1:0 --metrics-listen "" --backend cpu \
+  --port-file "$work/ports" >"$work/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 200); do [ -f "$work/ports" ] && break; sleep 0.05; done
+. "$work/ports"
+"$work/consumer/consumer" "127.0.0.1:$grpc_port"
+echo "consumer: OK"

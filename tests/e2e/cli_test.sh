@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The gpusort CLI end to end against a real server: gen, then sort and topk in every file format
+# (raw, text, npy), argsort, descending, rows, health, and clear failures; every answer is checked
+# with numpy against the input file.
+# usage: cli_test.sh BUILD_BIN_DIR
+set -euo pipefail
+bin=$1
+cli=$bin/gpusort
+work=$(mktemp -d)
+server_pid=""
+cleanup() { [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" || true; rm -rf "$work"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+py() { /usr/bin/python3 -c "import numpy as np, sys; $1" "${@:2}" || fail "check failed: $1"; }
+
+# A small message limit, so that the 3M-key files below must travel through the streaming RPCs.
+"$bin/gpusort-server" --listen 127.0.0.1:0 --metrics-listen "" --backend cpu \
+  --max-message-bytes 1048576 --port-file "$work/ports" >"$work/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 200); do [ -f "$work/ports" ] && break; sleep 0.05; done
+[ -f "$work/ports" ] || { cat "$work/server.log"; fail "no port file"; }
+. "$work/ports"
+export GPUSORT_SERVER=127.0.0.1:$grpc_port
+
+[ "$("$cli" health)" = SERVING ] || fail "health is not SERVING"
+"$cli" --help | grep -q topk || fail "no usage text"
+
+# npy: every dtype, ascending, descending, argsort.
+for dtype in i32 u32 i64 u64 f32 f64; do
+  "$cli" gen --dtype $dtype --count 3000001 --distribution bits --seed 3 --out "$work/k.npy"
+  "$cli" sort --in "$work/k.npy" --out "$work/s.npy"
+  "$cli" sort --in "$work/k.npy" --out "$work/d.npy" --descending
+  "$cli" sort --in "$work/k.npy" --out "$work/p.npy" --argsort --stable
+  py "
+k = np.load(sys.argv[1]); s = np.load(sys.argv[2]); d = np.load(sys.argv[3]); p = np.load(sys.argv[4])
+u = k.view(np.dtype(k.dtype.str.replace('f', 'u').replace('i', 'u')))
+# the service's order: totalOrder for floats, as ordered unsigned bits
+top = u.dtype.type(1 << (u.dtype.itemsize * 8 - 1))
+if k.dtype.kind == 'f':
+    key = np.where(u & top, ~u, u | top)
+elif k.dtype.kind == 'i':
+    key = u ^ top
+else:
+    key = u
+order = np.argsort(key, kind='stable')
+assert s.dtype == k.dtype and s.shape == k.shape
+assert np.array_equal(s.view(u.dtype), u[order]), 'ascending'
+assert np.array_equal(d.view(u.dtype), u[order][::-1]), 'descending'  # equal keys have equal bits
+assert p.dtype == np.int64 and np.array_equal(p, order), 'stable argsort'
+" "$work/k.npy" "$work/s.npy" "$work/d.npy" "$work/p.npy"
+done
+
+# text and raw: round trips and the same answers.
+"$cli" gen --dtype f64 --count 1000 --distribution normal --out "$work/k.txt"
+"$cli" sort --in "$work/k.txt" --dtype f64 --out "$work/s.txt"
+py "k = np.loadtxt(sys.argv[1]); s = np.loadtxt(sys.argv[2]); assert np.array_equal(np.sort(k), s)" "$work/k.txt" "$work/s.txt"
+"$cli" gen --dtype i64 --count 100000 --out "$work/k.bin"
+"$cli" sort --in "$work/k.bin" --dtype i64 --out "$work/s.bin"
+py "k = np.fromfile(sys.argv[1], '<i8'); s = np.fromfile(sys.argv[2], '<i8'); assert np.array_equal(np.sort(k), s)" "$work/k.bin" "$work/s.bin"
+"$cli" sort --in "$work/k.bin" --dtype i64 --out "$work/s.npy" --out-format npy
+py "k = np.fromfile(sys.argv[1], '<i8'); s = np.load(sys.argv[2]); assert np.array_equal(np.sort(k), s)" "$work/k.bin" "$work/s.npy"
+
+# topk: one row from text, rows from a 2-D npy, values and indices.
+"$cli" gen --dtype u32 --count 5000 --distribution few-distinct --out "$work/k.txt"
+"$cli" topk --in "$work/k.txt" --dtype u32 -k 7 --out "$work/t.txt"
+py "k = np.loadtxt(sys.argv[1], dtype=np.uint64); t = np.loadtxt(sys.argv[2], dtype=np.uint64); assert np.array_equal(np.sort(k)[::-1][:7], t)" "$work/k.txt" "$work/t.txt"
+py "np.save(sys.argv[1], np.random.default_rng(5).standard_normal((64, 1000)).astype(np.float32))" "$work/rows.npy"
+"$cli" topk --in "$work/rows.npy" -k 10 --smallest --output both --out "$work/tv.npy" --indices-out "$work/ti.npy"
+py "
+x = np.load(sys.argv[1]); v = np.load(sys.argv[2]); i = np.load(sys.argv[3])
+assert v.shape == (64, 10) and i.shape == (64, 10), (v.shape, i.shape)
+assert np.array_equal(v, np.sort(x, axis=1)[:, :10])
+assert np.array_equal(np.take_along_axis(x, i, axis=1), v)
+" "$work/rows.npy" "$work/tv.npy" "$work/ti.npy"
+
+# failures are clear and non-zero
+if "$cli" sort --in "$work/k.bin" --out "$work/x.bin" 2>"$work/err"; then fail "raw without --dtype accepted"; fi
+grep -q -- "--dtype is required" "$work/err" || fail "no message for a missing --dtype: $(cat "$work/err")"
+if "$cli" sort --in "$work/k.npy" --dtype f32 --out "$work/x.npy" 2>"$work/err"; then fail "dtype mismatch accepted"; fi
+grep -q "holds" "$work/err" || fail "no message for a dtype mismatch: $(cat "$work/err")"
+if "$cli" topk --in "$work/k.txt" --dtype u32 -k 0 --out "$work/x.txt" 2>"$work/err"; then fail "k=0 accepted"; fi
+grep -q "INVALID_ARGUMENT" "$work/err" || fail "k=0 did not report INVALID_ARGUMENT: $(cat "$work/err")"
+if "$cli" sort --in "$work/missing.npy" --out "$work/x.npy" 2>"$work/err"; then fail "missing file accepted"; fi
+grep -q "missing.npy" "$work/err" || fail "the error does not name the file"
+if "$cli" health --server 127.0.0.1:1 --timeout 2 >/dev/null 2>&1; then fail "health of nothing succeeded"; fi
+echo "cli: OK"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The gpusort-server process itself: flags, the port file, and a clean exit 0 on SIGTERM and SIGINT.
+# usage: server_process_test.sh BUILD_BIN_DIR
+set -euo pipefail
+bin=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$bin/gpusort-server" --help | grep -q -- "--max-inflight" || fail "--help does not list the flags"
+if "$bin/gpusort-server" --backend gpu >"$work/bad.log" 2>&1; then fail "a bad --backend was accepted"; fi
+grep -q "backend" "$work/bad.log" || fail "a bad --backend got no message naming it"
+
+for signal in TERM INT; do
+  rm -f "$work/ports"
+  "$bin/gpusort-server" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --backend cpu \
+    --port-file "$work/ports" >"$work/server.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 200); do [ -f "$work/ports" ] && break; sleep 0.05; done
+  [ -f "$work/ports" ] || { cat "$work/server.log"; fail "no port file"; }
+  grep -Eq '^grpc_port=[1-9][0-9]*$' "$work/ports" || fail "bad port file: $(cat "$work/ports")"
+  grep -Eq '^metrics_port=[1-9][0-9]*$' "$work/ports" || fail "bad port file: $(cat "$work/ports")"
+  . "$work/ports"
+  curl -sf "http://127.0.0.1:$metrics_port/metrics" | grep -q '^gpusort_build_info' || fail "no metrics"
+  kill -"$signal" "$pid"
+  rc=0; wait "$pid" || rc=$?
+  [ "$rc" -eq 0 ] || { cat "$work/server.log"; fail "exit code $rc after SIG$signal"; }
+  grep -q "draining" "$work/server.log" || fail "no drain logged after SIG$signal"
+done
+echo "server process: OK"
