@@ -20,7 +20,21 @@ class UnaryCall : public grpc::ServerUnaryReactor {
   void OnCancel() override { call_.cancellation.Cancel(); }
   void OnDone() override { delete this; }
 
+  // Validates on the gRPC thread (bad requests are answered at once), then runs on a worker.
+  UnaryCall* Start() {
+    absl::Status status = Prepare();
+    if (!status.ok()) {
+      Reply(status);
+    } else {
+      core_.Submit(call_, [this] { Reply(Run()); });
+    }
+    return this;
+  }
+
  protected:
+  virtual absl::Status Prepare() = 0;
+  virtual absl::Status Run() = 0;
+
   // Last thing a call does: gRPC may delete it as soon as Finish is called.
   void Reply(const absl::Status& status) {
     core_.Complete(call_, status);
@@ -51,17 +65,10 @@ class SortCall final : public UnaryCall {
  public:
   SortCall(ServiceCore& core, grpc::CallbackServerContext* context, const v1::SortRequest* request,
            v1::SortResponse* response)
-      : UnaryCall(core, context, "Sort"), request_(request), response_(response) {
-    absl::Status status = Prepare();
-    if (!status.ok()) {
-      Reply(status);
-      return;
-    }
-    core_.Submit(call_, [this] { Reply(Run()); });
-  }
+      : UnaryCall(core, context, "Sort"), request_(request), response_(response) {}
 
  private:
-  absl::Status Prepare() {
+  absl::Status Prepare() override {
     RETURN_IF_ERROR(core_.Admit(call_));
     StageClock clock;
     RETURN_IF_ERROR(RequestFits(request_->keys().size() + request_->values().size()));
@@ -76,7 +83,7 @@ class SortCall final : public UnaryCall {
     return absl::OkStatus();
   }
 
-  absl::Status Run() {
+  absl::Status Run() override {
     RETURN_IF_ERROR(call_.cancellation.Check());
     StageClock clock;
     const std::size_t n = call_.keys;
@@ -112,17 +119,10 @@ class TopKCall final : public UnaryCall {
  public:
   TopKCall(ServiceCore& core, grpc::CallbackServerContext* context, const v1::TopKRequest* request,
            v1::TopKResponse* response)
-      : UnaryCall(core, context, "TopK"), request_(request), response_(response) {
-    absl::Status status = Prepare();
-    if (!status.ok()) {
-      Reply(status);
-      return;
-    }
-    core_.Submit(call_, [this] { Reply(Run()); });
-  }
+      : UnaryCall(core, context, "TopK"), request_(request), response_(response) {}
 
  private:
-  absl::Status Prepare() {
+  absl::Status Prepare() override {
     RETURN_IF_ERROR(core_.Admit(call_));
     StageClock clock;
     RETURN_IF_ERROR(RequestFits(request_->keys().size()));
@@ -136,7 +136,7 @@ class TopKCall final : public UnaryCall {
     return absl::OkStatus();
   }
 
-  absl::Status Run() {
+  absl::Status Run() override {
     RETURN_IF_ERROR(call_.cancellation.Check());
     const std::size_t results = spec_.rows * spec_.k;
     TopKBuffers buffers;
@@ -167,13 +167,13 @@ class TopKCall final : public UnaryCall {
 grpc::ServerUnaryReactor* StartSortCall(ServiceCore& core, grpc::CallbackServerContext* context,
                                         const v1::SortRequest* request,
                                         v1::SortResponse* response) {
-  return new SortCall(core, context, request, response);
+  return (new SortCall(core, context, request, response))->Start();
 }
 
 grpc::ServerUnaryReactor* StartTopKCall(ServiceCore& core, grpc::CallbackServerContext* context,
                                         const v1::TopKRequest* request,
                                         v1::TopKResponse* response) {
-  return new TopKCall(core, context, request, response);
+  return (new TopKCall(core, context, request, response))->Start();
 }
 
 }  // namespace gpusort
