@@ -14,7 +14,6 @@
 
 namespace gpusort {
 
-enum class BackendKind { kCpu, kCuda };
 
 class Backend {
  public:
@@ -26,6 +25,13 @@ class Backend {
   // Algorithms this backend can run for Sort and for TopK (AUTO is always accepted as well).
   virtual std::vector<Algorithm> sort_algorithms() const = 0;
   virtual std::vector<Algorithm> topk_algorithms() const = 0;
+  // Memory the backend holds on its devices, for the gpusort_device_memory_bytes gauge.
+  struct MemoryReading {
+    std::string device;  // "cuda:0"
+    std::string kind;    // "pool_used", "pool_reserved", "device_used", "device_total"
+    double bytes = 0;
+  };
+  virtual std::vector<MemoryReading> memory() const { return {}; }
 
   // Sorts buffers.keys in place and fills values_out / indices_out as spec.payload asks.
   virtual absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,10 @@ struct StageTime {
 struct ExecutionReport {
   Algorithm algorithm = Algorithm::kAuto;
   std::vector<StageTime> stages;
+  // Set when a backend hands the request to another one (the CUDA backend's AUTO sends tiny arrays
+  // to the CPU): what really served it. Empty: the backend the service called.
+  std::optional<BackendKind> backend;
+  std::string device;
 
   void AddStage(std::string stage, double seconds) {
     stages.push_back({std::move(stage), seconds});

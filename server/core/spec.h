@@ -14,6 +14,9 @@ namespace gpusort {
 
 enum class SortOrder { kAscending, kDescending };
 
+// Which kind of engine served a request.
+enum class BackendKind { kCpu, kCuda };
+
 // Mirrors gpusort.v1.Algorithm.
 enum class Algorithm { kAuto, kRadix, kMerge, kBitonic, kOddEven, kQuicksort, kCpu };
 std::string_view AlgorithmName(Algorithm a);  // "auto", "radix", ... (metrics labels, logs, CLI)

@@ -34,6 +34,17 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
   app.add_option("--cpu-threads", c.cpu_threads, "threads the CPU backend uses (0: all cores)")
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
+  app.add_option("--cuda-device", c.cuda_device, "GPU ordinal the CUDA backend uses")
+      ->check(CLI::Range(0, 255))
+      ->capture_default_str();
+  app.add_option("--cuda-streams", c.cuda_streams,
+                 "CUDA streams, each with two pinned staging buffers: jobs on the GPU at once")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--cuda-staging-bytes", c.cuda_staging_bytes,
+                 "size of each pinned staging buffer (two per stream)")
+      ->check(CLI::Range(std::size_t{1} << 16, std::size_t{1} << 30))
+      ->capture_default_str();
   app.add_option("--stream-chunk-bytes", c.stream_chunk_bytes,
                  "default size of response chunks in the streaming RPCs")
       ->check(CLI::Range(std::size_t{64}, std::size_t{1} << 30))

@@ -18,6 +18,9 @@ struct ServerConfig {
   int max_inflight = 64;                         // admitted calls; more get RESOURCE_EXHAUSTED
   int workers = 0;                               // threads running jobs; 0 = one per core
   int cpu_threads = 0;                           // threads the CPU backend may use; 0 = all cores
+  int cuda_device = 0;                           // which GPU the CUDA backend uses
+  int cuda_streams = 4;                          // jobs on the GPU at once (one stream each)
+  std::size_t cuda_staging_bytes = 16u << 20;    // each of a stream's two pinned staging buffers
   std::size_t stream_chunk_bytes = 1u << 20;     // default response chunk of the streaming RPCs
   double drain_timeout_seconds = 30;             // SIGTERM: wait this long for in-flight calls
   std::string log_level = "info";                // trace | debug | info | warn | error | off

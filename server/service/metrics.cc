@@ -26,7 +26,12 @@ Metrics::Metrics(std::string_view version, std::string_view backend)
       stage_duration_(prometheus::BuildHistogram()
                           .Name("gpusort_stage_duration_seconds")
                           .Help("Time of each stage of successful calls (queue, sort, encode, ...)")
-                          .Register(*registry_)) {
+                          .Register(*registry_)),
+      device_memory_(prometheus::BuildGauge()
+                         .Name("gpusort_device_memory_bytes")
+                         .Help("GPU memory: pool_used (held by requests now), pool_reserved (cached by the "
+                               "pool), device_used and device_total (as the driver sees the device)")
+                         .Register(*registry_)) {
   inflight_ = &prometheus::BuildGauge()
                    .Name("gpusort_inflight_requests")
                    .Help("Calls admitted and not yet answered")
@@ -43,6 +48,10 @@ Metrics::Metrics(std::string_view version, std::string_view backend)
       .Register(*registry_)
       .Add({{"version", std::string(version)}, {"backend", std::string(backend)}})
       .Set(1);
+}
+
+void Metrics::SetDeviceMemory(std::string_view device, std::string_view kind, double bytes) {
+  device_memory_.Add({{"device", std::string(device)}, {"kind", std::string(kind)}}).Set(bytes);
 }
 
 void Metrics::Record(const RequestRecord& r) {

@@ -38,6 +38,8 @@ class Metrics {
   void Record(const RequestRecord& record);
   prometheus::Gauge& inflight() { return *inflight_; }
   prometheus::Gauge& queue_depth() { return *queue_depth_; }
+  // gpusort_device_memory_bytes{device,kind}: set from the backend's readings after each call.
+  void SetDeviceMemory(std::string_view device, std::string_view kind, double bytes);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -47,6 +49,7 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>& stage_duration_;
   prometheus::Gauge* inflight_;
   prometheus::Gauge* queue_depth_;
+  prometheus::Family<prometheus::Gauge>& device_memory_;
 };
 
 // Bucket boundaries, in seconds, shared by the latency histograms: 50 us to 2 min.

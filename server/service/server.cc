@@ -8,7 +8,7 @@
 #include <prometheus/exposer.h>
 #include <spdlog/spdlog.h>
 
-#include "server/backend/cpu/cpu_backend.h"
+#include "server/backend/backend_factory.h"
 #include "server/service/metrics.h"
 #include "server/service/service_core.h"
 #include "server/service/sort_service.h"
@@ -20,21 +20,16 @@ constexpr char kServiceName[] = "gpusort.v1.SortService";
 // Room for a reply's ExecutionInfo beside arrays that fill max_message_bytes.
 constexpr int kReplyHeadroomBytes = 64 << 10;
 
-absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const ServerConfig& config) {
-  // No CUDA backend exists in this build yet: "auto" serves from the CPU and says so.
-  if (config.backend == "cuda")
-    return absl::UnavailableError("--backend cuda: this build of gpusort-server has no CUDA backend");
-  if (config.backend == "auto")
-    spdlog::info("backend auto: no CUDA backend in this build, serving from the CPU backend");
-  return MakeCpuBackend(CpuBackendOptions{.threads = config.cpu_threads});
-}
-
 }  // namespace
 
 GpusortServer::GpusortServer(const ServerConfig& config) : config_(config) {}
 
 absl::StatusOr<std::unique_ptr<GpusortServer>> GpusortServer::Start(const ServerConfig& config) {
-  auto backend = MakeBackend(config);
+  auto backend = MakeBackend({.backend = config.backend,
+                              .cpu_threads = config.cpu_threads,
+                              .cuda_device = config.cuda_device,
+                              .cuda_streams = config.cuda_streams,
+                              .cuda_staging_bytes = config.cuda_staging_bytes});
   if (!backend.ok()) return backend.status();
   return Start(config, std::move(*backend));
 }

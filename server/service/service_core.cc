@@ -67,6 +67,9 @@ void ServiceCore::Complete(CallState& call, const absl::Status& status) {
   spdlog::log(LogLevelFor(status.code()), "[{}] {} dtype={} n={} algorithm={} {} in {:.3f} ms{}{}",
               call.request_id, call.method, call.dtype_label, call.keys, AlgorithmName(ran), code,
               seconds * 1e3, status.ok() ? "" : ": ", std::string(status.message()));
+  for (const Backend::MemoryReading& m : backend_.memory()) {
+    metrics_.SetDeviceMemory(m.device, m.kind, m.bytes);
+  }
   if (call.admitted) {
     call.admitted = false;
     metrics_.inflight().Decrement();
@@ -95,8 +98,8 @@ void ServiceCore::Submit(CallState& call, std::function<void()> work) {
 
 void ServiceCore::FillInfo(const CallState& call, v1::ExecutionInfo* info) const {
   info->set_algorithm(gpusort::ToProto(call.report.algorithm));
-  info->set_backend(ToProto(backend_.kind()));
-  info->set_device(backend_.device());
+  info->set_backend(ToProto(call.report.backend.value_or(backend_.kind())));
+  info->set_device(call.report.device.empty() ? backend_.device() : call.report.device);
   for (const StageTime& s : call.report.stages) {
     auto* stage = info->add_stages();
     stage->set_stage(s.stage);

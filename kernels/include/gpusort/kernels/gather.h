@@ -1,0 +1,23 @@
+// Small data-movement kernels around the sorts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gpusort/kernels/radix_sort.h"
+#include "gpusort/kernels/runtime.h"
+#include "gpusort/kernels/status.h"
+
+namespace gpusort::kernels {
+
+// out[i] = in[order[i]] for elements of `width` bytes (any width from 1 to 256).
+Status GatherAsync(const void* in, const std::uint32_t* order, void* out, std::size_t count,
+                   std::size_t width, const Stream& stream);
+
+// The first k keys and positions of each sorted row, packed: out_keys[r * k + j] = keys[r * row_length
+// + j] and likewise for the positions, widened to int64. Either output may be null when not wanted.
+Status TakeRowPrefixesAsync(KeyWidth key_width, const void* keys, const std::uint32_t* positions,
+                            std::size_t rows, std::size_t row_length, std::size_t k, void* out_keys,
+                            std::int64_t* out_positions, const Stream& stream);
+
+}  // namespace gpusort::kernels

@@ -1,0 +1,85 @@
+// Device memory from the device's stream-ordered pool (cudaMallocAsync), pinned host memory, and copies.
+// The pool keeps freed memory (release threshold: unlimited), so once warm a request's allocations
+// never reach cudaMalloc; Trim() hands the cache back when an allocation fails.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gpusort/kernels/runtime.h"
+#include "gpusort/kernels/status.h"
+
+namespace gpusort::kernels {
+
+class DeviceMemoryPool;
+
+// Device bytes owned by one request; freed in stream order on the stream it was allocated on.
+class DeviceAllocation {
+ public:
+  DeviceAllocation() = default;
+  ~DeviceAllocation();
+  DeviceAllocation(DeviceAllocation&& other) noexcept;
+  DeviceAllocation& operator=(DeviceAllocation&& other) noexcept;
+  DeviceAllocation(const DeviceAllocation&) = delete;
+  DeviceAllocation& operator=(const DeviceAllocation&) = delete;
+
+  void* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  template <typename T>
+  T* as() const { return static_cast<T*>(data_); }
+  void Reset();
+
+ private:
+  friend class DeviceMemoryPool;
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+  void* stream_ = nullptr;  // cudaStream_t the free is ordered on
+};
+
+struct PoolCounters {
+  std::uint64_t used_bytes = 0;      // handed out now (cudaMemPoolAttrUsedMemCurrent)
+  std::uint64_t reserved_bytes = 0;  // held by the pool from the driver (cudaMemPoolAttrReservedMemCurrent)
+  std::uint64_t used_high_bytes = 0; // high-water mark of used_bytes
+};
+
+class DeviceMemoryPool {
+ public:
+  DeviceMemoryPool() = default;
+  // The default pool of `ordinal`, set to keep what is freed.
+  static Status Create(int ordinal, DeviceMemoryPool* out);
+
+  // Stream-ordered allocation on `stream`; kOutOfMemory when the device has no room.
+  Status Allocate(std::size_t bytes, const Stream& stream, DeviceAllocation* out) const;
+  // Returns the pool's unused memory to the driver (all of it not in use).
+  void Trim() const;
+  PoolCounters Counters() const;
+
+ private:
+  void* pool_ = nullptr;  // cudaMemPool_t
+};
+
+// Page-locked host memory, for copies that run at PCIe speed and overlap with the host.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  ~PinnedBuffer();
+  PinnedBuffer(PinnedBuffer&& other) noexcept;
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+
+  static Status Allocate(std::size_t bytes, PinnedBuffer* out);
+  std::byte* data() const { return static_cast<std::byte*>(data_); }
+  std::size_t size() const { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+Status CopyToDeviceAsync(void* device_dst, const void* host_src, std::size_t bytes, const Stream& stream);
+Status CopyToHostAsync(void* host_dst, const void* device_src, std::size_t bytes, const Stream& stream);
+Status CopyOnDeviceAsync(void* device_dst, const void* device_src, std::size_t bytes,
+                         const Stream& stream);
+
+}  // namespace gpusort::kernels

@@ -1,0 +1,69 @@
+// Devices, streams and events, without CUDA types: each object owns its CUDA handle and exposes it only
+// as an opaque pointer that the .cu files behind this API turn back into the CUDA type.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "gpusort/kernels/status.h"
+
+namespace gpusort::kernels {
+
+struct DeviceProperties {
+  int ordinal = 0;
+  std::string name;            // e.g. "NVIDIA H100 80GB HBM3"
+  int compute_major = 0;
+  int compute_minor = 0;
+  int multiprocessors = 0;
+  std::size_t total_memory = 0;  // bytes
+};
+
+// How many CUDA devices this process can use; 0 with `why_none` filled when there are none (no driver,
+// no device, CUDA_VISIBLE_DEVICES empty, ...).
+int CountDevices(std::string* why_none);
+Status GetDeviceProperties(int ordinal, DeviceProperties* out);
+// Makes `ordinal` the calling thread's current device (every thread that launches work calls this).
+Status UseDevice(int ordinal);
+// Free and total device memory as the driver sees it (cudaMemGetInfo).
+Status DeviceMemoryInfo(std::size_t* free_bytes, std::size_t* total_bytes);
+
+// A non-blocking CUDA stream.
+class Stream {
+ public:
+  Stream() = default;
+  ~Stream();
+  Stream(Stream&& other) noexcept;
+  Stream& operator=(Stream&& other) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  static Status Create(Stream* out);
+  Status Synchronize() const;
+  void* native() const { return handle_; }  // cudaStream_t
+
+ private:
+  void* handle_ = nullptr;
+};
+
+// A CUDA event that can time work on a stream.
+class Event {
+ public:
+  Event() = default;
+  ~Event();
+  Event(Event&& other) noexcept;
+  Event& operator=(Event&& other) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  static Status Create(Event* out);
+  Status Record(const Stream& stream);
+  Status Synchronize() const;
+  // Seconds from `start` to this event; both must have been recorded and completed.
+  Status SecondsSince(const Event& start, double* seconds) const;
+  void* native() const { return handle_; }  // cudaEvent_t
+
+ private:
+  void* handle_ = nullptr;
+};
+
+}  // namespace gpusort::kernels

@@ -1,0 +1,121 @@
+#include "gpusort/kernels/memory.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <limits>
+#include <utility>
+
+#include "cuda_status.h"
+
+namespace gpusort::kernels {
+
+// ---- DeviceAllocation
+DeviceAllocation::~DeviceAllocation() { Reset(); }
+DeviceAllocation::DeviceAllocation(DeviceAllocation&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      stream_(std::exchange(other.stream_, nullptr)) {}
+DeviceAllocation& DeviceAllocation::operator=(DeviceAllocation&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    stream_ = std::exchange(other.stream_, nullptr);
+  }
+  return *this;
+}
+void DeviceAllocation::Reset() {
+  if (data_) cudaFreeAsync(data_, static_cast<cudaStream_t>(stream_));
+  data_ = nullptr;
+  size_ = 0;
+  stream_ = nullptr;
+}
+
+// ---- DeviceMemoryPool
+Status DeviceMemoryPool::Create(int ordinal, DeviceMemoryPool* out) {
+  cudaMemPool_t pool = nullptr;
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaDeviceGetDefaultMemPool(&pool, ordinal));
+  // Keep freed memory in the pool instead of returning it at every synchronization: this is what
+  // makes a warm server's allocations free of cudaMalloc.
+  std::uint64_t keep_all = std::numeric_limits<std::uint64_t>::max();
+  GPUSORT_CUDA_RETURN_IF_ERROR(
+      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
+  out->pool_ = pool;
+  return Status::Ok();
+}
+
+Status DeviceMemoryPool::Allocate(std::size_t bytes, const Stream& stream,
+                                  DeviceAllocation* out) const {
+  out->Reset();
+  if (bytes == 0) return Status::Ok();
+  void* data = nullptr;
+  cudaError_t error = cudaMallocFromPoolAsync(&data, bytes, static_cast<cudaMemPool_t>(pool_),
+                                              Native(stream));
+  if (error != cudaSuccess) {
+    cudaGetLastError();  // an allocation failure is not sticky; clear it for the next call
+    return FromCuda(error, ("allocating " + std::to_string(bytes) + " device bytes").c_str());
+  }
+  out->data_ = data;
+  out->size_ = bytes;
+  out->stream_ = stream.native();
+  return Status::Ok();
+}
+
+void DeviceMemoryPool::Trim() const {
+  // Memory freed on streams that have not reached the free yet cannot be released; synchronize first.
+  cudaDeviceSynchronize();
+  cudaMemPoolTrimTo(static_cast<cudaMemPool_t>(pool_), 0);
+}
+
+PoolCounters DeviceMemoryPool::Counters() const {
+  PoolCounters c;
+  auto pool = static_cast<cudaMemPool_t>(pool_);
+  if (!pool) return c;
+  cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &c.used_bytes);
+  cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &c.reserved_bytes);
+  cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &c.used_high_bytes);
+  return c;
+}
+
+// ---- PinnedBuffer
+PinnedBuffer::~PinnedBuffer() {
+  if (data_) cudaFreeHost(data_);
+}
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+  std::swap(data_, other.data_);
+  std::swap(size_, other.size_);
+  return *this;
+}
+Status PinnedBuffer::Allocate(std::size_t bytes, PinnedBuffer* out) {
+  void* data = nullptr;
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&data, bytes, cudaHostAllocDefault));
+  *out = PinnedBuffer();
+  out->data_ = data;
+  out->size_ = bytes;
+  return Status::Ok();
+}
+
+// ---- copies
+Status CopyToDeviceAsync(void* device_dst, const void* host_src, std::size_t bytes,
+                         const Stream& stream) {
+  GPUSORT_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, Native(stream)));
+  return Status::Ok();
+}
+Status CopyToHostAsync(void* host_dst, const void* device_src, std::size_t bytes,
+                       const Stream& stream) {
+  GPUSORT_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, Native(stream)));
+  return Status::Ok();
+}
+Status CopyOnDeviceAsync(void* device_dst, const void* device_src, std::size_t bytes,
+                         const Stream& stream) {
+  GPUSORT_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(device_dst, device_src, bytes, cudaMemcpyDeviceToDevice, Native(stream)));
+  return Status::Ok();
+}
+
+}  // namespace gpusort::kernels

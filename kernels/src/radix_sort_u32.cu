@@ -1,0 +1,10 @@
+#include "radix_sort_impl.cuh"
+
+namespace gpusort::kernels::internal {
+
+Status RadixSort32(const RadixSortArgs& a, void* temp, std::size_t* temp_bytes, cudaStream_t stream,
+                   int* result) {
+  return RadixSortImpl<std::uint32_t>(a, temp, temp_bytes, stream, result);
+}
+
+}  // namespace gpusort::kernels::internal

@@ -1,0 +1,99 @@
+#include "gpusort/kernels/runtime.h"
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "cuda_status.h"
+
+namespace gpusort::kernels {
+
+int CountDevices(std::string* why_none) {
+  int count = 0;
+  cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    cudaGetLastError();  // clear it: the process may still run on the CPU backend
+    if (why_none) *why_none = std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error);
+    return 0;
+  }
+  if (count == 0 && why_none) *why_none = "the CUDA runtime sees no device";
+  return count;
+}
+
+Status GetDeviceProperties(int ordinal, DeviceProperties* out) {
+  cudaDeviceProp prop{};
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, ordinal));
+  out->ordinal = ordinal;
+  out->name = prop.name;
+  out->compute_major = prop.major;
+  out->compute_minor = prop.minor;
+  out->multiprocessors = prop.multiProcessorCount;
+  out->total_memory = prop.totalGlobalMem;
+  return Status::Ok();
+}
+
+Status UseDevice(int ordinal) {
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaSetDevice(ordinal));
+  return Status::Ok();
+}
+
+Status DeviceMemoryInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(free_bytes, total_bytes));
+  return Status::Ok();
+}
+
+// ---- Stream
+Stream::~Stream() {
+  if (handle_) cudaStreamDestroy(static_cast<cudaStream_t>(handle_));
+}
+Stream::Stream(Stream&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+Stream& Stream::operator=(Stream&& other) noexcept {
+  std::swap(handle_, other.handle_);
+  return *this;
+}
+Status Stream::Create(Stream* out) {
+  cudaStream_t stream = nullptr;
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  *out = Stream();
+  out->handle_ = stream;
+  return Status::Ok();
+}
+Status Stream::Synchronize() const {
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)));
+  return Status::Ok();
+}
+
+// ---- Event
+Event::~Event() {
+  if (handle_) cudaEventDestroy(static_cast<cudaEvent_t>(handle_));
+}
+Event::Event(Event&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+Event& Event::operator=(Event&& other) noexcept {
+  std::swap(handle_, other.handle_);
+  return *this;
+}
+Status Event::Create(Event* out) {
+  cudaEvent_t event = nullptr;
+  // Blocking sync: a waiting worker thread sleeps instead of spinning a core.
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventBlockingSync));
+  *out = Event();
+  out->handle_ = event;
+  return Status::Ok();
+}
+Status Event::Record(const Stream& stream) {
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaEventRecord(static_cast<cudaEvent_t>(handle_), Native(stream)));
+  return Status::Ok();
+}
+Status Event::Synchronize() const {
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
+  return Status::Ok();
+}
+Status Event::SecondsSince(const Event& start, double* seconds) const {
+  float ms = 0;
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start.handle_),
+                                                    static_cast<cudaEvent_t>(handle_)));
+  *seconds = ms / 1e3;
+  return Status::Ok();
+}
+
+}  // namespace gpusort::kernels

@@ -1,0 +1,44 @@
+#include "server/backend/backend_factory.h"
+
+#include <spdlog/spdlog.h>
+
+#include "server/backend/cpu/cpu_backend.h"
+#ifdef GPUSORT_WITH_CUDA
+#include "server/backend/cuda/cuda_backend.h"
+#endif
+
+namespace gpusort {
+
+bool BuiltWithCuda() {
+#ifdef GPUSORT_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice) {
+  auto cpu = [&] { return MakeCpuBackend(CpuBackendOptions{.threads = choice.cpu_threads}); };
+  if (choice.backend == "cpu") return cpu();
+#ifdef GPUSORT_WITH_CUDA
+  auto cuda = MakeCudaBackend({.device = choice.cuda_device,
+                               .streams = choice.cuda_streams,
+                               .staging_bytes = choice.cuda_staging_bytes,
+                               .cpu_threads = choice.cpu_threads});
+  if (cuda.ok()) {
+    if (choice.backend == "auto") spdlog::info("backend auto: a GPU is usable, serving from CUDA");
+    return cuda;
+  }
+  if (choice.backend == "cuda") return cuda.status();
+  spdlog::info("backend auto: {}; serving from the CPU backend", std::string(cuda.status().message()));
+  return cpu();
+#else
+  if (choice.backend == "cuda") {
+    return absl::UnavailableError("--backend cuda: this gpusort-server was built without CUDA (no nvcc)");
+  }
+  spdlog::info("backend auto: built without CUDA, serving from the CPU backend");
+  return cpu();
+#endif
+}
+
+}  // namespace gpusort

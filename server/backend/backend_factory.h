@@ -1,0 +1,26 @@
+// Picks and builds the backend the server runs on (--backend auto|cpu|cuda).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/backend/backend.h"
+
+namespace gpusort {
+
+struct BackendChoice {
+  std::string backend = "auto";  // auto: CUDA when a GPU is usable, else CPU (logged either way)
+  int cpu_threads = 0;
+  int cuda_device = 0;
+  int cuda_streams = 4;
+  std::size_t cuda_staging_bytes = std::size_t{16} << 20;
+};
+
+absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice);
+
+// Whether this binary was built with the CUDA backend (nvcc was found at build time).
+bool BuiltWithCuda();
+
+}  // namespace gpusort

@@ -1,0 +1,343 @@
+#include "server/backend/cuda/cuda_backend.h"
+
+#include <bit>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gpusort/kernels/gather.h"
+#include "gpusort/kernels/memory.h"
+#include "gpusort/kernels/radix_sort.h"
+#include "gpusort/kernels/runtime.h"
+#include "gpusort/kernels/segmented_sort.h"
+#include "server/backend/cpu/cpu_backend.h"
+#include "server/backend/cuda/auto_policy.h"
+#include "server/backend/cuda/device_context.h"
+#include "server/backend/cuda/kernel_status.h"
+#include "server/backend/cuda/staging.h"
+#include "server/core/status_macros.h"
+
+namespace gpusort {
+namespace {
+
+kernels::KeyWidth WidthOf(DType dtype) {
+  return ElementSize(dtype) == 4 ? kernels::KeyWidth::k32 : kernels::KeyWidth::k64;
+}
+
+// The radix sort runs over the bits that vary: [lowest varying bit, highest varying bit + 1).
+void VaryingBitRange(std::uint64_t varying, int* begin_bit, int* end_bit) {
+  if (varying == 0) {
+    *begin_bit = *end_bit = 0;
+    return;
+  }
+  *begin_bit = std::countr_zero(varying);
+  *end_bit = 64 - std::countl_zero(varying);
+}
+
+// Times the kernels of one job with the slot's events and adds the stages to the report.
+class JobTimer {
+ public:
+  explicit JobTimer(StreamSlot& slot) : slot_(slot) {}
+  absl::Status KernelStart() {
+    GPUSORT_RETURN_IF_KERNEL_ERROR(slot_.kernel_start.Record(slot_.stream), "recording an event");
+    return absl::OkStatus();
+  }
+  absl::Status KernelStop() {
+    GPUSORT_RETURN_IF_KERNEL_ERROR(slot_.kernel_stop.Record(slot_.stream), "recording an event");
+    return absl::OkStatus();
+  }
+  // After the stream is synchronized.
+  double KernelSeconds() const {
+    double s = 0;
+    (void)slot_.kernel_stop.SecondsSince(slot_.kernel_start, &s);
+    return s;
+  }
+
+ private:
+  StreamSlot& slot_;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(std::unique_ptr<DeviceContext> context, std::unique_ptr<Backend> cpu)
+      : context_(std::move(context)), cpu_(std::move(cpu)) {
+    const auto& p = context_->properties();
+    device_ = "cuda:" + std::to_string(p.ordinal) + " " + p.name;
+  }
+
+  BackendKind kind() const override { return BackendKind::kCuda; }
+  std::string device() const override { return device_; }
+  std::vector<Algorithm> sort_algorithms() const override { return {Algorithm::kRadix, Algorithm::kCpu}; }
+  std::vector<Algorithm> topk_algorithms() const override { return {Algorithm::kRadix, Algorithm::kCpu}; }
+
+  std::vector<MemoryReading> memory() const override {
+    const kernels::PoolCounters c = context_->pool().Counters();
+    std::size_t free_bytes = 0, total_bytes = 0;
+    (void)kernels::DeviceMemoryInfo(&free_bytes, &total_bytes);
+    const std::string device = "cuda:" + std::to_string(context_->ordinal());
+    return {{device, "pool_used", static_cast<double>(c.used_bytes)},
+            {device, "pool_reserved", static_cast<double>(c.reserved_bytes)},
+            {device, "device_used", static_cast<double>(total_bytes - free_bytes)},
+            {device, "device_total", static_cast<double>(total_bytes)}};
+  }
+
+  absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
+                    ExecutionReport& report) override {
+    if (spec.algorithm == Algorithm::kCpu ||
+        (spec.algorithm == Algorithm::kAuto && ChooseSort(spec, buffers.count) == AutoChoice::kCpu)) {
+      return OnCpu(report, [&] { return cpu_->Sort(spec, buffers, cancellation, report); });
+    }
+    if (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix) {
+      return AlgorithmUnavailable("Sort", spec.algorithm, sort_algorithms(), "cuda");
+    }
+    report.algorithm = Algorithm::kRadix;
+    return SortOnGpu(spec, buffers, cancellation, report);
+  }
+
+  absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
+                    ExecutionReport& report) override {
+    if (spec.algorithm == Algorithm::kCpu ||
+        (spec.algorithm == Algorithm::kAuto && ChooseTopK(spec, buffers.count) == AutoChoice::kCpu)) {
+      return OnCpu(report, [&] { return cpu_->TopK(spec, buffers, cancellation, report); });
+    }
+    if (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix) {
+      return AlgorithmUnavailable("TopK", spec.algorithm, topk_algorithms(), "cuda");
+    }
+    report.algorithm = Algorithm::kRadix;
+    return TopKOnGpu(spec, buffers, cancellation, report);
+  }
+
+ private:
+  template <typename F>
+  absl::Status OnCpu(ExecutionReport& report, F&& run) {
+    report.backend = BackendKind::kCpu;
+    report.device = cpu_->device();
+    return run();
+  }
+
+  absl::Status SortOnGpu(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
+                         ExecutionReport& report) {
+    const std::size_t n = buffers.count;
+    const std::size_t key_bytes = ElementSize(spec.dtype);
+    if (n == 0) return absl::OkStatus();
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_->ordinal()), "selecting the GPU");
+    StageClock wait;
+    DeviceContext::Lease lease = context_->Acquire();
+    StreamSlot& slot = lease.slot();
+    report.AddStage("stream_wait", wait.Seconds());
+    RETURN_IF_ERROR(cancellation.Check());
+
+    // The payload that rides with the keys: 4- and 8-byte values directly, positions for argsort and
+    // for values of any other width (gathered by those positions after the sort).
+    kernels::Payload payload = kernels::Payload::kNone;
+    std::size_t payload_bytes = 0;
+    bool gather_values = false;
+    if (spec.payload == SortPayload::kIndices) {
+      payload = kernels::Payload::kIndexU32;
+      payload_bytes = 4;
+    } else if (spec.payload == SortPayload::kValues) {
+      if (spec.value_width == 4 || spec.value_width == 8) {
+        payload = spec.value_width == 4 ? kernels::Payload::kU32 : kernels::Payload::kU64;
+        payload_bytes = spec.value_width;
+      } else {
+        payload = kernels::Payload::kIndexU32;
+        payload_bytes = 4;
+        gather_values = true;
+      }
+    }
+    if (n >= (std::size_t{1} << 31)) {
+      return absl::InvalidArgumentError("the CUDA backend sorts at most 2^31-1 keys per request");
+    }
+
+    StageClock h2d;
+    kernels::RadixSortArgs args;
+    args.key_width = WidthOf(spec.dtype);
+    args.payload = payload;
+    args.count = n;
+    // Bits: the whole key until the staging scan says which vary; temp size does not depend on them.
+    args.begin_bit = 0;
+    args.end_bit = static_cast<int>(key_bytes * 8);
+    std::size_t temp_bytes = 0;
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSortTempBytes(args, &temp_bytes), "sizing the sort");
+    enum { kKeys0, kKeys1, kPay0, kPay1, kTemp, kValuesIn, kValuesOut };
+    std::vector<std::size_t> sizes = {n * key_bytes, n * key_bytes, n * payload_bytes, n * payload_bytes,
+                                      temp_bytes};
+    if (gather_values) {
+      sizes.push_back(n * spec.value_width);
+      sizes.push_back(n * spec.value_width);
+    }
+    std::vector<kernels::DeviceAllocation> mem;
+    RETURN_IF_ERROR(context_->AllocateAll(slot.stream, sizes, &mem));
+    args.keys[0] = mem[kKeys0].data();
+    args.keys[1] = mem[kKeys1].data();
+    args.values[0] = mem[kPay0].data();
+    args.values[1] = mem[kPay1].data();
+
+    const bool descending = spec.order == SortOrder::kDescending;
+    KeyBitsScan scan;
+    RETURN_IF_ERROR(Upload(slot, buffers.keys.data(), args.keys[0], n * key_bytes, key_bytes,
+                           ToOrderedBitsFn(spec.dtype, descending, &scan)));
+    if (payload == kernels::Payload::kU32 || payload == kernels::Payload::kU64) {
+      RETURN_IF_ERROR(Upload(slot, buffers.values.data(), args.values[0], buffers.values.size(),
+                             spec.value_width, PlainCopyFn()));
+    } else if (gather_values) {
+      RETURN_IF_ERROR(Upload(slot, buffers.values.data(), mem[kValuesIn].data(), buffers.values.size(),
+                             spec.value_width, PlainCopyFn()));
+    }
+    VaryingBitRange(scan.varying(), &args.begin_bit, &args.end_bit);
+    report.AddStage("h2d", h2d.Seconds());
+    RETURN_IF_ERROR(cancellation.Check());
+
+    JobTimer timer(slot);
+    RETURN_IF_ERROR(timer.KernelStart());
+    int result = 0;
+    GPUSORT_RETURN_IF_KERNEL_ERROR(
+        kernels::RadixSort(args, mem[kTemp].data(), temp_bytes, slot.stream, &result), "radix sort");
+    if (gather_values) {
+      GPUSORT_RETURN_IF_KERNEL_ERROR(
+          kernels::GatherAsync(mem[kValuesIn].data(), static_cast<const std::uint32_t*>(args.values[result]),
+                               mem[kValuesOut].data(), n, spec.value_width, slot.stream),
+          "gathering values");
+    }
+    RETURN_IF_ERROR(timer.KernelStop());
+
+    StageClock d2h;
+    RETURN_IF_ERROR(Download(slot, args.keys[result], buffers.keys.data(), n * key_bytes, key_bytes,
+                             FromOrderedBitsFn(spec.dtype, descending)));
+    if (spec.payload == SortPayload::kIndices) {
+      int64_t* out = buffers.indices_out.data();
+      RETURN_IF_ERROR(Download(slot, args.values[result], reinterpret_cast<std::byte*>(out), n * 4, 4,
+                               [&](std::byte* dst, const std::byte* src, std::size_t bytes) {
+                                 // dst points into `out` at the uint32 offset; widen to int64 positions.
+                                 const std::size_t first = (dst - reinterpret_cast<std::byte*>(out)) / 4;
+                                 WidenPositions(reinterpret_cast<const std::uint32_t*>(src), out + first,
+                                                bytes / 4);
+                               }));
+    } else if (payload == kernels::Payload::kU32 || payload == kernels::Payload::kU64) {
+      RETURN_IF_ERROR(Download(slot, args.values[result], buffers.values_out.data(), buffers.values_out.size(),
+                               spec.value_width, PlainCopyFn()));
+    } else if (gather_values) {
+      RETURN_IF_ERROR(Download(slot, mem[kValuesOut].data(), buffers.values_out.data(),
+                               buffers.values_out.size(), spec.value_width, PlainCopyFn()));
+    }
+    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "finishing the sort");
+    report.AddStage("kernel", timer.KernelSeconds());
+    report.AddStage("d2h", d2h.Seconds());
+    return absl::OkStatus();
+  }
+
+  absl::Status TopKOnGpu(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
+                         ExecutionReport& report) {
+    const std::size_t n = buffers.count;
+    const std::size_t key_bytes = ElementSize(spec.dtype);
+    const std::size_t m = n / spec.rows, k = spec.k, results = spec.rows * k;
+    if (n == 0 || k == 0) return absl::OkStatus();
+    if (n >= (std::size_t{1} << 31)) {
+      return absl::InvalidArgumentError("the CUDA backend takes top-k of at most 2^31-1 keys per request");
+    }
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_->ordinal()), "selecting the GPU");
+    StageClock wait;
+    DeviceContext::Lease lease = context_->Acquire();
+    StreamSlot& slot = lease.slot();
+    report.AddStage("stream_wait", wait.Seconds());
+    RETURN_IF_ERROR(cancellation.Check());
+
+    // Largest first = ascending over complemented bits; the sort is stable, so among equal keys the
+    // earlier position comes first, which is the API's tie rule.
+    const bool complement = spec.largest;
+    const kernels::KeyWidth width = WidthOf(spec.dtype);
+    kernels::RadixSortArgs whole;  // rows == 1
+    kernels::RowSortArgs rows;     // rows > 1
+    std::size_t temp_bytes = 0;
+    if (spec.rows == 1) {
+      whole.key_width = width;
+      whole.payload = kernels::Payload::kIndexU32;
+      whole.count = n;
+      whole.end_bit = static_cast<int>(key_bytes * 8);
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSortTempBytes(whole, &temp_bytes), "sizing the sort");
+    } else {
+      rows.key_width = width;
+      rows.rows = spec.rows;
+      rows.row_length = m;
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RowSortTempBytes(rows, &temp_bytes), "sizing the row sort");
+    }
+    enum { kKeys0, kKeys1, kPos0, kPos1, kTemp, kOutKeys, kOutPos };
+    std::vector<kernels::DeviceAllocation> mem;
+    RETURN_IF_ERROR(context_->AllocateAll(
+        slot.stream, {n * key_bytes, n * key_bytes, n * 4, n * 4, temp_bytes, results * key_bytes, results * 8},
+        &mem));
+    StageClock h2d;
+    KeyBitsScan scan;
+    RETURN_IF_ERROR(Upload(slot, buffers.keys.data(), mem[kKeys0].data(), n * key_bytes, key_bytes,
+                           ToOrderedBitsFn(spec.dtype, complement, &scan)));
+    report.AddStage("h2d", h2d.Seconds());
+    RETURN_IF_ERROR(cancellation.Check());
+
+    JobTimer timer(slot);
+    RETURN_IF_ERROR(timer.KernelStart());
+    int result = 0;
+    if (spec.rows == 1) {
+      whole.keys[0] = mem[kKeys0].data();
+      whole.keys[1] = mem[kKeys1].data();
+      whole.values[0] = mem[kPos0].data();
+      whole.values[1] = mem[kPos1].data();
+      VaryingBitRange(scan.varying(), &whole.begin_bit, &whole.end_bit);
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSort(whole, mem[kTemp].data(), temp_bytes, slot.stream,
+                                                        &result),
+                                     "radix sort");
+    } else {
+      rows.keys[0] = mem[kKeys0].data();
+      rows.keys[1] = mem[kKeys1].data();
+      rows.indices[0] = mem[kPos0].data();
+      rows.indices[1] = mem[kPos1].data();
+      GPUSORT_RETURN_IF_KERNEL_ERROR(
+          kernels::RowSort(rows, mem[kTemp].data(), temp_bytes, slot.stream, &result), "row sort");
+    }
+    const void* sorted_keys = mem[kKeys0 + result].data();
+    const auto* sorted_pos = static_cast<const std::uint32_t*>(mem[kPos0 + result].data());
+    GPUSORT_RETURN_IF_KERNEL_ERROR(
+        kernels::TakeRowPrefixesAsync(width, sorted_keys, sorted_pos, spec.rows, m, k,
+                                      spec.wants_values() ? mem[kOutKeys].data() : nullptr,
+                                      spec.wants_indices() ? mem[kOutPos].as<std::int64_t>() : nullptr,
+                                      slot.stream),
+        "taking each row's top k");
+    RETURN_IF_ERROR(timer.KernelStop());
+
+    StageClock d2h;
+    if (spec.wants_values()) {
+      RETURN_IF_ERROR(Download(slot, mem[kOutKeys].data(), buffers.values_out.data(), results * key_bytes,
+                               key_bytes, FromOrderedBitsFn(spec.dtype, complement)));
+    }
+    if (spec.wants_indices()) {
+      RETURN_IF_ERROR(Download(slot, mem[kOutPos].data(), reinterpret_cast<std::byte*>(buffers.indices_out.data()),
+                               results * 8, 8, PlainCopyFn()));
+    }
+    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "finishing the top-k");
+    report.AddStage("kernel", timer.KernelSeconds());
+    report.AddStage("d2h", d2h.Seconds());
+    return absl::OkStatus();
+  }
+
+  std::unique_ptr<DeviceContext> context_;
+  std::unique_ptr<Backend> cpu_;
+  std::string device_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const CudaBackendOptions& options) {
+  std::string why_none;
+  if (kernels::CountDevices(&why_none) <= options.device) {
+    return absl::UnavailableError("no usable GPU: " +
+                                  (why_none.empty() ? "device " + std::to_string(options.device) +
+                                                          " does not exist"
+                                                    : why_none));
+  }
+  const DeviceContextOptions context_options{
+      .ordinal = options.device, .streams = options.streams, .staging_bytes = options.staging_bytes};
+  ASSIGN_OR_RETURN(std::unique_ptr<DeviceContext> context, DeviceContext::Create(context_options));
+  return std::unique_ptr<Backend>(
+      new CudaBackend(std::move(context), MakeCpuBackend({.threads = options.cpu_threads})));
+}
+
+}  // namespace gpusort

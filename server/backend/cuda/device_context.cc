@@ -1,0 +1,82 @@
+#include "server/backend/cuda/device_context.h"
+
+#include <spdlog/spdlog.h>
+
+#include "server/backend/cuda/kernel_status.h"
+
+namespace gpusort {
+
+absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(const DeviceContextOptions& options) {
+  std::unique_ptr<DeviceContext> context(new DeviceContext());
+  context->ordinal_ = options.ordinal;
+  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(options.ordinal), "selecting the GPU");
+  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::GetDeviceProperties(options.ordinal, &context->properties_),
+                                 "reading the GPU's properties");
+  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::DeviceMemoryPool::Create(options.ordinal, &context->pool_),
+                                 "setting up the device memory pool");
+  if (options.streams < 1) return absl::InvalidArgumentError("--cuda-streams must be at least 1");
+  for (int i = 0; i < options.streams; ++i) {
+    auto slot = std::make_unique<StreamSlot>();
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::Stream::Create(&slot->stream), "creating a stream");
+    for (kernels::Event* e : {&slot->start, &slot->kernel_start, &slot->kernel_stop, &slot->staging_free[0],
+                              &slot->staging_free[1]}) {
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::Event::Create(e), "creating an event");
+    }
+    for (int b = 0; b < 2; ++b) {
+      GPUSORT_RETURN_IF_KERNEL_ERROR(
+          kernels::PinnedBuffer::Allocate(options.staging_bytes, &slot->staging[b]),
+          "allocating pinned staging memory");
+      // Recorded once so that the first wait on it returns at once.
+      GPUSORT_RETURN_IF_KERNEL_ERROR(slot->staging_free[b].Record(slot->stream), "recording an event");
+    }
+    context->free_slots_.push_back(slot.get());
+    context->slots_.push_back(std::move(slot));
+  }
+  return context;
+}
+
+DeviceContext::Lease DeviceContext::Acquire() {
+  std::unique_lock lock(mutex_);
+  slot_returned_.wait(lock, [&] { return !free_slots_.empty(); });
+  StreamSlot* slot = free_slots_.back();
+  free_slots_.pop_back();
+  return Lease(*this, *slot);
+}
+
+void DeviceContext::Return(StreamSlot* slot) {
+  {
+    std::lock_guard lock(mutex_);
+    free_slots_.push_back(slot);
+  }
+  slot_returned_.notify_one();
+}
+
+absl::Status DeviceContext::AllocateAll(const kernels::Stream& stream, const std::vector<std::size_t>& sizes,
+                                        std::vector<kernels::DeviceAllocation>* out) {
+  std::size_t total = 0;
+  for (std::size_t s : sizes) total += s;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    out->clear();
+    out->resize(sizes.size());
+    kernels::Status failed;
+    for (std::size_t i = 0; i < sizes.size() && failed.ok(); ++i) {
+      failed = pool_.Allocate(sizes[i], stream, &(*out)[i]);
+    }
+    if (failed.ok()) return absl::OkStatus();
+    out->clear();  // give back what this attempt got before trimming or failing
+    if (failed.code() != kernels::StatusCode::kOutOfMemory) return ToAbslStatus(failed, "device memory");
+    if (attempt == 0) {
+      std::lock_guard lock(trim_mutex_);
+      spdlog::warn("GPU out of memory for {} bytes: trimming the pool and trying once more", total);
+      pool_.Trim();
+    }
+  }
+  std::size_t free_bytes = 0, total_bytes = 0;
+  (void)kernels::DeviceMemoryInfo(&free_bytes, &total_bytes);
+  return absl::ResourceExhaustedError("the GPU has no room for this request: it needs " +
+                                      std::to_string(total) + " bytes of device memory, " +
+                                      std::to_string(free_bytes) + " of " + std::to_string(total_bytes) +
+                                      " are free");
+}
+
+}  // namespace gpusort

@@ -1,0 +1,75 @@
+// What the CUDA backend owns on its GPU: the device, its memory pool, and a fixed set of stream slots,
+// each with its own stream, timing events and two pinned staging buffers. Everything is created at
+// start-up, so a warm request allocates nothing but pool memory (no cudaMalloc, no cudaHostAlloc).
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gpusort/kernels/memory.h"
+#include "gpusort/kernels/runtime.h"
+
+namespace gpusort {
+
+struct StreamSlot {
+  kernels::Stream stream;
+  kernels::Event start, kernel_start, kernel_stop;
+  kernels::PinnedBuffer staging[2];  // double-buffered: the host fills one while the other copies
+  kernels::Event staging_free[2];    // recorded after the copy that last used staging[i]
+};
+
+struct DeviceContextOptions {
+  int ordinal = 0;
+  int streams = 4;
+  std::size_t staging_bytes = std::size_t{16} << 20;  // per staging buffer; two per stream
+};
+
+class DeviceContext {
+ public:
+  static absl::StatusOr<std::unique_ptr<DeviceContext>> Create(const DeviceContextOptions& options);
+
+  int ordinal() const { return ordinal_; }
+  const kernels::DeviceProperties& properties() const { return properties_; }
+  const kernels::DeviceMemoryPool& pool() const { return pool_; }
+
+  // A slot for the duration of one job; waits while every slot is busy (admission bounds the wait).
+  class Lease {
+   public:
+    Lease(DeviceContext& context, StreamSlot& slot) : context_(&context), slot_(&slot) {}
+    Lease(Lease&& other) noexcept : context_(other.context_), slot_(other.slot_) { other.slot_ = nullptr; }
+    Lease(const Lease&) = delete;
+    ~Lease() { if (slot_) context_->Return(slot_); }
+    StreamSlot& slot() const { return *slot_; }
+
+   private:
+    DeviceContext* context_;
+    StreamSlot* slot_;
+  };
+  Lease Acquire();
+
+  // Allocates `sizes` from the pool on `stream`, all or none. When the device is out of memory the pool's
+  // cache is trimmed and the whole set is tried once more; then RESOURCE_EXHAUSTED.
+  absl::Status AllocateAll(const kernels::Stream& stream, const std::vector<std::size_t>& sizes,
+                           std::vector<kernels::DeviceAllocation>* out);
+
+ private:
+  DeviceContext() = default;
+  void Return(StreamSlot* slot);
+
+  int ordinal_ = 0;
+  kernels::DeviceProperties properties_;
+  kernels::DeviceMemoryPool pool_;
+  std::vector<std::unique_ptr<StreamSlot>> slots_;
+  std::mutex mutex_;
+  std::condition_variable slot_returned_;
+  std::vector<StreamSlot*> free_slots_;
+  std::mutex trim_mutex_;
+};
+
+}  // namespace gpusort

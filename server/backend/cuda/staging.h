@@ -1,0 +1,41 @@
+// Moves arrays between pageable host memory (the gRPC message) and the device through a slot's two
+// pinned buffers, chunk by chunk: the host fills (or drains) one buffer while the other one copies.
+// A per-chunk function does the host side of each copy, so that work the engine needs anyway rides on
+// the copy for free: keys become order-preserving bits (and their varying bits are noted) on the way
+// in, and back on the way out.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/status.h"
+#include "server/backend/cuda/device_context.h"
+#include "server/core/dtype.h"
+
+namespace gpusort {
+
+// fn(host_side, pinned_side, bytes): fill pinned from host (upload) or host from pinned (download).
+using ChunkFn = std::function<void(std::byte* dst, const std::byte* src, std::size_t bytes)>;
+
+// Copies `bytes` from host to device_dst. Returns once every chunk is queued on the slot's stream.
+absl::Status Upload(StreamSlot& slot, const std::byte* host, void* device_dst, std::size_t bytes,
+                    std::size_t element_bytes, const ChunkFn& fill);
+// Copies `bytes` from device_src to host; returns when the host has all of it.
+absl::Status Download(StreamSlot& slot, const void* device_src, std::byte* host, std::size_t bytes,
+                      std::size_t element_bytes, const ChunkFn& drain);
+
+// Keys -> ordered bits (complemented for descending order), accumulating the OR and the AND of every
+// result: the bits that vary across the keys are exactly or ^ and.
+struct KeyBitsScan {
+  std::uint64_t or_bits = 0;
+  std::uint64_t and_bits = ~std::uint64_t{0};
+  std::uint64_t varying() const { return or_bits ^ and_bits; }
+};
+ChunkFn ToOrderedBitsFn(DType dtype, bool descending, KeyBitsScan* scan);
+ChunkFn FromOrderedBitsFn(DType dtype, bool descending);
+ChunkFn PlainCopyFn();
+// uint32 positions on the device -> int64 in the reply. `bytes` counts the uint32 side.
+void WidenPositions(const std::uint32_t* positions, std::int64_t* out, std::size_t count);
+
+}  // namespace gpusort
