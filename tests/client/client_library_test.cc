@@ -119,7 +119,7 @@ TEST(Client, RequestIdAndHealth) {
   auto sorted = client.Sort(std::vector<double>{2.0, -0.0, 0.0});
   ASSERT_TRUE(sorted.ok());
   EXPECT_EQ(sorted->info.request_id(), "trace-42");
-  EXPECT_EQ(sorted->info.backend(), v1::BACKEND_CPU);
+  EXPECT_EQ(sorted->info.backend(), v1::BACKEND_CPU);  // 3 keys: AUTO answers on the CPU either way
   EXPECT_TRUE(std::signbit(sorted->keys[0]));  // -0.0 before +0.0
   auto healthy = client.Health();
   ASSERT_TRUE(healthy.ok());

@@ -11,10 +11,10 @@ server_pid=""
 cleanup() { [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" || true; rm -rf "$work"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-py() { /usr/bin/python3 -c "import numpy as np, sys; $1" "${@:2}" || fail "check failed: $1"; }
+py() { "${PYTHON:-/usr/bin/python3}" -c "import numpy as np, sys; $1" "${@:2}" || fail "check failed: $1"; }
 
 # A small message limit, so that the 3M-key files below must travel through the streaming RPCs.
-"$bin/gpusort-server" --listen 127.0.0.1:0 --metrics-listen "" --backend cpu \
+"$bin/gpusort-server" --listen 127.0.0.1:0 --metrics-listen "" --backend "${GPUSORT_E2E_BACKEND:-cpu}" \
   --max-message-bytes 1048576 --port-file "$work/ports" >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 200); do [ -f "$work/ports" ] && break; sleep 0.05; done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 64M uint32 keys (256 MiB) through the CLI and a real server on the CPU backend: the answer must come
+# 64M uint32 keys (256 MiB) through the CLI and a real server (CPU backend; GPUSORT_E2E_BACKEND=cuda on a GPU): the answer must come
 # back complete and sorted (checked here with numpy against its own sort of the input file).
 # usage: large_sort_cli_test.sh BUILD_BIN_DIR [COUNT]
 set -euo pipefail
@@ -11,7 +11,7 @@ cleanup() { [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null && wait
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$bin/gpusort-server" --listen 127.0.0.1:0 --metrics-listen "" --backend cpu \
+"$bin/gpusort-server" --listen 127.0.0.1:0 --metrics-listen "" --backend "${GPUSORT_E2E_BACKEND:-cpu}" \
   --port-file "$work/ports" >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 200); do [ -f "$work/ports" ] && break; sleep 0.05; done
@@ -25,8 +25,8 @@ start=$(date +%s%N)
 end=$(date +%s%N)
 echo "sorted $count u32 keys through the CLI in $(( (end - start) / 1000000 )) ms (gen excluded)"
 
-# Debian's python3 (python3-numpy, from install-deps.sh), not whatever python3 comes first in PATH.
-/usr/bin/python3 - "$work/keys.npy" "$work/sorted.npy" "$count" <<'PY'
+# Debian's python3 (python3-numpy, from install-deps.sh) unless PYTHON says otherwise (the GPU machine).
+"${PYTHON:-/usr/bin/python3}" - "$work/keys.npy" "$work/sorted.npy" "$count" <<'PY'
 import sys, numpy as np
 keys = np.load(sys.argv[1], mmap_mode="r")
 out = np.load(sys.argv[2], mmap_mode="r")

@@ -36,6 +36,7 @@ v1::SortResponse CallSort(v1::SortService::Stub& stub, const std::vector<T>& key
   request.mutable_options()->set_payload(payload);
   request.mutable_options()->set_stable(stable);
   request.mutable_options()->set_value_width(value_width);
+  request.mutable_options()->set_algorithm(TestAlgorithm());
   request.set_keys(ToBytes(keys));
   request.set_values(values);
   v1::SortResponse response;
@@ -56,8 +57,8 @@ TYPED_TEST(RpcCorrectness, SortKeysMatchesReferenceOnEveryPattern) {
             keys, order == v1::ORDER_ASCENDING ? SortOrder::kAscending : SortOrder::kDescending);
         EXPECT_TRUE(SameBits(FromBytes<T>(response.keys()), expected))
             << PatternName(pattern) << " n=" << n << " order=" << order;
-        EXPECT_EQ(response.info().backend(), v1::BACKEND_CPU);
-        EXPECT_EQ(response.info().algorithm(), v1::ALGORITHM_CPU);
+        EXPECT_EQ(response.info().backend(), ExpectedBackend());
+        EXPECT_EQ(response.info().algorithm(), ExpectedAlgorithm());
         EXPECT_FALSE(response.info().request_id().empty());
       }
     }
@@ -109,6 +110,7 @@ TYPED_TEST(RpcCorrectness, TopKMatchesReferenceForRowsAndOutputs) {
         o->set_rows(s.rows);
         o->set_largest(largest);
         o->set_sorted(true);
+        o->set_algorithm(TestAlgorithm());
         request.set_keys(ToBytes(keys));
         v1::TopKResponse response;
         grpc::ClientContext context;
@@ -152,6 +154,7 @@ grpc::Status StreamSort(v1::SortService::Stub& stub, const std::vector<T>& keys,
   v1::SortStreamRequest first;
   first.mutable_options()->set_dtype(WireDType<T>());
   first.mutable_options()->set_payload(payload);
+  first.mutable_options()->set_algorithm(TestAlgorithm());
   first.set_response_chunk_bytes(response_chunk);
   std::size_t pos = 0;
   first.set_keys(bytes.substr(0, std::min(chunk, bytes.size())));
@@ -173,7 +176,7 @@ grpc::Status StreamSort(v1::SortService::Stub& stub, const std::vector<T>& keys,
     got_keys += response.keys();
     got_indices += response.indices();
     if (response.has_info()) {
-      EXPECT_EQ(response.info().backend(), v1::BACKEND_CPU);
+      EXPECT_EQ(response.info().backend(), ExpectedBackend());
     }
   }
   *out_keys = FromBytes<T>(got_keys);

@@ -1,6 +1,7 @@
 // An in-process gpusort server on a loopback port, and helpers to call it, for the service tests.
 #pragma once
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -12,10 +13,34 @@
 #include <gtest/gtest.h>
 
 #include "gpusort/v1/sort.grpc.pb.h"
+#include "server/backend/backend_factory.h"
 #include "server/backend/cpu/cpu_backend.h"
 #include "server/service/server.h"
 
 namespace gpusort::testing {
+
+// GPUSORT_TEST_BACKEND=cuda runs the service suites on the CUDA backend (scripts/gpu-loop.sh runs them
+// both ways on the GPU machine); unset or "cpu": the CPU backend.
+inline std::string TestBackendName() {
+  const char* name = std::getenv("GPUSORT_TEST_BACKEND");
+  return name && *name ? name : "cpu";
+}
+inline bool TestingCuda() { return TestBackendName() == "cuda"; }
+
+inline std::unique_ptr<Backend> MakeTestBackend() {
+  auto backend = MakeBackend({.backend = TestBackendName()});
+  if (!backend.ok()) {
+    ADD_FAILURE() << "GPUSORT_TEST_BACKEND=" << TestBackendName() << ": " << backend.status();
+    return MakeCpuBackend();
+  }
+  return std::move(*backend);
+}
+
+// The algorithm the tests ask for: on CUDA the GPU's own (AUTO would answer the tests' small arrays on
+// the CPU), on the CPU AUTO. And what the replies must then say ran.
+inline v1::Algorithm TestAlgorithm() { return TestingCuda() ? v1::ALGORITHM_RADIX : v1::ALGORITHM_AUTO; }
+inline v1::Algorithm ExpectedAlgorithm() { return TestingCuda() ? v1::ALGORITHM_RADIX : v1::ALGORITHM_CPU; }
+inline v1::Backend ExpectedBackend() { return TestingCuda() ? v1::BACKEND_CUDA : v1::BACKEND_CPU; }
 
 inline ServerConfig LoopbackConfig() {
   ServerConfig config;
@@ -30,7 +55,7 @@ inline ServerConfig LoopbackConfig() {
 class TestServer {
  public:
   explicit TestServer(ServerConfig config = LoopbackConfig(),
-                      std::unique_ptr<Backend> backend = MakeCpuBackend()) {
+                      std::unique_ptr<Backend> backend = MakeTestBackend()) {
     spdlog::set_level(spdlog::level::from_str(config.log_level));
     auto started = GpusortServer::Start(config, std::move(backend));
     if (!started.ok()) {

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The GPU loop. This machine has nvcc but no GPU; the GPU machine has the driver, nvcc and python3 with
+# torch but no gRPC or GoogleTest. So: build here, bundle the executables with their shared libraries,
+# carry the bundle, and run everything there in one command.
+#
+#   here:            scripts/gpu-loop.sh bundle            # build (CUDA on) + bundle into build/device
+#   GPU machine:     scripts/gpu-loop.sh device "$OUT"     # tests, e2e, benchmarks; logs under $OUT
+#                    (with the device tool: run(command='scripts/gpu-loop.sh device $OUT', carry=['build/device']))
+#   options for device: --quick (benchmarks at 1M and 16M only), --skip-bench, --only-bench
+#
+# What comes back from the GPU machine is at most 8 files: summary.txt (one line per step, pass/fail),
+# logs.tar.gz (every step's full log), and the benchmark JSON files.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bundle() {
+  set -e
+  scripts/build.sh -DCMAKE_BUILD_TYPE=Release
+  rm -rf build/device
+  ../shared/tools/device-bundle.sh build/device \
+    build/bin/cuda_backend_test build/bin/service_tests build/bin/client_tests \
+    build/bin/gpusort-server build/bin/gpusort build/bin/kernel_bench build/bin/service_bench
+}
+
+device() {
+  local out=$1; shift
+  local quick="" skip_bench="" only_bench=""
+  for a in "$@"; do
+    case $a in
+      --quick) quick=1 ;; --skip-bench) skip_bench=1 ;; --only-bench) only_bench=1 ;;
+      *) echo "unknown option $a" >&2; exit 2 ;;
+    esac
+  done
+  mkdir -p "$out"
+  local logs; logs=$(mktemp -d)
+  export LD_LIBRARY_PATH="$PWD/build/device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PYTHON=python3 PYTHONUNBUFFERED=1
+  local bin=build/device
+  step() {  # step NAME COMMAND...: full log to $logs/NAME.log, one line to summary.txt
+    local name=$1; shift
+    local t0=$SECONDS
+    "$@" >"$logs/$name.log" 2>&1
+    local rc=$?
+    printf '%-28s rc=%-3s %4ss  %s\n' "$name" "$rc" "$((SECONDS - t0))" "$(tail -n 1 "$logs/$name.log" | cut -c1-120)" \
+      | tee -a "$out/summary.txt"
+  }
+  nvidia-smi >"$logs/nvidia-smi.log" 2>&1
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$out/summary.txt"
+
+  if [ -z "$only_bench" ]; then
+    step cuda_backend_test "$bin/cuda_backend_test" --gtest_brief=1
+    step service_tests_cuda env GPUSORT_TEST_BACKEND=cuda "$bin/service_tests" --gtest_brief=1
+    step service_tests_cpu env GPUSORT_TEST_BACKEND=cpu "$bin/service_tests" --gtest_brief=1
+    step client_tests_cuda env GPUSORT_TEST_BACKEND=cuda "$bin/client_tests" --gtest_brief=1
+    step e2e_cli_cuda env GPUSORT_E2E_BACKEND=cuda tests/e2e/cli_test.sh "$bin"
+    step e2e_large_sort_cuda env GPUSORT_E2E_BACKEND=cuda tests/e2e/large_sort_cli_test.sh "$bin"
+    step metrics_cuda metrics_check "$bin" "$logs"
+  fi
+  if [ -z "$skip_bench" ]; then
+    local max=""; [ -n "$quick" ] && max="--quick"
+    step kernel_bench "$bin/kernel_bench" $max --json "$out/kernel.json"
+    step torch_anchor python3 bench/torch_anchor.py ${quick:+--max-keys 16777216} --json "$out/torch.json"
+    step kernel_report python3 bench/kernel_report.py "$out/kernel.json" "$out/torch.json"
+    step service_bench_cuda service_bench "$bin" "$out/service.json" ${quick:+--max-keys 16777216}
+  fi
+  tar -czf "$out/logs.tar.gz" -C "$logs" .
+}
+
+# A server on the CUDA backend: one sort and one top-k through the CLI, then /metrics must show the
+# device memory gauge and the h2d / kernel / d2h stage histograms.
+metrics_check() {
+  local bin=$1 logs=$2 work; work=$(mktemp -d)
+  "$bin/gpusort-server" --backend cuda --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+    --port-file "$work/ports" >"$work/server.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 300); do [ -s "$work/ports" ] && break; sleep 0.1; done
+  . "$work/ports"
+  "$bin/gpusort" gen --dtype f32 --count 4000000 --out "$work/k.npy"
+  "$bin/gpusort" sort --server "127.0.0.1:$grpc_port" --in "$work/k.npy" --out "$work/s.npy" --verbose
+  "$bin/gpusort" topk --server "127.0.0.1:$grpc_port" --in "$work/k.npy" --out "$work/t.npy" -k 100 --verbose
+  python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$metrics_port/metrics').read().decode())" \
+    >"$logs/metrics.txt"
+  kill -TERM $pid; wait $pid
+  cat "$work/server.log"
+  local ok=0
+  for pattern in 'gpusort_device_memory_bytes{device="cuda:0",kind="pool_reserved"}' \
+                 'gpusort_stage_duration_seconds_count{stage="h2d"}' \
+                 'gpusort_stage_duration_seconds_count{stage="kernel"}' \
+                 'gpusort_stage_duration_seconds_count{stage="d2h"}' \
+                 'gpusort_requests_total{algorithm="radix",code="OK",dtype="f32",method="Sort"}'; do
+    grep -F "$pattern" "$logs/metrics.txt" || { echo "missing in /metrics: $pattern"; ok=1; }
+  done
+  rm -rf "$work"
+  [ $ok = 0 ] && echo "metrics: device memory and h2d/kernel/d2h stages present"
+  return $ok
+}
+
+# service_bench against a CUDA server.
+service_bench() {
+  local bin=$1 json=$2; shift 2
+  local work; work=$(mktemp -d)
+  "$bin/gpusort-server" --backend cuda --listen 127.0.0.1:0 --metrics-listen "" --log-level warn \
+    --port-file "$work/ports" >"$work/server.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 300); do [ -s "$work/ports" ] && break; sleep 0.1; done
+  . "$work/ports"
+  "$bin/service_bench" --server "127.0.0.1:$grpc_port" --json "$json" "$@"
+  local rc=$?
+  kill -TERM $pid; wait $pid
+  python3 bench/service_report.py "$json"
+  return $rc
+}
+
+case ${1:-} in
+  bundle) bundle ;;
+  device) shift; device "$@" ;;
+  *) sed -n '2,13p' "$0"; exit 2 ;;
+esac
