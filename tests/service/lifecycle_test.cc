@@ -130,7 +130,7 @@ TEST(Metrics, CountersAndHistogramsFollowTheCalls) {
   EXPECT_EQ(MetricValue(text, "gpusort_request_duration_seconds_count{algorithm=\"cpu\",method=\"Sort\"}"), 3);
   EXPECT_EQ(MetricValue(text, "gpusort_inflight_requests"), 0);
   EXPECT_THAT(text, HasSubstr("gpusort_stage_duration_seconds_bucket{stage=\"queue\""));
-  EXPECT_THAT(text, HasSubstr("gpusort_build_info{backend=\"cpu\""));
+  EXPECT_THAT(text, HasSubstr("gpusort_build_info{backend=\"" + TestBackendName() + "\""));
 }
 
 // The exposition passes Prometheus' own linter (Debian's prometheus package ships promtool).
