@@ -19,7 +19,8 @@ bundle() {
   rm -rf build/device
   ../shared/tools/device-bundle.sh build/device \
     build/bin/cuda_backend_test build/bin/service_tests build/bin/client_tests \
-    build/bin/gpusort-server build/bin/gpusort build/bin/kernel_bench build/bin/service_bench
+    build/bin/gpusort-server build/bin/gpusort build/bin/kernel_bench build/bin/service_bench \
+    build/bin/backend_crossover_bench
 }
 
 device() {
@@ -61,6 +62,7 @@ device() {
     step kernel_bench "$bin/kernel_bench" $max --json "$out/kernel.json"
     step torch_anchor python3 bench/torch_anchor.py ${quick:+--max-keys 16777216} --json "$out/torch.json"
     step kernel_report python3 bench/kernel_report.py "$out/kernel.json" "$out/torch.json"
+    step backend_crossover "$bin/backend_crossover_bench" --json "$out/crossover.json"
     step service_bench_cuda service_bench "$bin" "$out/service.json" ${quick:+--max-keys 16777216}
   fi
   tar -czf "$out/logs.tar.gz" -C "$logs" .

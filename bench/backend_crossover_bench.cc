@@ -1,0 +1,132 @@
+// Where AUTO should stop sending work to the CPU: the CUDA backend (staging, PCIe both ways, kernels)
+// beside the CPU backend, through the Backend interface exactly as the server calls them, for sizes
+// from 256 keys to 4M. Wall clock per call on the calling thread, median of many calls after warm-up.
+// The result justifies kAutoCpuBelowBytes in server/backend/cuda/auto_policy.h.
+//
+//   build/bin/backend_crossover_bench [--json PATH]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/backend/cpu/cpu_backend.h"
+#include "server/backend/cuda/cuda_backend.h"
+#include "server/core/dtype.h"
+#include "tests/support/inputs.h"
+
+namespace gpusort {
+namespace {
+
+template <typename F>
+double MedianMs(int runs, F&& call) {
+  for (int i = 0; i < 3; ++i) call();  // warm-up
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
+}
+
+struct Row {
+  std::string what;
+  std::size_t n;
+  double cpu_ms, gpu_ms;
+};
+
+template <typename T>
+Row TimeSort(Backend& cpu, Backend& gpu, std::size_t n, bool argsort) {
+  const std::vector<T> input = testing::MakeInput<T>(testing::Pattern::kRandom, n, n);
+  std::vector<std::byte> keys(n * sizeof(T));
+  std::vector<int64_t> indices(n);
+  SortSpec spec;
+  spec.dtype = DTypeOf<T>::value;
+  spec.payload = argsort ? SortPayload::kIndices : SortPayload::kNone;
+  auto run = [&](Backend& backend, Algorithm algorithm) {
+    return MedianMs(n >= (1 << 20) ? 20 : 100, [&] {
+      std::memcpy(keys.data(), input.data(), keys.size());  // a fresh unsorted input every call
+      SortBuffers buffers;
+      buffers.count = n;
+      buffers.keys = keys;
+      if (argsort) buffers.indices_out = indices;
+      spec.algorithm = algorithm;
+      Cancellation cancellation;
+      ExecutionReport report;
+      absl::Status status = backend.Sort(spec, buffers, cancellation, report);
+      if (!status.ok()) {
+        std::fprintf(stderr, "sort failed: %s\n", std::string(status.message()).c_str());
+        std::exit(1);
+      }
+    });
+  };
+  return {std::string(argsort ? "argsort " : "sort ") + std::string(DTypeName(spec.dtype)), n,
+          run(cpu, Algorithm::kAuto), run(gpu, Algorithm::kRadix)};
+}
+
+Row TimeTopK(Backend& cpu, Backend& gpu, std::size_t n, std::size_t k) {
+  const std::vector<float> input = testing::MakeInput<float>(testing::Pattern::kRandom, n, n);
+  std::vector<std::byte> values(k * sizeof(float));
+  std::vector<int64_t> indices(k);
+  TopKSpec spec;
+  spec.dtype = DType::kFloat32;
+  spec.k = k;
+  auto run = [&](Backend& backend, Algorithm algorithm) {
+    return MedianMs(n >= (1 << 20) ? 20 : 100, [&] {
+      TopKBuffers buffers;
+      buffers.count = n;
+      buffers.keys = std::as_bytes(std::span(input));
+      buffers.values_out = values;
+      buffers.indices_out = indices;
+      spec.algorithm = algorithm;
+      Cancellation cancellation;
+      ExecutionReport report;
+      if (!backend.TopK(spec, buffers, cancellation, report).ok()) std::exit(1);
+    });
+  };
+  return {"topk f32 k=" + std::to_string(k), n, run(cpu, Algorithm::kAuto), run(gpu, Algorithm::kRadix)};
+}
+
+}  // namespace
+}  // namespace gpusort
+
+int main(int argc, char** argv) {
+  using namespace gpusort;
+  std::string json_path;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--json") json_path = argv[i + 1];
+  auto gpu = MakeCudaBackend({});
+  if (!gpu.ok()) {
+    std::fprintf(stderr, "no GPU: %s\n", std::string(gpu.status().message()).c_str());
+    return 2;
+  }
+  std::unique_ptr<Backend> cpu = MakeCpuBackend({});
+  std::vector<Row> rows;
+  for (std::size_t n = 256; n <= (std::size_t{1} << 22); n *= 4) {
+    rows.push_back(TimeSort<uint32_t>(*cpu, **gpu, n, false));
+    rows.push_back(TimeSort<float>(*cpu, **gpu, n, false));
+    rows.push_back(TimeSort<uint64_t>(*cpu, **gpu, n, false));
+    rows.push_back(TimeSort<float>(*cpu, **gpu, n, true));
+    rows.push_back(TimeTopK(*cpu, **gpu, n, std::min<std::size_t>(n, 100)));
+  }
+  std::printf("%-20s %10s %12s %12s %10s\n", "case", "n", "cpu ms", "cuda ms", "cpu/cuda");
+  std::ofstream json;
+  if (!json_path.empty()) json.open(json_path);
+  if (json) json << "[\n";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    std::printf("%-20s %10zu %12.4f %12.4f %10.2f\n", r.what.c_str(), r.n, r.cpu_ms, r.gpu_ms, r.cpu_ms / r.gpu_ms);
+    if (json) {
+      json << "  {\"case\": \"" << r.what << "\", \"n\": " << r.n << ", \"cpu_ms\": " << r.cpu_ms
+           << ", \"cuda_ms\": " << r.gpu_ms << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
+    }
+  }
+  if (json) json << "]\n";
+  std::printf("device: %s; cpu: %s\n", (*gpu)->device().c_str(), cpu->device().c_str());
+  return 0;
+}
