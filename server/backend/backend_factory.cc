@@ -24,7 +24,8 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice
   auto cuda = MakeCudaBackend({.device = choice.cuda_device,
                                .streams = choice.cuda_streams,
                                .staging_bytes = choice.cuda_staging_bytes,
-                               .cpu_threads = choice.cpu_threads});
+                               .cpu_threads = choice.cpu_threads,
+                               .memory_limit_bytes = choice.cuda_memory_limit_bytes});
   if (cuda.ok()) {
     if (choice.backend == "auto") spdlog::info("backend auto: a GPU is usable, serving from CUDA");
     return cuda;

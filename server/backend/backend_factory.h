@@ -16,6 +16,7 @@ struct BackendChoice {
   int cuda_device = 0;
   int cuda_streams = 4;
   std::size_t cuda_staging_bytes = std::size_t{16} << 20;
+  std::size_t cuda_memory_limit_bytes = 0;
 };
 
 absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice);

@@ -45,6 +45,9 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
                  "size of each pinned staging buffer (two per stream)")
       ->check(CLI::Range(std::size_t{1} << 16, std::size_t{1} << 30))
       ->capture_default_str();
+  app.add_option("--cuda-memory-limit-bytes", c.cuda_memory_limit_bytes,
+                 "device memory requests may hold at once (0: all the GPU has); beyond it RESOURCE_EXHAUSTED")
+      ->capture_default_str();
   app.add_option("--stream-chunk-bytes", c.stream_chunk_bytes,
                  "default size of response chunks in the streaming RPCs")
       ->check(CLI::Range(std::size_t{64}, std::size_t{1} << 30))

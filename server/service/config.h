@@ -21,6 +21,7 @@ struct ServerConfig {
   int cuda_device = 0;                           // which GPU the CUDA backend uses
   int cuda_streams = 4;                          // jobs on the GPU at once (one stream each)
   std::size_t cuda_staging_bytes = 16u << 20;    // each of a stream's two pinned staging buffers
+  std::size_t cuda_memory_limit_bytes = 0;       // device memory requests may hold at once; 0 = all
   std::size_t stream_chunk_bytes = 1u << 20;     // default response chunk of the streaming RPCs
   double drain_timeout_seconds = 30;             // SIGTERM: wait this long for in-flight calls
   std::string log_level = "info";                // trace | debug | info | warn | error | off

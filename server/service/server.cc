@@ -29,7 +29,8 @@ absl::StatusOr<std::unique_ptr<GpusortServer>> GpusortServer::Start(const Server
                               .cpu_threads = config.cpu_threads,
                               .cuda_device = config.cuda_device,
                               .cuda_streams = config.cuda_streams,
-                              .cuda_staging_bytes = config.cuda_staging_bytes});
+                              .cuda_staging_bytes = config.cuda_staging_bytes,
+                              .cuda_memory_limit_bytes = config.cuda_memory_limit_bytes});
   if (!backend.ok()) return backend.status();
   return Start(config, std::move(*backend));
 }

@@ -291,6 +291,23 @@ TEST(CudaBackend, AlgorithmsItLacksAreUnimplementedWithTheList) {
   EXPECT_NE(std::string(out.status.message()).find("radix"), std::string::npos) << out.status;
 }
 
+// A request larger than the device memory it may use is refused with RESOURCE_EXHAUSTED and a message
+// that says how much it needed; the backend keeps serving afterwards.
+TEST(CudaBackend, OutOfDeviceMemoryIsResourceExhausted) {
+  SKIP_WITHOUT_GPU();
+  auto small = MakeCudaBackend({.streams = 1, .memory_limit_bytes = std::size_t{64} << 20});
+  ASSERT_TRUE(small.ok()) << small.status();
+  SortSpec spec;
+  spec.algorithm = Algorithm::kRadix;
+  const auto big = Bytes(MakeInput<uint32_t>(Pattern::kRandom, std::size_t{16} << 20, 1));  // needs 128+ MiB
+  SortOutput refused = RunSort(**small, spec, big, {});
+  EXPECT_EQ(refused.status.code(), absl::StatusCode::kResourceExhausted) << refused.status;
+  EXPECT_NE(std::string(refused.status.message()).find("bytes of device memory"), std::string::npos)
+      << refused.status;
+  SortOutput fits = RunSort(**small, spec, Bytes(MakeInput<uint32_t>(Pattern::kRandom, 1 << 20, 2)), {});
+  EXPECT_TRUE(fits.status.ok()) << fits.status;
+}
+
 // 10,000 mixed requests of random sizes, from several threads at once: device memory in use must come
 // back to where it was, by the pool's own counter and by the driver's.
 TEST(CudaBackend, MemoryStaysFlatOverTenThousandMixedRequests) {

@@ -334,7 +334,10 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const CudaBackendOption
                                                     : why_none));
   }
   const DeviceContextOptions context_options{
-      .ordinal = options.device, .streams = options.streams, .staging_bytes = options.staging_bytes};
+      .ordinal = options.device,
+      .streams = options.streams,
+      .staging_bytes = options.staging_bytes,
+      .memory_limit_bytes = options.memory_limit_bytes};
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceContext> context, DeviceContext::Create(context_options));
   return std::unique_ptr<Backend>(
       new CudaBackend(std::move(context), MakeCpuBackend({.threads = options.cpu_threads})));

@@ -16,6 +16,7 @@ struct CudaBackendOptions {
   int streams = 4;                                    // concurrent jobs on the GPU
   std::size_t staging_bytes = std::size_t{16} << 20;  // per pinned staging buffer (two per stream)
   int cpu_threads = 0;                                // the CPU backend AUTO uses for tiny arrays
+  std::size_t memory_limit_bytes = 0;                 // device memory requests may hold at once; 0: all
 };
 
 // UNAVAILABLE (with the reason) when no GPU is usable, so that --backend auto can fall back.

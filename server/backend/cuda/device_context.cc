@@ -9,6 +9,7 @@ namespace gpusort {
 absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(const DeviceContextOptions& options) {
   std::unique_ptr<DeviceContext> context(new DeviceContext());
   context->ordinal_ = options.ordinal;
+  context->memory_limit_bytes_ = options.memory_limit_bytes;
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(options.ordinal), "selecting the GPU");
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::GetDeviceProperties(options.ordinal, &context->properties_),
                                  "reading the GPU's properties");
@@ -55,10 +56,19 @@ absl::Status DeviceContext::AllocateAll(const kernels::Stream& stream, const std
                                         std::vector<kernels::DeviceAllocation>* out) {
   std::size_t total = 0;
   for (std::size_t s : sizes) total += s;
+  if (memory_limit_bytes_ > 0 && total > memory_limit_bytes_) {
+    return absl::ResourceExhaustedError("the request needs " + std::to_string(total) +
+                                        " bytes of device memory, over this server's limit of " +
+                                        std::to_string(memory_limit_bytes_) + " (--cuda-memory-limit-bytes)");
+  }
   for (int attempt = 0; attempt < 2; ++attempt) {
     out->clear();
     out->resize(sizes.size());
     kernels::Status failed;
+    if (memory_limit_bytes_ > 0 && pool_.Counters().used_bytes + total > memory_limit_bytes_) {
+      // Other requests hold the rest of the share: the same answer as a full GPU.
+      failed = kernels::Status(kernels::StatusCode::kOutOfMemory, "over --cuda-memory-limit-bytes");
+    }
     for (std::size_t i = 0; i < sizes.size() && failed.ok(); ++i) {
       failed = pool_.Allocate(sizes[i], stream, &(*out)[i]);
     }

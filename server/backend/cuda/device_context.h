@@ -28,6 +28,9 @@ struct DeviceContextOptions {
   int ordinal = 0;
   int streams = 4;
   std::size_t staging_bytes = std::size_t{16} << 20;  // per staging buffer; two per stream
+  // Most device memory requests may hold at once (0: as much as the GPU has). On a GPU shared with other
+  // processes this keeps gpusort to its share; past it a request is refused as if the GPU were full.
+  std::size_t memory_limit_bytes = 0;
 };
 
 class DeviceContext {
@@ -63,6 +66,7 @@ class DeviceContext {
   void Return(StreamSlot* slot);
 
   int ordinal_ = 0;
+  std::size_t memory_limit_bytes_ = 0;
   kernels::DeviceProperties properties_;
   kernels::DeviceMemoryPool pool_;
   std::vector<std::unique_ptr<StreamSlot>> slots_;
