@@ -138,12 +138,18 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<Backend> cpu = MakeCpuBackend({});
   std::vector<Row> rows;
-  for (std::size_t n = 256; n <= (std::size_t{1} << 22); n *= 4) {
+  for (std::size_t n = 256; n <= (std::size_t{1} << 22); n *= 2) {
     rows.push_back(TimeSort<uint32_t>(*cpu, **gpu, n, false));
     rows.push_back(TimeSort<float>(*cpu, **gpu, n, false));
     rows.push_back(TimeSort<uint64_t>(*cpu, **gpu, n, false));
     rows.push_back(TimeSort<float>(*cpu, **gpu, n, true));
     rows.push_back(TimeTopK(*cpu, **gpu, n, std::min<std::size_t>(n, 100)));
+    if (n >= 4096) rows.push_back(TimeTopK(*cpu, **gpu, n, n / 8));
+  }
+  for (std::size_t n : {std::size_t{1} << 24, std::size_t{1} << 26}) {
+    rows.push_back(TimeSort<uint32_t>(*cpu, **gpu, n, false));
+    rows.push_back(TimeTopK(*cpu, **gpu, n, 100));
+    rows.push_back(TimeTopK(*cpu, **gpu, n, n / 8));
   }
   std::printf("%-20s %10s %12s %12s %10s\n", "case", "n", "cpu ms", "cuda ms", "cpu/cuda");
   std::ofstream json;

@@ -17,10 +17,12 @@ bundle() {
   set -e
   scripts/build.sh -DCMAKE_BUILD_TYPE=Release
   rm -rf build/device
-  ../shared/tools/device-bundle.sh build/device \
-    build/bin/cuda_backend_test build/bin/service_tests build/bin/client_tests \
-    build/bin/gpusort-server build/bin/gpusort build/bin/kernel_bench build/bin/service_bench \
-    build/bin/backend_crossover_bench
+  local exes=()
+  for exe in cuda_backend_test service_tests client_tests gpusort-server gpusort kernel_bench service_bench \
+             backend_crossover_bench; do
+    if [ -x "build/bin/$exe" ]; then exes+=("build/bin/$exe"); else echo "not built, left out: $exe" >&2; fi
+  done
+  ../shared/tools/device-bundle.sh build/device "${exes[@]}"
 }
 
 device() {
@@ -61,9 +63,9 @@ device() {
     local max=""; [ -n "$quick" ] && max="--quick"
     step kernel_bench "$bin/kernel_bench" $max --json "$out/kernel.json"
     step torch_anchor python3 bench/torch_anchor.py ${quick:+--max-keys 16777216} --json "$out/torch.json"
-    step kernel_report python3 bench/kernel_report.py "$out/kernel.json" "$out/torch.json"
+    step kernel_report python3 bench/kernel_report.py --kernel "$out/kernel.json" --torch "$out/torch.json"
     step backend_crossover "$bin/backend_crossover_bench" --json "$out/crossover.json"
-    step service_bench_cuda service_bench "$bin" "$out/service.json" ${quick:+--max-keys 16777216}
+    [ -x "$bin/service_bench" ] && step service_bench_cuda service_bench "$bin" "$out/service.json" ${quick:+--max-keys 16777216}
   fi
   tar -czf "$out/logs.tar.gz" -C "$logs" .
 }

@@ -14,6 +14,24 @@
 
 namespace gpusort::kernels::internal {
 
+// 32-bit keys alone, sorted with the launch tuning CUB picks for float keys. On Hopper CUB's onesweep
+// pass takes 19 keys per thread for float and 20 for other 4-byte keys (tuning_radix_sort.cuh,
+// FLOAT_KEYS); measured on the H100 (BENCHMARKS.md) the float tuning sorts 256M keys ~10% faster, and our
+// keys are unsigned bits whatever the dtype, so they take it too. The policy only sizes the launch:
+// keys are still compared as uint32 bits. This reaches into CUB's dispatch layer (CCCL 3.0, CUDA 13.0);
+// a CCCL upgrade must re-check it (kernel_bench compares it with a plain CUB call every run).
+inline cudaError_t SortKeys32WithFloatTuning(void* temp, std::size_t* temp_bytes,
+                                             cub::DoubleBuffer<std::uint32_t>& keys, int n, int begin_bit,
+                                             int end_bit, cudaStream_t stream) {
+  using Offset = std::uint32_t;
+  using FloatTunedHub = cub::detail::radix::policy_hub<float, cub::NullType, Offset>;
+  using Dispatch = cub::DispatchRadixSort<cub::SortOrder::Ascending, std::uint32_t, cub::NullType, Offset,
+                                          cub::detail::identity_decomposer_t, FloatTunedHub>;
+  cub::DoubleBuffer<cub::NullType> no_values;
+  return Dispatch::Dispatch(temp, *temp_bytes, keys, no_values, static_cast<Offset>(n), begin_bit, end_bit,
+                            /*is_overwrite_okay=*/true, stream);
+}
+
 // temp == nullptr: only sets *temp_bytes.
 template <typename Key>
 Status RadixSortImpl(const RadixSortArgs& a, void* temp, std::size_t* temp_bytes, cudaStream_t stream,
@@ -48,7 +66,11 @@ Status RadixSortImpl(const RadixSortArgs& a, void* temp, std::size_t* temp_bytes
   };
   switch (a.payload) {
     case Payload::kNone:
-      error = cub::DeviceRadixSort::SortKeys(temp, *temp_bytes, keys, n, a.begin_bit, a.end_bit, stream);
+      if constexpr (sizeof(Key) == 4) {
+        error = SortKeys32WithFloatTuning(temp, temp_bytes, keys, n, a.begin_bit, a.end_bit, stream);
+      } else {
+        error = cub::DeviceRadixSort::SortKeys(temp, *temp_bytes, keys, n, a.begin_bit, a.end_bit, stream);
+      }
       break;
     case Payload::kU32:
     case Payload::kIndexU32:
