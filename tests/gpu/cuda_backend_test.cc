@@ -282,6 +282,22 @@ TEST(CudaBackend, AutoAnswersTinyArraysOnTheCpuAndLargeOnTheGpu) {
   }
 }
 
+TEST(CudaBackend, AutoTopKTakesSmallKOnTheCpuAndLargeKOnTheGpu) {
+  SKIP_WITHOUT_GPU();
+  const auto keys = Bytes(MakeInput<float>(Pattern::kRandom, 1 << 20, 3));
+  TopKSpec spec;
+  spec.dtype = DType::kFloat32;
+  spec.k = 100;
+  TopKResultBytes small_k = RunTopK(*Cuda(), spec, keys);
+  ASSERT_TRUE(small_k.status.ok()) << small_k.status;
+  ASSERT_TRUE(small_k.report.backend.has_value());
+  EXPECT_EQ(*small_k.report.backend, BackendKind::kCpu);
+  spec.k = 1 << 17;
+  TopKResultBytes large_k = RunTopK(*Cuda(), spec, keys);
+  ASSERT_TRUE(large_k.status.ok()) << large_k.status;
+  EXPECT_FALSE(large_k.report.backend.has_value());
+}
+
 TEST(CudaBackend, AlgorithmsItLacksAreUnimplementedWithTheList) {
   SKIP_WITHOUT_GPU();
   SortSpec spec;

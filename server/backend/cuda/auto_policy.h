@@ -1,5 +1,7 @@
-// AUTO's choices for the CUDA backend, in one place. Each threshold is justified by a measurement in
-// BENCHMARKS.md ("AUTO: where the CPU wins"); change them only with a new measurement.
+// AUTO's choices for the CUDA backend, in one place. Each threshold comes from
+// bench/backend_crossover_bench on the H100 machine (16 host cores), BENCHMARKS.md "AUTO: where the CPU
+// wins": the CUDA backend's whole call (staging, PCIe both ways, kernels) beside the CPU backend's.
+// Change them only with a new measurement.
 #pragma once
 
 #include <cstddef>
@@ -8,9 +10,16 @@
 
 namespace gpusort {
 
-// Below this many key bytes a request costs less on the CPU than a round trip over PCIe plus kernel
-// launches. Provisional until measured on the H100 (BENCHMARKS.md).
-inline constexpr std::size_t kAutoCpuBelowBytes = std::size_t{64} << 10;
+// Sort: below this many keys the CPU answers first. Measured 2026-11-22: at 8192 keys the CPU took
+// 0.56-0.64x the GPU's time (u32, f32, argsort; u64 1.04x), at 16384 the GPU took 0.53-0.97x the CPU's.
+inline constexpr std::size_t kAutoSortCpuBelowKeys = 16384;
+
+// TopK: the CPU's selection reads the keys once at host memory speed, which the GPU cannot beat when
+// the keys must first cross PCIe: for k = 100 the CPU won at every size measured (256 to 64M keys, by
+// about 2x at 64M). For large k the GPU's sort wins from 16384 keys (k = n/8: 1.2x at 16K, 84x at 16M).
+// k between 128 and n/8 was not measured; such requests go to the GPU.
+inline constexpr std::size_t kAutoTopKCpuBelowKeys = 16384;
+inline constexpr std::size_t kAutoTopKCpuUpToK = 128;
 
 enum class AutoChoice { kCpu, kGpuRadix };
 
