@@ -18,7 +18,7 @@ bundle() {
   scripts/build.sh -DCMAKE_BUILD_TYPE=Release
   rm -rf build/device
   local exes=()
-  for exe in cuda_backend_test service_tests client_tests gpusort-server gpusort kernel_bench service_bench \
+  for exe in cuda_backend_test service_tests client_tests gpusort-server gpusort kernel_bench sort_rpc_bench \
              backend_crossover_bench; do
     if [ -x "build/bin/$exe" ]; then exes+=("build/bin/$exe"); else echo "not built, left out: $exe" >&2; fi
   done
@@ -65,7 +65,7 @@ device() {
     step torch_anchor python3 bench/torch_anchor.py ${quick:+--max-keys 16777216} --json "$out/torch.json"
     step kernel_report python3 bench/kernel_report.py --kernel "$out/kernel.json" --torch "$out/torch.json"
     step backend_crossover "$bin/backend_crossover_bench" --json "$out/crossover.json"
-    [ -x "$bin/service_bench" ] && step service_bench_cuda service_bench "$bin" "$out/service.json" ${quick:+--max-keys 16777216}
+    step sort_rpc_bench_cuda sort_rpc_bench "$bin" "$out/service.json" ${quick:+--max-keys 16777216}
   fi
   tar -czf "$out/logs.tar.gz" -C "$logs" .
 }
@@ -99,19 +99,18 @@ metrics_check() {
   return $ok
 }
 
-# service_bench against a CUDA server.
-service_bench() {
+# sort_rpc_bench against a CUDA server whose message limit lets every size go unary, as the echo does.
+sort_rpc_bench() {
   local bin=$1 json=$2; shift 2
   local work; work=$(mktemp -d)
   "$bin/gpusort-server" --backend cuda --listen 127.0.0.1:0 --metrics-listen "" --log-level warn \
-    --port-file "$work/ports" >"$work/server.log" 2>&1 &
+    --max-message-bytes 1073741824 --port-file "$work/ports" >"$work/server.log" 2>&1 &
   local pid=$!
   for _ in $(seq 300); do [ -s "$work/ports" ] && break; sleep 0.1; done
   . "$work/ports"
-  "$bin/service_bench" --server "127.0.0.1:$grpc_port" --json "$json" "$@"
+  "$bin/sort_rpc_bench" --server "127.0.0.1:$grpc_port" --json "$json" "$@"
   local rc=$?
   kill -TERM $pid; wait $pid
-  python3 bench/service_report.py "$json"
   return $rc
 }
 
