@@ -80,13 +80,20 @@ metrics_check() {
   for _ in $(seq 300); do [ -s "$work/ports" ] && break; sleep 0.1; done
   . "$work/ports"
   "$bin/gpusort" gen --dtype f32 --count 4000000 --out "$work/k.npy"
-  "$bin/gpusort" sort --server "127.0.0.1:$grpc_port" --in "$work/k.npy" --out "$work/s.npy" --verbose
+  "$bin/gpusort" sort --server "127.0.0.1:$grpc_port" --in "$work/k.npy" --out "$work/s.npy" --verbose \
+    2>&1 | tee "$work/sort.txt"
+  # AUTO answers a top-100 on the CPU (auto_policy.h); ask for the GPU's radix top-k by name as well.
   "$bin/gpusort" topk --server "127.0.0.1:$grpc_port" --in "$work/k.npy" --out "$work/t.npy" -k 100 --verbose
+  "$bin/gpusort" topk --server "127.0.0.1:$grpc_port" --in "$work/k.npy" --out "$work/t2.npy" -k 100 \
+    --algorithm radix --verbose 2>&1 | tee "$work/topk.txt"
+  python3 -c "import numpy as np; a=np.load('$work/t.npy'); b=np.load('$work/t2.npy'); assert (a==b).all(), 'cpu and gpu top-k differ'; print('top-k: CPU and GPU answers agree')"
   python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$metrics_port/metrics').read().decode())" \
     >"$logs/metrics.txt"
   kill -TERM $pid; wait $pid
   cat "$work/server.log"
   local ok=0
+  grep -q "backend BACKEND_CUDA" "$work/sort.txt" || { echo "the sort did not run on the GPU"; ok=1; }
+  grep -q "backend BACKEND_CUDA" "$work/topk.txt" || { echo "the radix top-k did not run on the GPU"; ok=1; }
   for pattern in 'gpusort_device_memory_bytes{device="cuda:0",kind="pool_reserved"}' \
                  'gpusort_stage_duration_seconds_count{stage="h2d"}' \
                  'gpusort_stage_duration_seconds_count{stage="kernel"}' \
