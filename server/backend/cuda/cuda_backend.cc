@@ -34,6 +34,18 @@ void VaryingBitRange(std::uint64_t varying, int* begin_bit, int* end_bit) {
   *end_bit = 64 - std::countl_zero(varying);
 }
 
+// Who answers a request: the CPU backend (asked for by name, or AUTO's choice for small work) or the
+// GPU's radix engine; any other algorithm is UNIMPLEMENTED with the list this backend has.
+enum class Route { kCpu, kGpu };
+absl::StatusOr<Route> RouteFor(std::string_view method, Algorithm asked, AutoChoice auto_choice,
+                               const std::vector<Algorithm>& available) {
+  if (asked == Algorithm::kCpu || (asked == Algorithm::kAuto && auto_choice == AutoChoice::kCpu)) {
+    return Route::kCpu;
+  }
+  if (asked == Algorithm::kAuto || asked == Algorithm::kRadix) return Route::kGpu;
+  return AlgorithmUnavailable(method, asked, available, "cuda");
+}
+
 // Times the kernels of one job with the slot's events and adds the stages to the report.
 class JobTimer {
  public:
@@ -83,12 +95,10 @@ class CudaBackend final : public Backend {
 
   absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
                     ExecutionReport& report) override {
-    if (spec.algorithm == Algorithm::kCpu ||
-        (spec.algorithm == Algorithm::kAuto && ChooseSort(spec, buffers.count) == AutoChoice::kCpu)) {
+    ASSIGN_OR_RETURN(const Route route,
+                     RouteFor("Sort", spec.algorithm, ChooseSort(spec, buffers.count), sort_algorithms()));
+    if (route == Route::kCpu) {
       return OnCpu(report, [&] { return cpu_->Sort(spec, buffers, cancellation, report); });
-    }
-    if (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix) {
-      return AlgorithmUnavailable("Sort", spec.algorithm, sort_algorithms(), "cuda");
     }
     report.algorithm = Algorithm::kRadix;
     return SortOnGpu(spec, buffers, cancellation, report);
@@ -96,12 +106,10 @@ class CudaBackend final : public Backend {
 
   absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                     ExecutionReport& report) override {
-    if (spec.algorithm == Algorithm::kCpu ||
-        (spec.algorithm == Algorithm::kAuto && ChooseTopK(spec, buffers.count) == AutoChoice::kCpu)) {
+    ASSIGN_OR_RETURN(const Route route,
+                     RouteFor("TopK", spec.algorithm, ChooseTopK(spec, buffers.count), topk_algorithms()));
+    if (route == Route::kCpu) {
       return OnCpu(report, [&] { return cpu_->TopK(spec, buffers, cancellation, report); });
-    }
-    if (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix) {
-      return AlgorithmUnavailable("TopK", spec.algorithm, topk_algorithms(), "cuda");
     }
     report.algorithm = Algorithm::kRadix;
     return TopKOnGpu(spec, buffers, cancellation, report);
