@@ -19,6 +19,7 @@ cmake --build "$work/consumer" >/dev/null
   --port-file "$work/ports" >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 200); do [ -f "$work/ports" ] && break; sleep 0.05; done
+[ -f "$work/ports" ] || { echo "the installed server did not start:"; cat "$work/server.log"; exit 1; }
 . "$work/ports"
 "$work/consumer/consumer" "127.0.0.1:$grpc_port"
 echo "consumer: OK"
