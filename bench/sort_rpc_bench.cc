@@ -1,14 +1,12 @@
 // A Sort RPC end to end beside a plain gRPC echo of the same bytes, 1K to 64M uint32 keys: how much of
 // a Sort's latency is the service's own (validation, staging, the sort, encode) and how much is gRPC
-// moving the bytes anyway. Both are unary calls on one loopback channel: the gpusort server under test
-// must run with --max-message-bytes 1073741824 so that no size falls back to streaming, and the echo
-// server (in this process, a generic callback service that returns the request's bytes) gets the same
-// limit. Wall clock per call on the client; warm-up, then median and p90.
+// moving the bytes anyway. Both are unary calls to the same server: Sort, and the gpusort.v1.EchoService
+// it serves beside it (proto/gpusort/v1/echo.proto). The server must run with --max-message-bytes
+// 1073741824 so that no size falls back to streaming. Wall clock per call on the client; warm-up, then
+// median and p90.
 //
 //   gpusort-server --backend cuda --max-message-bytes 1073741824 ... &
 //   build/bin/sort_rpc_bench --server 127.0.0.1:PORT [--max-keys N] [--json PATH]
-#include <grpcpp/generic/async_generic_service.h>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -22,33 +20,11 @@
 #include <vector>
 
 #include "gpusort/client.h"
+#include "gpusort/v1/echo.grpc.pb.h"
 
 namespace {
 
 constexpr int kMaxMessage = 1 << 30;
-
-// Echo: every call on any method answers with the request's bytes.
-class EchoService final : public grpc::CallbackGenericService {
-  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
-    class Reactor final : public grpc::ServerGenericBidiReactor {
-     public:
-      Reactor() { StartRead(&buffer_); }
-      void OnReadDone(bool ok) override {
-        if (!ok) {
-          Finish(grpc::Status::OK);
-          return;
-        }
-        StartWriteAndFinish(&buffer_, grpc::WriteOptions(), grpc::Status::OK);
-      }
-      void OnWriteDone(bool) override {}
-      void OnDone() override { delete this; }
-
-     private:
-      grpc::ByteBuffer buffer_;
-    };
-    return new Reactor();
-  }
-};
 
 double Percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
@@ -83,20 +59,11 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  EchoService echo;
-  int echo_port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &echo_port);
-  builder.RegisterCallbackGenericService(&echo);
-  builder.SetMaxReceiveMessageSize(kMaxMessage);
-  builder.SetMaxSendMessageSize(kMaxMessage);
-  std::unique_ptr<grpc::Server> echo_server = builder.BuildAndStart();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessage);
   args.SetMaxSendMessageSize(kMaxMessage);
-  auto echo_channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(echo_port),
-                                                grpc::InsecureChannelCredentials(), args);
-  grpc::GenericStub echo_stub(echo_channel);
+  auto echo_stub = gpusort::v1::EchoService::NewStub(
+      grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args));
 
   gpusort::Client client({.target = server, .timeout = std::chrono::seconds(120),
                           .max_message_bytes = static_cast<std::size_t>(kMaxMessage)});
@@ -126,20 +93,13 @@ int main(int argc, char** argv) {
       for (const auto& s : sorted->info.stages()) stages[s.stage()].push_back(s.seconds() * 1e3);
     });
 
-    grpc::Slice slice(keys.data(), n * sizeof(uint32_t));
-    const grpc::ByteBuffer request(&slice, 1);
+    gpusort::v1::EchoMessage request;
+    request.set_data(reinterpret_cast<const char*>(keys.data()), n * sizeof(uint32_t));
     std::vector<double> echo_ms = TimeCalls(2, runs, [&] {
       grpc::ClientContext context;
-      grpc::CompletionQueue cq;
-      grpc::ByteBuffer response;
-      grpc::Status status;
-      auto call = echo_stub.PrepareUnaryCall(&context, "/gpusort.bench.Echo/Echo", request, &cq);
-      call->StartCall();
-      call->Finish(&response, &status, reinterpret_cast<void*>(1));
-      void* tag;
-      bool ok;
-      cq.Next(&tag, &ok);
-      if (!status.ok() || response.Length() != n * sizeof(uint32_t)) {
+      gpusort::v1::EchoMessage response;
+      const grpc::Status status = echo_stub->Echo(&context, request, &response);
+      if (!status.ok() || response.data().size() != n * sizeof(uint32_t)) {
         std::fprintf(stderr, "echo failed: %s\n", status.error_message().c_str());
         std::exit(1);
       }
@@ -169,6 +129,5 @@ int main(int argc, char** argv) {
     }
   }
   if (json) json << "\n]\n";
-  echo_server->Shutdown();
   return 0;
 }

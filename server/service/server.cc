@@ -10,6 +10,7 @@
 
 #include "server/backend/backend_factory.h"
 #include "server/service/metrics.h"
+#include "server/service/echo_service.h"
 #include "server/service/service_core.h"
 #include "server/service/sort_service.h"
 
@@ -59,6 +60,7 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
   }
   core_ = std::make_unique<ServiceCore>(config_, *backend_, *metrics_);
   service_ = std::make_unique<SortService>(*core_);
+  echo_service_ = std::make_unique<EchoService>();
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -67,6 +69,7 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes) + kReplyHeadroomBytes);
   builder.RegisterService(service_.get());
+  builder.RegisterService(echo_service_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || grpc_port_ == 0)
     return absl::UnavailableError("cannot listen for gRPC on " + config_.listen);
@@ -102,6 +105,7 @@ GpusortServer::~GpusortServer() {
   core_.reset();  // joins the worker threads
   server_.reset();
   service_.reset();
+  echo_service_.reset();
   exposer_.reset();  // civetweb takes up to 2 s to stop its threads
 }
 

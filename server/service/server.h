@@ -17,6 +17,7 @@ namespace gpusort {
 class Metrics;
 class ServiceCore;
 class SortService;
+class EchoService;
 
 class GpusortServer {
  public:
@@ -47,6 +48,7 @@ class GpusortServer {
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<ServiceCore> core_;
   std::unique_ptr<SortService> service_;
+  std::unique_ptr<EchoService> echo_service_;
   std::unique_ptr<grpc::Server> server_;
   int grpc_port_ = 0;
   int metrics_port_ = 0;

@@ -1,0 +1,46 @@
+#include "server/service/echo_service.h"
+
+namespace gpusort {
+namespace {
+
+// Reads one message, writes it back, reads the next: the reply to message i goes out before message
+// i+1 is read, so a client that pipelines its writes sees gRPC's flow control, as a Sort stream would.
+class EchoStreamReactor final : public grpc::ServerBidiReactor<v1::EchoMessage, v1::EchoMessage> {
+ public:
+  EchoStreamReactor() { StartRead(&message_); }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    StartWrite(&message_);
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away"));
+      return;
+    }
+    StartRead(&message_);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  v1::EchoMessage message_;
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* EchoService::Echo(grpc::CallbackServerContext* context, const v1::EchoMessage* request,
+                                            v1::EchoMessage* response) {
+  // gRPC built the request for this call alone and never reads it again: move its bytes, as Sort does.
+  response->mutable_data()->swap(*const_cast<v1::EchoMessage*>(request)->mutable_data());
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerBidiReactor<v1::EchoMessage, v1::EchoMessage>* EchoService::EchoStream(grpc::CallbackServerContext*) {
+  return new EchoStreamReactor();
+}
+
+}  // namespace gpusort
