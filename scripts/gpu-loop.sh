@@ -18,7 +18,7 @@ bundle() {
   scripts/build.sh -DCMAKE_BUILD_TYPE=Release
   rm -rf build/device
   local exes=()
-  for exe in cuda_backend_test service_tests client_tests gpusort-server gpusort kernel_bench sort_rpc_bench \
+  for exe in cuda_backend_test sort_ingest_test service_tests client_tests gpusort-server gpusort kernel_bench sort_rpc_bench \
              backend_crossover_bench; do
     if [ -x "build/bin/$exe" ]; then exes+=("build/bin/$exe"); else echo "not built, left out: $exe" >&2; fi
   done
@@ -52,6 +52,7 @@ device() {
 
   if [ -z "$only_bench" ]; then
     step cuda_backend_test "$bin/cuda_backend_test" --gtest_brief=1
+    step sort_ingest_test "$bin/sort_ingest_test" --gtest_brief=1
     step service_tests_cuda env GPUSORT_TEST_BACKEND=cuda "$bin/service_tests" --gtest_brief=1
     step service_tests_cpu env GPUSORT_TEST_BACKEND=cpu "$bin/service_tests" --gtest_brief=1
     step client_tests_cuda env GPUSORT_TEST_BACKEND=cuda "$bin/client_tests" --gtest_brief=1

@@ -100,9 +100,18 @@ std::size_t Client::UnaryLimit() const {
   return options_.max_message_bytes - std::min(options_.max_message_bytes / 2, kMessageHeadroom);
 }
 
+bool Client::ShouldStream(std::size_t request_bytes, std::size_t answer_bytes) const {
+  switch (options_.transport) {
+    case Transport::kUnary: return false;
+    case Transport::kStream: return true;
+    case Transport::kAuto: break;
+  }
+  const std::size_t largest = std::max(request_bytes, answer_bytes);
+  return largest > UnaryLimit() || largest >= options_.stream_from_bytes;
+}
+
 absl::StatusOr<RawSortResult> Client::SortRaw(const RawSortRequest& r) {
-  if (r.keys.size() + r.values.size() > UnaryLimit() || SortAnswerBytes(r) > UnaryLimit())
-    return SortStreamed(r);
+  if (ShouldStream(r.keys.size() + r.values.size(), SortAnswerBytes(r))) return SortStreamed(r);
   v1::SortRequest request;
   FillSortOptions(r, request.mutable_options());
   request.set_keys(std::string(r.keys));
@@ -110,7 +119,7 @@ absl::StatusOr<RawSortResult> Client::SortRaw(const RawSortRequest& r) {
   v1::SortResponse response;
   auto context = NewContext();
   grpc::Status status = stub_->Sort(context.get(), request, &response);
-  if (TooLargeForOneMessage(status)) return SortStreamed(r);
+  if (options_.transport == Transport::kAuto && TooLargeForOneMessage(status)) return SortStreamed(r);
   if (!status.ok()) return ToAbsl(status);
   RawSortResult result;
   result.keys = std::move(*response.mutable_keys());
@@ -174,15 +183,14 @@ absl::StatusOr<RawSortResult> Client::SortStreamed(const RawSortRequest& r) {
 
 absl::StatusOr<RawTopKResult> Client::TopKRaw(v1::DType dtype, std::string_view keys,
                                               const TopKOptions& o) {
-  if (keys.size() > UnaryLimit() || TopKAnswerBytes(dtype, o) > UnaryLimit())
-    return TopKStreamed(dtype, keys, o);
+  if (ShouldStream(keys.size(), TopKAnswerBytes(dtype, o))) return TopKStreamed(dtype, keys, o);
   v1::TopKRequest request;
   FillTopKOptions(dtype, o, request.mutable_options());
   request.set_keys(std::string(keys));
   v1::TopKResponse response;
   auto context = NewContext();
   grpc::Status status = stub_->TopK(context.get(), request, &response);
-  if (TooLargeForOneMessage(status)) return TopKStreamed(dtype, keys, o);
+  if (options_.transport == Transport::kAuto && TooLargeForOneMessage(status)) return TopKStreamed(dtype, keys, o);
   if (!status.ok()) return ToAbsl(status);
   RawTopKResult result;
   result.values = std::move(*response.mutable_values());

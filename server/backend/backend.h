@@ -3,6 +3,9 @@
 // they still answer UNIMPLEMENTED for algorithms they do not have and honour cancellation.
 #pragma once
 
+#include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +17,20 @@
 
 namespace gpusort {
 
+// The keys of a streamed Sort, handed over piece by piece as they arrive, then sorted, then read back in
+// runs. A backend that can use the time the stream takes does: the CUDA backend converts each piece and
+// copies it to the GPU while later pieces are still on the wire, so that when the caller half-closes
+// only the sort is left, and it copies each run of the answer back just before it goes out.
+class SortIngest {
+ public:
+  virtual ~SortIngest() = default;
+  // Appends whole keys (the stream call holds back a piece that ends inside a key).
+  virtual absl::Status Append(std::span<const std::byte> keys) = 0;
+  // After the last Append. Stages go into `report` as for Backend::Sort.
+  virtual absl::Status Sort(const Cancellation& cancellation, ExecutionReport& report) = 0;
+  // Sorted keys [begin, end) into `keys` and, for SortPayload::kIndices, their input positions.
+  virtual absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) = 0;
+};
 
 class Backend {
  public:
@@ -36,6 +53,9 @@ class Backend {
   // Sorts buffers.keys in place and fills values_out / indices_out as spec.payload asks.
   virtual absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers,
                             const Cancellation& cancellation, ExecutionReport& report) = 0;
+  // A streamed Sort's keys, taken as they arrive; nullptr when this backend does no better than being
+  // handed the whole array (the stream call then collects it and calls Sort). Never for kValues.
+  virtual std::unique_ptr<SortIngest> StartSortIngest(const SortSpec&) { return nullptr; }
   // Fills values_out / indices_out with each row's top-k, as the proto defines it.
   virtual absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers,
                             const Cancellation& cancellation, ExecutionReport& report) = 0;

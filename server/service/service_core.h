@@ -37,6 +37,9 @@ class ServiceCore {
   // Runs `work` on a worker thread, after stamping the call's "queue" stage.
   void Submit(CallState& call, std::function<void()> work);
 
+  // Runs `work` on a worker thread, with no stage stamped (a step of a streaming call).
+  void RunOnWorker(std::function<void()> work) { pool_.Submit(std::move(work)); }
+
   // Fills the reply's ExecutionInfo from the call's report.
   void FillInfo(const CallState& call, v1::ExecutionInfo* info) const;
 

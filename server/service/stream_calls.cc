@@ -1,6 +1,8 @@
 #include "server/service/stream_calls.h"
 
 #include <algorithm>
+#include <memory>
+#include <span>
 #include <string>
 
 #include "server/core/status_macros.h"
@@ -46,11 +48,20 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
     first_message_ = false;
     if (!status.ok()) return Reply(status);
     request_.Clear();
-    this->StartRead(&request_);
+    if (!HasPendingWork()) return this->StartRead(&request_);
+    // Work on what came (the GPU copy) off gRPC's threads; the next read starts when it is done, while
+    // the transport keeps receiving into its flow-control window.
+    core_.RunOnWorker([this] {
+      absl::Status done = call_.cancellation.Check();
+      if (done.ok()) done = DoPendingWork();
+      if (!done.ok()) return Reply(done);
+      this->StartRead(&request_);
+    });
   }
 
   void OnWriteDone(bool ok) override {
     if (!ok) return Reply(absl::CancelledError("the caller stopped reading the answer"));
+    if (ChunksNeedWorker()) return core_.RunOnWorker([this] { WriteNext(); });
     WriteNext();
   }
 
@@ -62,11 +73,17 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
     this->StartRead(&request_);
   }
 
-  virtual absl::Status Accept(const Request& message, bool first) = 0;
+  // Takes in one message (its bytes may be moved out of it).
+  virtual absl::Status Accept(Request& message, bool first) = 0;
+  // Work Accept left for a worker thread, done before the next read.
+  virtual bool HasPendingWork() const { return false; }
+  virtual absl::Status DoPendingWork() { return absl::OkStatus(); }
   virtual absl::Status EndOfInput() = 0;  // after the last message; sets call_.keys
   virtual absl::Status Execute() = 0;
-  // Fills `out` with the next chunk; false when it is the last one.
-  virtual bool NextChunk(Response* out) = 0;
+  // Fills `out` with the next chunk and says whether more follow.
+  virtual absl::Status NextChunk(Response* out, bool* more) = 0;
+  // Whether NextChunk may block (it copies from the GPU), so it must not run on gRPC's threads.
+  virtual bool ChunksNeedWorker() const { return false; }
 
   // Adds `bytes` to what the call holds, within the server's request limit.
   absl::Status Reserve(std::size_t bytes) {
@@ -89,9 +106,16 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
 
  private:
   void WriteNext() {
+    if (first_write_) {
+      sending_ = StageClock();
+      first_write_ = false;
+    }
     response_.Clear();
-    const bool more = NextChunk(&response_);
+    bool more = false;
+    absl::Status chunk = NextChunk(&response_, &more);
+    if (!chunk.ok()) return Reply(chunk);
     if (more) return this->StartWrite(&response_);
+    call_.report.AddStage("send", sending_.Seconds());
     core_.FillInfo(call_, response_.mutable_info());
     core_.Complete(call_, absl::OkStatus());
     this->StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
@@ -107,6 +131,8 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
   bool first_message_ = true;
   std::size_t received_bytes_ = 0;
   StageClock receiving_;
+  StageClock sending_;  // from the first answer chunk to the last (the GPU copies back ride on it)
+  bool first_write_ = true;
 };
 
 // Cuts [0, count) into runs of elements that each fit in about chunk_bytes.
@@ -143,7 +169,7 @@ class SortStreamCall final
   }
 
  private:
-  absl::Status Accept(const v1::SortStreamRequest& m, bool first) override {
+  absl::Status Accept(v1::SortStreamRequest& m, bool first) override {
     if (first) {
       if (!m.has_options())
         return absl::InvalidArgumentError("the first SortStream message must carry options");
@@ -152,23 +178,49 @@ class SortStreamCall final
       call_.requested = spec_.algorithm;
       RETURN_IF_ERROR(core_.CheckSortAlgorithm(spec_.algorithm));
       chunk_bytes_ = ChunkBytes(m.response_chunk_bytes());
+      ingest_ = core_.backend().StartSortIngest(spec_);
     } else if (m.has_options() || m.response_chunk_bytes() != 0) {
       return absl::InvalidArgumentError(
           "options may only be sent in the first SortStream message; they came again");
     }
     RETURN_IF_ERROR(Reserve(m.keys().size() + m.values().size()));
-    keys_.append(m.keys());
+    key_bytes_ += m.keys().size();
     values_.append(m.values());
+    if (ingest_ == nullptr) {
+      keys_.append(m.keys());
+    } else if (pending_.empty()) {
+      pending_.swap(*m.mutable_keys());  // no copy: the message is cleared before the next read
+    } else {
+      pending_.append(m.keys());  // after a piece that ended inside a key
+    }
+    return absl::OkStatus();
+  }
+
+  bool HasPendingWork() const override {
+    return ingest_ != nullptr && pending_.size() >= ElementSize(spec_.dtype);
+  }
+
+  // Hands the whole keys received so far to the ingest; a piece of a key waits for the rest of it.
+  absl::Status DoPendingWork() override {
+    const std::size_t width = ElementSize(spec_.dtype);
+    const std::size_t whole = pending_.size() / width * width;
+    RETURN_IF_ERROR(ingest_->Append(std::as_bytes(std::span(pending_.data(), whole))));
+    pending_.erase(0, whole);
     return absl::OkStatus();
   }
 
   absl::Status EndOfInput() override {
-    ASSIGN_OR_RETURN(call_.keys, CheckSortSizes(spec_, keys_.size(), values_.size()));
+    ASSIGN_OR_RETURN(call_.keys, CheckSortSizes(spec_, key_bytes_, values_.size()));
     return absl::OkStatus();
   }
 
   absl::Status Execute() override {
     const std::size_t n = call_.keys;
+    if (ingest_ != nullptr) {
+      RETURN_IF_ERROR(ingest_->Sort(call_.cancellation, call_.report));
+      cursor_.Reset(n, chunk_bytes_, BytesPerElement());
+      return absl::OkStatus();
+    }
     SortBuffers buffers;
     buffers.count = n;
     buffers.keys = std::as_writable_bytes(std::span(keys_.data(), keys_.size()));
@@ -182,27 +234,46 @@ class SortStreamCall final
     }
     RETURN_IF_ERROR(core_.backend().Sort(spec_, buffers, call_.cancellation, call_.report));
     std::string().swap(values_);  // the input values are no longer needed
-    std::size_t per_element = ElementSize(spec_.dtype);
-    if (spec_.payload == SortPayload::kValues) per_element += spec_.value_width;
-    if (spec_.payload == SortPayload::kIndices) per_element += sizeof(int64_t);
-    cursor_.Reset(n, chunk_bytes_, per_element);
+    cursor_.Reset(n, chunk_bytes_, BytesPerElement());
     return absl::OkStatus();
   }
 
-  bool NextChunk(v1::SortStreamResponse* out) override {
+  std::size_t BytesPerElement() const {
+    std::size_t per_element = ElementSize(spec_.dtype);
+    if (spec_.payload == SortPayload::kValues) per_element += spec_.value_width;
+    if (spec_.payload == SortPayload::kIndices) per_element += sizeof(int64_t);
+    return per_element;
+  }
+
+  bool ChunksNeedWorker() const override { return ingest_ != nullptr; }
+
+  absl::Status NextChunk(v1::SortStreamResponse* out, bool* more) override {
     std::size_t begin, end;
-    const bool more = cursor_.Take(&begin, &end);
+    *more = cursor_.Take(&begin, &end);
     out->set_offset(begin);
-    AppendSlice(keys_, begin, end, ElementSize(spec_.dtype), out->mutable_keys());
+    const std::size_t width = ElementSize(spec_.dtype);
+    if (ingest_ != nullptr) {
+      out->mutable_keys()->resize((end - begin) * width);
+      int64_t* indices = nullptr;
+      if (spec_.payload == SortPayload::kIndices) {
+        out->mutable_indices()->resize((end - begin) * sizeof(int64_t));
+        indices = reinterpret_cast<int64_t*>(out->mutable_indices()->data());
+      }
+      return ingest_->Read(begin, end, reinterpret_cast<std::byte*>(out->mutable_keys()->data()), indices);
+    }
+    AppendSlice(keys_, begin, end, width, out->mutable_keys());
     if (spec_.payload == SortPayload::kValues)
       AppendSlice(values_out_, begin, end, spec_.value_width, out->mutable_values());
     if (spec_.payload == SortPayload::kIndices)
       AppendSlice(indices_out_, begin, end, sizeof(int64_t), out->mutable_indices());
-    return more;
+    return absl::OkStatus();
   }
 
   SortSpec spec_;
   std::size_t chunk_bytes_ = 0;
+  std::size_t key_bytes_ = 0;  // received so far
+  std::unique_ptr<SortIngest> ingest_;  // when the backend takes keys as they come
+  std::string pending_;                 // keys received, not yet handed to the ingest
   std::string keys_, values_, values_out_, indices_out_;
   ChunkCursor cursor_;
 };
@@ -216,7 +287,7 @@ class TopKStreamCall final
   }
 
  private:
-  absl::Status Accept(const v1::TopKStreamRequest& m, bool first) override {
+  absl::Status Accept(v1::TopKStreamRequest& m, bool first) override {
     if (first) {
       if (!m.has_options())
         return absl::InvalidArgumentError("the first TopKStream message must carry options");
@@ -261,15 +332,15 @@ class TopKStreamCall final
     return absl::OkStatus();
   }
 
-  bool NextChunk(v1::TopKStreamResponse* out) override {
+  absl::Status NextChunk(v1::TopKStreamResponse* out, bool* more) override {
     std::size_t begin, end;
-    const bool more = cursor_.Take(&begin, &end);
+    *more = cursor_.Take(&begin, &end);
     out->set_offset(begin);
     if (spec_.wants_values())
       AppendSlice(values_out_, begin, end, ElementSize(spec_.dtype), out->mutable_values());
     if (spec_.wants_indices())
       AppendSlice(indices_out_, begin, end, sizeof(int64_t), out->mutable_indices());
-    return more;
+    return absl::OkStatus();
   }
 
   TopKSpec spec_;

@@ -25,6 +25,14 @@
 
 namespace gpusort {
 
+// How arrays travel to the server.
+enum class Transport {
+  kAuto,    // unary below stream_from_bytes, the streaming RPCs from there (and whenever one message
+            // cannot hold the array or its answer)
+  kUnary,   // always one message each way; arrays over the message limit fail with RESOURCE_EXHAUSTED
+  kStream,  // always the streaming RPCs
+};
+
 struct ClientOptions {
   std::string target = "localhost:50051";  // host:port, or any gRPC target (dns:///, ipv4:, ...)
   std::chrono::milliseconds timeout{0};    // deadline of each call; 0: none
@@ -32,6 +40,10 @@ struct ClientOptions {
   // Chunk size of the streaming RPCs: under 1 MiB with room for framing, so that it also fits a
   // server started with --max-message-bytes 1048576.
   std::size_t stream_chunk_bytes = 960u << 10;
+  Transport transport = Transport::kAuto;
+  // kAuto streams arrays (request or answer) of at least this many bytes. A streamed call overlaps the
+  // transfer with the server's work and avoids gRPC's slow path for very large messages (BENCHMARKS.md).
+  std::size_t stream_from_bytes = 4u << 20;
   std::shared_ptr<grpc::ChannelCredentials> credentials;  // default: insecure
   std::string request_id;  // sent as x-request-id when set
   // Called as bytes go out and come back on streaming calls (done, total), e.g. for a progress line.
@@ -133,7 +145,9 @@ class Client {
 
  private:
   std::unique_ptr<grpc::ClientContext> NewContext() const;
-  std::size_t UnaryLimit() const;  // arrays larger than this go through the streaming RPCs
+  std::size_t UnaryLimit() const;  // arrays larger than this cannot go in one message
+  // Whether a call whose request holds `request_bytes` and whose answer `answer_bytes` is streamed.
+  bool ShouldStream(std::size_t request_bytes, std::size_t answer_bytes) const;
   absl::StatusOr<RawSortResult> SortStreamed(const RawSortRequest& request);
   absl::StatusOr<RawTopKResult> TopKStreamed(v1::DType dtype, std::string_view keys,
                                              const TopKOptions& options);

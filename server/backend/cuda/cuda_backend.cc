@@ -14,6 +14,7 @@
 #include "server/backend/cuda/auto_policy.h"
 #include "server/backend/cuda/device_context.h"
 #include "server/backend/cuda/kernel_status.h"
+#include "server/backend/cuda/sort_ingest.h"
 #include "server/backend/cuda/staging.h"
 #include "server/core/status_macros.h"
 
@@ -102,6 +103,13 @@ class CudaBackend final : public Backend {
     }
     report.algorithm = Algorithm::kRadix;
     return SortOnGpu(spec, buffers, cancellation, report);
+  }
+
+  std::unique_ptr<SortIngest> StartSortIngest(const SortSpec& spec) override {
+    // Values of any width stay on the collect-then-sort path; the CPU by name needs no GPU at all.
+    if (spec.payload == SortPayload::kValues) return nullptr;
+    if (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix) return nullptr;
+    return MakeCudaSortIngest(*context_, *this, spec, device_);
   }
 
   absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,

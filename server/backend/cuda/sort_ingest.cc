@@ -1,0 +1,199 @@
+#include "server/backend/cuda/sort_ingest.h"
+
+#include <algorithm>
+#include <bit>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpusort/kernels/memory.h"
+#include "gpusort/kernels/radix_sort.h"
+#include "gpusort/kernels/runtime.h"
+#include "server/backend/cuda/auto_policy.h"
+#include "server/backend/cuda/kernel_status.h"
+#include "server/backend/cuda/staging.h"
+#include "server/core/status_macros.h"
+
+namespace gpusort {
+namespace {
+
+// The first device buffer holds this much; it doubles from there.
+constexpr std::size_t kFirstDeviceBytes = std::size_t{8} << 20;
+
+class CudaSortIngest final : public SortIngest {
+ public:
+  CudaSortIngest(DeviceContext& context, Backend& host_sort, const SortSpec& spec, std::string device_name)
+      : context_(context),
+        host_sort_(host_sort),
+        spec_(spec),
+        device_name_(std::move(device_name)),
+        key_bytes_(ElementSize(spec.dtype)),
+        descending_(spec.order == SortOrder::kDescending) {}
+
+  absl::Status Append(std::span<const std::byte> keys) override {
+    if (keys.empty()) return absl::OkStatus();
+    if (!on_device_) {
+      host_keys_.append(reinterpret_cast<const char*>(keys.data()), keys.size());
+      if (host_keys_.size() < kAutoSortCpuBelowKeys * key_bytes_) return absl::OkStatus();
+      // Large enough that AUTO would pick the GPU: from here on every piece goes straight there.
+      on_device_ = true;
+      std::string held;
+      held.swap(host_keys_);
+      return ToDevice(std::as_bytes(std::span(held.data(), held.size())));
+    }
+    return ToDevice(keys);
+  }
+
+  absl::Status Sort(const Cancellation& cancellation, ExecutionReport& report) override {
+    if (!on_device_) return SortOnHost(cancellation, report);
+    report.AddStage("h2d", h2d_seconds_);
+    const std::size_t n = bytes_ / key_bytes_;
+    if (n >= (std::size_t{1} << 31)) {
+      return absl::InvalidArgumentError("the CUDA backend sorts at most 2^31-1 keys per request");
+    }
+    RETURN_IF_ERROR(cancellation.Check());
+    report.algorithm = Algorithm::kRadix;
+    report.backend = BackendKind::kCuda;
+    report.device = device_name_;
+
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_.ordinal()), "selecting the GPU");
+    StageClock wait;
+    DeviceContext::Lease lease = context_.Acquire();
+    StreamSlot& slot = lease.slot();
+    report.AddStage("stream_wait", wait.Seconds());
+
+    kernels::RadixSortArgs args;
+    args.key_width = key_bytes_ == 4 ? kernels::KeyWidth::k32 : kernels::KeyWidth::k64;
+    args.payload = with_positions() ? kernels::Payload::kIndexU32 : kernels::Payload::kNone;
+    args.count = n;
+    args.begin_bit = 0;
+    args.end_bit = static_cast<int>(key_bytes_ * 8);
+    std::size_t temp_bytes = 0;
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSortTempBytes(args, &temp_bytes), "sizing the sort");
+    const std::size_t position_bytes = with_positions() ? n * 4 : 0;
+    std::vector<kernels::DeviceAllocation> mem;
+    RETURN_IF_ERROR(context_.AllocateAll(slot.stream, {n * key_bytes_, position_bytes, position_bytes, temp_bytes},
+                                         &mem));
+    args.keys[0] = keys_.data();
+    args.keys[1] = mem[0].data();
+    args.values[0] = mem[1].data();
+    args.values[1] = mem[2].data();
+    const std::uint64_t varying = scan_.varying();
+    if (varying != 0) {
+      args.begin_bit = std::countr_zero(varying);
+      args.end_bit = 64 - std::countl_zero(varying);
+    } else {
+      args.end_bit = 0;  // every key is the same: nothing to sort (positions still come out in order)
+    }
+
+    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.kernel_start.Record(slot.stream), "recording an event");
+    int result = 0;
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSort(args, mem[3].data(), temp_bytes, slot.stream, &result),
+                                   "radix sort");
+    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.kernel_stop.Record(slot.stream), "recording an event");
+    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "finishing the sort");
+    double kernel_seconds = 0;
+    (void)slot.kernel_stop.SecondsSince(slot.kernel_start, &kernel_seconds);
+    report.AddStage("kernel", kernel_seconds);
+
+    // Keep the answer's buffers; give the rest back now.
+    if (result == 1) std::swap(keys_, mem[0]);
+    positions_ = std::move(mem[1 + result]);
+    return absl::OkStatus();
+  }
+
+  absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) override {
+    if (begin >= end) return absl::OkStatus();
+    if (!on_device_) {
+      std::copy_n(reinterpret_cast<const std::byte*>(host_keys_.data()) + begin * key_bytes_,
+                  (end - begin) * key_bytes_, keys);
+      if (indices != nullptr) std::copy(host_indices_.begin() + begin, host_indices_.begin() + end, indices);
+      return absl::OkStatus();
+    }
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_.ordinal()), "selecting the GPU");
+    DeviceContext::Lease lease = context_.Acquire();
+    StreamSlot& slot = lease.slot();
+    StageClock d2h;
+    RETURN_IF_ERROR(Download(slot, keys_.as<std::byte>() + begin * key_bytes_, keys, (end - begin) * key_bytes_,
+                             key_bytes_, FromOrderedBitsFn(spec_.dtype, descending_)));
+    if (indices != nullptr) {
+      auto* out = reinterpret_cast<std::byte*>(indices);
+      RETURN_IF_ERROR(Download(slot, positions_.as<std::uint32_t>() + begin, out, (end - begin) * 4, 4,
+                               [&](std::byte* dst, const std::byte* src, std::size_t bytes) {
+                                 // dst is `out` advanced at uint32 width; the positions widen to int64.
+                                 const std::size_t first = static_cast<std::size_t>(dst - out) / 4;
+                                 WidenPositions(reinterpret_cast<const std::uint32_t*>(src), indices + first,
+                                                bytes / 4);
+                               }));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  bool with_positions() const { return spec_.payload == SortPayload::kIndices; }
+
+  // Converts `keys` into ordered bits and appends them to the device buffer, growing it when full.
+  absl::Status ToDevice(std::span<const std::byte> keys) {
+    StageClock clock;
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_.ordinal()), "selecting the GPU");
+    DeviceContext::Lease lease = context_.Acquire();
+    StreamSlot& slot = lease.slot();
+    if (bytes_ + keys.size() > keys_.size()) {
+      std::size_t capacity = std::max(keys_.size(), kFirstDeviceBytes);
+      while (capacity < bytes_ + keys.size()) capacity *= 2;
+      std::vector<kernels::DeviceAllocation> grown;
+      RETURN_IF_ERROR(context_.AllocateAll(slot.stream, {capacity}, &grown));
+      if (bytes_ > 0) {
+        GPUSORT_RETURN_IF_KERNEL_ERROR(
+            kernels::CopyOnDeviceAsync(grown[0].data(), keys_.data(), bytes_, slot.stream), "growing the buffer");
+      }
+      // The old buffer is freed in order on the stream it came from: the copy must be done first.
+      GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "growing the buffer");
+      keys_ = std::move(grown[0]);
+    }
+    RETURN_IF_ERROR(Upload(slot, keys.data(), keys_.as<std::byte>() + bytes_, keys.size(), key_bytes_,
+                           ToOrderedBitsFn(spec_.dtype, descending_, &scan_)));
+    // Done before the slot goes back: the next piece may cross on another slot's stream.
+    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "host to device");
+    bytes_ += keys.size();
+    h2d_seconds_ += clock.Seconds();
+    return absl::OkStatus();
+  }
+
+  absl::Status SortOnHost(const Cancellation& cancellation, ExecutionReport& report) {
+    const std::size_t n = host_keys_.size() / key_bytes_;
+    SortBuffers buffers;
+    buffers.count = n;
+    buffers.keys = std::as_writable_bytes(std::span(host_keys_.data(), host_keys_.size()));
+    if (with_positions()) {
+      host_indices_.resize(n);
+      buffers.indices_out = std::span(host_indices_);
+    }
+    return host_sort_.Sort(spec_, buffers, cancellation, report);
+  }
+
+  DeviceContext& context_;
+  Backend& host_sort_;
+  const SortSpec spec_;
+  const std::string device_name_;
+  const std::size_t key_bytes_;
+  const bool descending_;
+
+  bool on_device_ = false;
+  std::string host_keys_;            // until on_device_
+  std::vector<int64_t> host_indices_;
+  kernels::DeviceAllocation keys_;   // ordered bits; after Sort, the sorted ones
+  std::size_t bytes_ = 0;            // of keys_ in use
+  kernels::DeviceAllocation positions_;
+  KeyBitsScan scan_;
+  double h2d_seconds_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<SortIngest> MakeCudaSortIngest(DeviceContext& context, Backend& host_sort, const SortSpec& spec,
+                                               std::string device_name) {
+  return std::make_unique<CudaSortIngest>(context, host_sort, spec, std::move(device_name));
+}
+
+}  // namespace gpusort
