@@ -1,6 +1,7 @@
 #include "gpusort/client.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include <grpcpp/grpcpp.h>
 
@@ -104,6 +105,7 @@ bool Client::ShouldStream(std::size_t request_bytes, std::size_t answer_bytes) c
   switch (options_.transport) {
     case Transport::kUnary: return false;
     case Transport::kStream: return true;
+    case Transport::kSharedMemory: return false;
     case Transport::kAuto: break;
   }
   const std::size_t largest = std::max(request_bytes, answer_bytes);
@@ -111,6 +113,7 @@ bool Client::ShouldStream(std::size_t request_bytes, std::size_t answer_bytes) c
 }
 
 absl::StatusOr<RawSortResult> Client::SortRaw(const RawSortRequest& r) {
+  if (options_.transport == Transport::kSharedMemory) return SortThroughRegion(r);
   if (ShouldStream(r.keys.size() + r.values.size(), SortAnswerBytes(r))) return SortStreamed(r);
   v1::SortRequest request;
   FillSortOptions(r, request.mutable_options());
@@ -183,6 +186,7 @@ absl::StatusOr<RawSortResult> Client::SortStreamed(const RawSortRequest& r) {
 
 absl::StatusOr<RawTopKResult> Client::TopKRaw(v1::DType dtype, std::string_view keys,
                                               const TopKOptions& o) {
+  if (options_.transport == Transport::kSharedMemory) return TopKThroughRegion(dtype, keys, o);
   if (ShouldStream(keys.size(), TopKAnswerBytes(dtype, o))) return TopKStreamed(dtype, keys, o);
   v1::TopKRequest request;
   FillTopKOptions(dtype, o, request.mutable_options());
@@ -253,6 +257,125 @@ absl::StatusOr<bool> Client::Health(const std::string& service) {
   grpc::Status status = stub->Check(context.get(), request, &response);
   if (!status.ok()) return ToAbsl(status);
   return response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+}
+
+}  // namespace gpusort
+
+namespace gpusort {
+
+absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> Client::CreateSharedMemory(std::size_t bytes) {
+  return SharedMemoryRegion::Create(*stub_, bytes);
+}
+
+absl::StatusOr<v1::ExecutionInfo> Client::SortInRegion(v1::DType dtype, const SortOptions& options,
+                                                       v1::Payload payload, const v1::RegionRef& keys,
+                                                       const v1::RegionRef& output, const v1::RegionRef* indices) {
+  v1::SortRequest request;
+  RawSortRequest raw;
+  raw.dtype = dtype;
+  raw.options = options;
+  raw.payload = payload;
+  FillSortOptions(raw, request.mutable_options());
+  *request.mutable_keys_region() = keys;
+  *request.mutable_output_region() = output;
+  if (indices != nullptr) *request.mutable_indices_region() = *indices;
+  v1::SortResponse response;
+  auto context = NewContext();
+  grpc::Status status = stub_->Sort(context.get(), request, &response);
+  if (!status.ok()) return ToAbsl(status);
+  return std::move(*response.mutable_info());
+}
+
+absl::StatusOr<v1::ExecutionInfo> Client::TopKInRegion(v1::DType dtype, const TopKOptions& options,
+                                                       const v1::RegionRef& keys, const v1::RegionRef* values,
+                                                       const v1::RegionRef* indices) {
+  v1::TopKRequest request;
+  FillTopKOptions(dtype, options, request.mutable_options());
+  *request.mutable_keys_region() = keys;
+  if (values != nullptr) *request.mutable_values_region() = *values;
+  if (indices != nullptr) *request.mutable_indices_region() = *indices;
+  v1::TopKResponse response;
+  auto context = NewContext();
+  grpc::Status status = stub_->TopK(context.get(), request, &response);
+  if (!status.ok()) return ToAbsl(status);
+  return std::move(*response.mutable_info());
+}
+
+absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> Client::TakeRegion(std::size_t bytes) {
+  {
+    std::lock_guard lock(regions_mutex_);
+    for (auto it = free_regions_.begin(); it != free_regions_.end(); ++it) {
+      if ((*it)->size() >= bytes) {
+        auto region = std::move(*it);
+        free_regions_.erase(it);
+        return region;
+      }
+    }
+  }
+  // Rounded up to a power of two so that a few sizes serve many calls; registering costs milliseconds.
+  std::size_t size = 1u << 20;
+  while (size < bytes) size *= 2;
+  return SharedMemoryRegion::Create(*stub_, size);
+}
+
+void Client::ReleaseRegion(std::unique_ptr<SharedMemoryRegion> region) {
+  std::lock_guard lock(regions_mutex_);
+  free_regions_.push_back(std::move(region));
+}
+
+absl::StatusOr<RawSortResult> Client::SortThroughRegion(const RawSortRequest& r) {
+  if (r.payload == v1::PAYLOAD_VALUES) {
+    return absl::InvalidArgumentError("the shared-memory transport does not carry values; use unary or streaming");
+  }
+  const std::size_t n = r.keys.size() / ElementBytes(r.dtype);
+  const std::size_t index_bytes = r.payload == v1::PAYLOAD_INDICES ? n * sizeof(int64_t) : 0;
+  // Layout: [keys, sorted in place][indices], the indices 8-byte aligned.
+  const std::size_t index_offset = (r.keys.size() + 7) / 8 * 8;
+  auto region = TakeRegion(std::max<std::size_t>(1, index_offset + index_bytes));
+  if (!region.ok()) return region.status();
+  std::memcpy((*region)->data(), r.keys.data(), r.keys.size());
+  const v1::RegionRef keys = (*region)->Ref(0, r.keys.size());
+  const v1::RegionRef indices = (*region)->Ref(index_offset, index_bytes);
+  auto info = SortInRegion(r.dtype, r.options, r.payload, keys, keys,
+                           r.payload == v1::PAYLOAD_INDICES ? &indices : nullptr);
+  RawSortResult result;
+  if (info.ok()) {
+    result.keys.assign(reinterpret_cast<const char*>((*region)->data()), r.keys.size());
+    result.indices.assign(reinterpret_cast<const char*>((*region)->data()) + index_offset, index_bytes);
+    result.info = std::move(*info);
+  }
+  ReleaseRegion(std::move(*region));
+  if (!info.ok()) return info.status();
+  return result;
+}
+
+absl::StatusOr<RawTopKResult> Client::TopKThroughRegion(v1::DType dtype, std::string_view keys,
+                                                        const TopKOptions& o) {
+  const std::size_t results = std::max<uint64_t>(o.rows, 1) * o.k;
+  const bool want_values = o.output != v1::TOPK_OUTPUT_INDICES;
+  const bool want_indices = o.output != v1::TOPK_OUTPUT_VALUES;
+  const std::size_t value_offset = (keys.size() + 7) / 8 * 8;
+  const std::size_t value_bytes = want_values ? results * ElementBytes(dtype) : 0;
+  const std::size_t index_offset = (value_offset + value_bytes + 7) / 8 * 8;
+  const std::size_t index_bytes = want_indices ? results * sizeof(int64_t) : 0;
+  auto region = TakeRegion(std::max<std::size_t>(1, index_offset + index_bytes));
+  if (!region.ok()) return region.status();
+  std::memcpy((*region)->data(), keys.data(), keys.size());
+  const v1::RegionRef keys_ref = (*region)->Ref(0, keys.size());
+  const v1::RegionRef values_ref = (*region)->Ref(value_offset, value_bytes);
+  const v1::RegionRef indices_ref = (*region)->Ref(index_offset, index_bytes);
+  auto info = TopKInRegion(dtype, o, keys_ref, want_values ? &values_ref : nullptr,
+                           want_indices ? &indices_ref : nullptr);
+  RawTopKResult result;
+  if (info.ok()) {
+    const char* base = reinterpret_cast<const char*>((*region)->data());
+    result.values.assign(base + value_offset, value_bytes);
+    result.indices.assign(base + index_offset, index_bytes);
+    result.info = std::move(*info);
+  }
+  ReleaseRegion(std::move(*region));
+  if (!info.ok()) return info.status();
+  return result;
 }
 
 }  // namespace gpusort

@@ -98,6 +98,23 @@ Status PinnedBuffer::Allocate(std::size_t bytes, PinnedBuffer* out) {
   return Status::Ok();
 }
 
+// ---- HostRegistration
+HostRegistration::~HostRegistration() {
+  if (data_) cudaHostUnregister(data_);
+}
+HostRegistration::HostRegistration(HostRegistration&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)) {}
+HostRegistration& HostRegistration::operator=(HostRegistration&& other) noexcept {
+  std::swap(data_, other.data_);
+  return *this;
+}
+Status HostRegistration::Register(void* data, std::size_t bytes, HostRegistration* out) {
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaHostRegister(data, bytes, cudaHostRegisterDefault));
+  *out = HostRegistration();
+  out->data_ = data;
+  return Status::Ok();
+}
+
 // ---- copies
 Status CopyToDeviceAsync(void* device_dst, const void* host_src, std::size_t bytes,
                          const Stream& stream) {

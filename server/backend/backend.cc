@@ -1,12 +1,21 @@
 #include "server/backend/backend.h"
 
+#include <cstring>
 #include <string>
-
 
 namespace gpusort {
 
 std::string_view BackendKindName(BackendKind kind) {
   return kind == BackendKind::kCuda ? "cuda" : "cpu";
+}
+
+absl::Status Backend::SortPinned(const SortSpec& spec, std::span<const std::byte> keys_in,
+                                 const SortBuffers& buffers, const Cancellation& cancellation,
+                                 ExecutionReport& report) {
+  if (keys_in.data() != buffers.keys.data() && !keys_in.empty()) {
+    std::memcpy(buffers.keys.data(), keys_in.data(), keys_in.size());
+  }
+  return Sort(spec, buffers, cancellation, report);
 }
 
 absl::Status AlgorithmUnavailable(std::string_view method, Algorithm asked,

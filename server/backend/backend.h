@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "server/core/cancellation.h"
 #include "server/core/execution_report.h"
 #include "server/core/spec.h"
@@ -30,6 +31,12 @@ class SortIngest {
   virtual absl::Status Sort(const Cancellation& cancellation, ExecutionReport& report) = 0;
   // Sorted keys [begin, end) into `keys` and, for SortPayload::kIndices, their input positions.
   virtual absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) = 0;
+};
+
+// Keeps host memory registered with a device while it lives (see Backend::PinHostMemory).
+class HostMemoryPin {
+ public:
+  virtual ~HostMemoryPin() = default;
 };
 
 class Backend {
@@ -53,6 +60,18 @@ class Backend {
   // Sorts buffers.keys in place and fills values_out / indices_out as spec.payload asks.
   virtual absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers,
                             const Cancellation& cancellation, ExecutionReport& report) = 0;
+  // Registers host memory the server mapped from a shared-memory region, once, so that requests on it
+  // can copy to and from the device without staging. nullptr: this backend needs nothing of the kind.
+  virtual absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(std::span<std::byte>) {
+    return std::unique_ptr<HostMemoryPin>();
+  }
+  // A Sort whose arrays lie in memory given to PinHostMemory: reads keys_in, writes the sorted keys to
+  // buffers.keys (keys_in is either that same range or does not overlap it). Never kValues. This
+  // default copies the keys over and calls Sort; the CUDA backend moves them by DMA and converts them
+  // on the device, so that the host never touches them.
+  virtual absl::Status SortPinned(const SortSpec& spec, std::span<const std::byte> keys_in,
+                                  const SortBuffers& buffers, const Cancellation& cancellation,
+                                  ExecutionReport& report);
   // A streamed Sort's keys, taken as they arrive; nullptr when this backend does no better than being
   // handed the whole array (the stream call then collects it and calls Sort). Never for kValues.
   virtual std::unique_ptr<SortIngest> StartSortIngest(const SortSpec&) { return nullptr; }

@@ -52,6 +52,11 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
                  "default size of response chunks in the streaming RPCs")
       ->check(CLI::Range(std::size_t{64}, std::size_t{1} << 30))
       ->capture_default_str();
+  app.add_option("--shm-max-regions", c.shm_max_regions,
+                 "shared-memory regions callers on this host may register at once (0: none)")
+      ->capture_default_str();
+  app.add_option("--shm-max-bytes", c.shm_max_bytes, "bytes all shared-memory regions may map together")
+      ->capture_default_str();
   app.add_option("--drain-timeout", c.drain_timeout_seconds,
                  "seconds SIGTERM/SIGINT waits for in-flight calls before stopping")
       ->check(CLI::Range(0.0, 3600.0))

@@ -13,6 +13,7 @@
 #include "server/service/call_state.h"
 #include "server/service/config.h"
 #include "server/service/metrics.h"
+#include "server/service/shared_regions.h"
 #include "server/service/worker_pool.h"
 
 namespace gpusort {
@@ -23,6 +24,7 @@ class ServiceCore {
 
   const ServerConfig& config() const { return config_; }
   Backend& backend() { return backend_; }
+  SharedRegions& regions() { return regions_; }
 
   // Takes an in-flight ticket for the call: UNAVAILABLE while draining, RESOURCE_EXHAUSTED when
   // max_inflight calls are already in flight.
@@ -53,6 +55,7 @@ class ServiceCore {
   Metrics& metrics_;
   Admission admission_;
   std::atomic<bool> draining_{false};
+  SharedRegions regions_;
   WorkerPool pool_;  // last: its threads stop before the rest goes away
 };
 

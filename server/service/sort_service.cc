@@ -1,5 +1,6 @@
 #include "server/service/sort_service.h"
 
+#include "server/service/register_region_call.h"
 #include "server/service/stream_calls.h"
 #include "server/service/unary_calls.h"
 
@@ -25,6 +26,11 @@ grpc::ServerBidiReactor<v1::SortStreamRequest, v1::SortStreamResponse>* SortServ
 grpc::ServerBidiReactor<v1::TopKStreamRequest, v1::TopKStreamResponse>* SortService::TopKStream(
     grpc::CallbackServerContext* context) {
   return StartTopKStreamCall(core_, context);
+}
+
+grpc::ServerWriteReactor<v1::RegisterRegionEvent>* SortService::RegisterRegion(
+    grpc::CallbackServerContext* context, const v1::RegisterRegionRequest* request) {
+  return StartRegisterRegionCall(core_, context, request);
 }
 
 }  // namespace gpusort

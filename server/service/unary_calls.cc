@@ -4,6 +4,7 @@
 
 #include "server/core/status_macros.h"
 #include "server/service/grpc_status.h"
+#include "server/service/region_requests.h"
 #include "server/service/request_decode.h"
 
 namespace gpusort {
@@ -56,6 +57,12 @@ class UnaryCall : public grpc::ServerUnaryReactor {
         std::string(stream_method) + " (the gpusort client library does so by itself)");
   }
 
+  // Shared memory is for callers on this host: a region id alone must not open it to the network.
+  absl::Status LocalCaller() const {
+    if (IsLocalPeer(context_->peer())) return absl::OkStatus();
+    return absl::PermissionDeniedError("shared-memory requests are only for callers on the server's host");
+  }
+
   ServiceCore& core_;
   grpc::CallbackServerContext* context_;
   CallState call_;
@@ -75,6 +82,14 @@ class SortCall final : public UnaryCall {
     ASSIGN_OR_RETURN(spec_, DecodeSortOptions(request_->options()));
     call_.dtype_label = DTypeName(spec_.dtype);
     call_.requested = spec_.algorithm;
+    if (request_->has_keys_region()) {
+      RETURN_IF_ERROR(LocalCaller());
+      ASSIGN_OR_RETURN(regions_, ResolveSortRegions(core_.regions(), *request_, spec_));
+      call_.keys = regions_.count;
+      RETURN_IF_ERROR(core_.CheckSortAlgorithm(spec_.algorithm));
+      call_.report.AddStage("validate", clock.Seconds());
+      return absl::OkStatus();
+    }
     ASSIGN_OR_RETURN(call_.keys, CheckSortSizes(spec_, request_->keys().size(),
                                                 request_->values().size()));
     RETURN_IF_ERROR(ResponseFits(SortResponseBytes(spec_, call_.keys), "SortStream"));
@@ -85,6 +100,7 @@ class SortCall final : public UnaryCall {
 
   absl::Status Run() override {
     RETURN_IF_ERROR(call_.cancellation.Check());
+    if (regions_.keys.region != nullptr) return RunOnRegions();
     StageClock clock;
     const std::size_t n = call_.keys;
     // The keys are sorted in place in the reply. gRPC built the request as a mutable object and
@@ -110,9 +126,23 @@ class SortCall final : public UnaryCall {
     return absl::OkStatus();
   }
 
+  // Keys from one shared-memory range, answers into others; the reply carries only the info.
+  absl::Status RunOnRegions() {
+    SortBuffers buffers;
+    buffers.count = regions_.count;
+    buffers.keys = regions_.output.bytes;
+    if (spec_.payload == SortPayload::kIndices) {
+      buffers.indices_out = std::span(reinterpret_cast<int64_t*>(regions_.indices.bytes.data()), regions_.count);
+    }
+    RETURN_IF_ERROR(core_.backend().SortPinned(spec_, regions_.keys.bytes, buffers, call_.cancellation, call_.report));
+    core_.FillInfo(call_, response_->mutable_info());
+    return absl::OkStatus();
+  }
+
   const v1::SortRequest* request_;
   v1::SortResponse* response_;
   SortSpec spec_;
+  SortRegions regions_;
 };
 
 class TopKCall final : public UnaryCall {
@@ -129,6 +159,14 @@ class TopKCall final : public UnaryCall {
     ASSIGN_OR_RETURN(spec_, DecodeTopKOptions(request_->options()));
     call_.dtype_label = DTypeName(spec_.dtype);
     call_.requested = spec_.algorithm;
+    if (request_->has_keys_region()) {
+      RETURN_IF_ERROR(LocalCaller());
+      ASSIGN_OR_RETURN(regions_, ResolveTopKRegions(core_.regions(), *request_, spec_));
+      call_.keys = regions_.count;
+      RETURN_IF_ERROR(core_.CheckTopKAlgorithm(spec_.algorithm));
+      call_.report.AddStage("validate", clock.Seconds());
+      return absl::OkStatus();
+    }
     ASSIGN_OR_RETURN(call_.keys, CheckTopKShape(spec_, request_->keys().size()));
     RETURN_IF_ERROR(ResponseFits(TopKResponseBytes(spec_), "TopKStream"));
     RETURN_IF_ERROR(core_.CheckTopKAlgorithm(spec_.algorithm));
@@ -141,6 +179,15 @@ class TopKCall final : public UnaryCall {
     const std::size_t results = spec_.rows * spec_.k;
     TopKBuffers buffers;
     buffers.count = call_.keys;
+    if (regions_.keys.region != nullptr) {  // shared memory: read and write the ranges in place
+      buffers.keys = regions_.keys.bytes;
+      buffers.values_out = regions_.values.bytes;
+      buffers.indices_out = std::span(reinterpret_cast<int64_t*>(regions_.indices.bytes.data()),
+                                      regions_.indices.bytes.size() / sizeof(int64_t));
+      RETURN_IF_ERROR(core_.backend().TopK(spec_, buffers, call_.cancellation, call_.report));
+      core_.FillInfo(call_, response_->mutable_info());
+      return absl::OkStatus();
+    }
     buffers.keys = std::as_bytes(std::span(request_->keys().data(), request_->keys().size()));
     if (spec_.wants_values()) {
       response_->mutable_values()->resize(results * ElementSize(spec_.dtype));
@@ -160,6 +207,7 @@ class TopKCall final : public UnaryCall {
   const v1::TopKRequest* request_;
   v1::TopKResponse* response_;
   TopKSpec spec_;
+  TopKRegions regions_;
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -21,6 +22,7 @@
 #include <grpcpp/security/credentials.h>
 
 #include "absl/status/statusor.h"
+#include "gpusort/shared_memory.h"
 #include "gpusort/v1/sort.grpc.pb.h"
 
 namespace gpusort {
@@ -31,6 +33,10 @@ enum class Transport {
             // cannot hold the array or its answer)
   kUnary,   // always one message each way; arrays over the message limit fail with RESOURCE_EXHAUSTED
   kStream,  // always the streaming RPCs
+  // Shared memory with a server on the same host: the arrays are copied into regions this client
+  // registered (kept for reuse) and the answers out of them. For no copies at all, build the keys in a
+  // region yourself and call SortInRegion / TopKInRegion.
+  kSharedMemory,
 };
 
 struct ClientOptions {
@@ -138,6 +144,17 @@ class Client {
   absl::StatusOr<RawTopKResult> TopKRaw(v1::DType dtype, std::string_view keys,
                                         const TopKOptions& options);
 
+  // Shared memory (same host only; see gpusort/shared_memory.h).
+  absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> CreateSharedMemory(std::size_t bytes);
+  // Sorts the keys in `keys` into `output` (the same range sorts in place), with int64 positions into
+  // `indices` when payload is PAYLOAD_INDICES. Only the ExecutionInfo comes back over the socket.
+  absl::StatusOr<v1::ExecutionInfo> SortInRegion(v1::DType dtype, const SortOptions& options, v1::Payload payload,
+                                                 const v1::RegionRef& keys, const v1::RegionRef& output,
+                                                 const v1::RegionRef* indices = nullptr);
+  absl::StatusOr<v1::ExecutionInfo> TopKInRegion(v1::DType dtype, const TopKOptions& options,
+                                                 const v1::RegionRef& keys, const v1::RegionRef* values,
+                                                 const v1::RegionRef* indices);
+
   // grpc.health.v1 Check: true when the service ("" = the whole server) is SERVING.
   absl::StatusOr<bool> Health(const std::string& service = "");
 
@@ -152,9 +169,18 @@ class Client {
   absl::StatusOr<RawTopKResult> TopKStreamed(v1::DType dtype, std::string_view keys,
                                              const TopKOptions& options);
 
+  absl::StatusOr<RawSortResult> SortThroughRegion(const RawSortRequest& request);
+  absl::StatusOr<RawTopKResult> TopKThroughRegion(v1::DType dtype, std::string_view keys,
+                                                  const TopKOptions& options);
+  // A registered region of at least `bytes` for one call, from the pool or new; Release gives it back.
+  absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> TakeRegion(std::size_t bytes);
+  void ReleaseRegion(std::unique_ptr<SharedMemoryRegion> region);
+
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::SortService::Stub> stub_;
+  std::mutex regions_mutex_;
+  std::vector<std::unique_ptr<SharedMemoryRegion>> free_regions_;
 };
 
 }  // namespace gpusort

@@ -14,6 +14,7 @@
 #include "server/backend/cuda/auto_policy.h"
 #include "server/backend/cuda/device_context.h"
 #include "server/backend/cuda/kernel_status.h"
+#include "server/backend/cuda/pinned_sort.h"
 #include "server/backend/cuda/sort_ingest.h"
 #include "server/backend/cuda/staging.h"
 #include "server/core/status_macros.h"
@@ -103,6 +104,22 @@ class CudaBackend final : public Backend {
     }
     report.algorithm = Algorithm::kRadix;
     return SortOnGpu(spec, buffers, cancellation, report);
+  }
+
+  absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(std::span<std::byte> memory) override {
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_->ordinal()), "selecting the GPU");
+    return PinForDevice(memory);
+  }
+
+  absl::Status SortPinned(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
+                          const Cancellation& cancellation, ExecutionReport& report) override {
+    ASSIGN_OR_RETURN(const Route route,
+                     RouteFor("Sort", spec.algorithm, ChooseSort(spec, buffers.count), sort_algorithms()));
+    if (route == Route::kCpu || spec.payload == SortPayload::kValues) {
+      return Backend::SortPinned(spec, keys_in, buffers, cancellation, report);
+    }
+    report.algorithm = Algorithm::kRadix;
+    return SortPinnedOnGpu(*context_, spec, keys_in, buffers, cancellation, report);
   }
 
   std::unique_ptr<SortIngest> StartSortIngest(const SortSpec& spec) override {

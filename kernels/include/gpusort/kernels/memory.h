@@ -77,6 +77,25 @@ class PinnedBuffer {
   std::size_t size_ = 0;
 };
 
+// Host memory someone else owns (a shared-memory region), registered with the driver so that copies to
+// and from it run at PCIe speed, as from pinned memory. Registering costs milliseconds for tens of MiB
+// (3.6 ms for 64 MiB on the H100 machine): once per region, never per request. Unregisters when destroyed;
+// the memory must stay mapped until then.
+class HostRegistration {
+ public:
+  HostRegistration() = default;
+  ~HostRegistration();
+  HostRegistration(HostRegistration&& other) noexcept;
+  HostRegistration& operator=(HostRegistration&& other) noexcept;
+  HostRegistration(const HostRegistration&) = delete;
+  HostRegistration& operator=(const HostRegistration&) = delete;
+
+  static Status Register(void* data, std::size_t bytes, HostRegistration* out);
+
+ private:
+  void* data_ = nullptr;
+};
+
 Status CopyToDeviceAsync(void* device_dst, const void* host_src, std::size_t bytes, const Stream& stream);
 Status CopyToHostAsync(void* host_dst, const void* device_src, std::size_t bytes, const Stream& stream);
 Status CopyOnDeviceAsync(void* device_dst, const void* device_src, std::size_t bytes,
