@@ -18,6 +18,15 @@ absl::Status Backend::SortPinned(const SortSpec& spec, std::span<const std::byte
   return Sort(spec, buffers, cancellation, report);
 }
 
+absl::Status Backend::SortBatch(const SortSpec& spec, std::span<BatchItem> items,
+                                const Cancellation& cancellation) {
+  for (BatchItem& item : items) {
+    absl::Status s = Sort(spec, item.buffers, cancellation, *item.report);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status AlgorithmUnavailable(std::string_view method, Algorithm asked,
                                   const std::vector<Algorithm>& available,
                                   std::string_view backend) {

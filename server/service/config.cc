@@ -52,6 +52,16 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
                  "default size of response chunks in the streaming RPCs")
       ->check(CLI::Range(std::size_t{64}, std::size_t{1} << 30))
       ->capture_default_str();
+  app.add_option("--batch-delay-us", c.batch_delay_us,
+                 "dynamic batching: small Sorts of the same options arriving within this many microseconds "
+                 "of the first run as one launch (0: off)")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  app.add_option("--batch-max-requests", c.batch_max_requests, "requests per batch at most")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--batch-max-keys", c.batch_max_keys, "Sorts of more keys than this are never batched")
+      ->capture_default_str();
   app.add_option("--shm-max-regions", c.shm_max_regions,
                  "shared-memory regions callers on this host may register at once (0: none)")
       ->capture_default_str();

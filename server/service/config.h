@@ -23,6 +23,9 @@ struct ServerConfig {
   std::size_t cuda_staging_bytes = 16u << 20;    // each of a stream's two pinned staging buffers
   std::size_t cuda_memory_limit_bytes = 0;       // device memory requests may hold at once; 0 = all
   std::size_t stream_chunk_bytes = 1u << 20;     // default response chunk of the streaming RPCs
+  int batch_delay_us = 0;                        // dynamic batching of small Sorts: wait this long; 0 = off
+  int batch_max_requests = 64;                   // requests per batch
+  std::size_t batch_max_keys = 16384;            // larger Sorts are never batched
   std::size_t shm_max_regions = 64;              // shared-memory regions at once; 0 turns them off
   std::size_t shm_max_bytes = std::size_t{16} << 30;  // bytes all regions may map together
   double drain_timeout_seconds = 30;             // SIGTERM: wait this long for in-flight calls

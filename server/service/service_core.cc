@@ -41,7 +41,14 @@ ServiceCore::ServiceCore(const ServerConfig& config, Backend& backend, Metrics& 
       regions_(backend, {.max_regions = config.shm_max_regions, .max_total_bytes = config.shm_max_bytes}),
       pool_(config.workers, [&metrics](std::size_t depth) {
         metrics.queue_depth().Set(static_cast<double>(depth));
-      }) {}
+      }),
+      batcher_(std::make_unique<SortBatcher>(
+          backend, metrics, [this](std::function<void()> job) { pool_.Submit(std::move(job)); },
+          SortBatcherOptions{.delay_us = config.batch_delay_us,
+                             .max_requests = config.batch_max_requests,
+                             .max_keys = config.batch_max_keys})) {}
+
+ServiceCore::~ServiceCore() { batcher_.reset(); }
 
 absl::Status ServiceCore::Admit(CallState& call) {
   if (draining())

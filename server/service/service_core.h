@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "gpusort/v1/sort.pb.h"
@@ -14,6 +15,7 @@
 #include "server/service/config.h"
 #include "server/service/metrics.h"
 #include "server/service/shared_regions.h"
+#include "server/service/sort_batcher.h"
 #include "server/service/worker_pool.h"
 
 namespace gpusort {
@@ -21,10 +23,12 @@ namespace gpusort {
 class ServiceCore {
  public:
   ServiceCore(const ServerConfig& config, Backend& backend, Metrics& metrics);
+  ~ServiceCore();
 
   const ServerConfig& config() const { return config_; }
   Backend& backend() { return backend_; }
   SharedRegions& regions() { return regions_; }
+  SortBatcher& batcher() { return *batcher_; }
 
   // Takes an in-flight ticket for the call: UNAVAILABLE while draining, RESOURCE_EXHAUSTED when
   // max_inflight calls are already in flight.
@@ -56,7 +60,8 @@ class ServiceCore {
   Admission admission_;
   std::atomic<bool> draining_{false};
   SharedRegions regions_;
-  WorkerPool pool_;  // last: its threads stop before the rest goes away
+  WorkerPool pool_;  // its threads stop before the rest goes away
+  std::unique_ptr<SortBatcher> batcher_;  // reset first: it hands what still waits to the pool
 };
 
 }  // namespace gpusort

@@ -27,7 +27,7 @@ class UnaryCall : public grpc::ServerUnaryReactor {
     if (!status.ok()) {
       Reply(status);
     } else {
-      core_.Submit(call_, [this] { Reply(Run()); });
+      core_.Submit(call_, [this] { RunThenReply(); });
     }
     return this;
   }
@@ -35,6 +35,8 @@ class UnaryCall : public grpc::ServerUnaryReactor {
  protected:
   virtual absl::Status Prepare() = 0;
   virtual absl::Status Run() = 0;
+  // On a worker. A call that hands its work on (to the batcher) replies later, from there.
+  virtual void RunThenReply() { Reply(Run()); }
 
   // Last thing a call does: gRPC may delete it as soon as Finish is called.
   void Reply(const absl::Status& status) {
@@ -121,9 +123,25 @@ class SortCall final : public UnaryCall {
           std::span(reinterpret_cast<int64_t*>(response_->mutable_indices()->data()), n);
     }
     call_.report.AddStage("prepare", clock.Seconds());
+    if (batched_) {
+      // Answered with the others of its batch; the batcher calls back on a worker.
+      submitted_ = true;
+      core_.batcher().Submit(spec_, buffers, &call_.report, [this](absl::Status status) {
+        if (status.ok()) core_.FillInfo(call_, response_->mutable_info());
+        Reply(status);
+      });
+      return absl::OkStatus();
+    }
     RETURN_IF_ERROR(core_.backend().Sort(spec_, buffers, call_.cancellation, call_.report));
     core_.FillInfo(call_, response_->mutable_info());
     return absl::OkStatus();
+  }
+
+  void RunThenReply() override {
+    batched_ = regions_.keys.region == nullptr && core_.batcher().Eligible(spec_, call_.keys);
+    absl::Status status = Run();
+    // A batched call that got as far as the batcher replies from there.
+    if (!batched_ || !status.ok() || !submitted_) Reply(status);
   }
 
   // Keys from one shared-memory range, answers into others; the reply carries only the info.
@@ -143,6 +161,8 @@ class SortCall final : public UnaryCall {
   v1::SortResponse* response_;
   SortSpec spec_;
   SortRegions regions_;
+  bool batched_ = false;    // waits for others of its kind (dynamic batching)
+  bool submitted_ = false;  // handed to the batcher, which replies
 };
 
 class TopKCall final : public UnaryCall {

@@ -12,6 +12,7 @@
 #include "gpusort/kernels/segmented_sort.h"
 #include "server/backend/cpu/cpu_backend.h"
 #include "server/backend/cuda/auto_policy.h"
+#include "server/backend/cuda/batch_sort.h"
 #include "server/backend/cuda/device_context.h"
 #include "server/backend/cuda/kernel_status.h"
 #include "server/backend/cuda/pinned_sort.h"
@@ -104,6 +105,18 @@ class CudaBackend final : public Backend {
     }
     report.algorithm = Algorithm::kRadix;
     return SortOnGpu(spec, buffers, cancellation, report);
+  }
+
+  absl::Status SortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation) override {
+    std::size_t total = 0;
+    for (const BatchItem& item : items) total += item.buffers.count;
+    ASSIGN_OR_RETURN(const Route route, RouteFor("Sort", spec.algorithm, ChooseSort(spec, total), sort_algorithms()));
+    // One launch for 32-bit keys; 64-bit keys (no room for the request number) and the CPU's share go
+    // one request at a time, each by its own AUTO choice.
+    if (route == Route::kCpu || ElementSize(spec.dtype) != 4 || spec.payload == SortPayload::kValues) {
+      return Backend::SortBatch(spec, items, cancellation);
+    }
+    return SortBatchOnGpu(*context_, spec, items, device_);
   }
 
   absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(std::span<std::byte> memory) override {
