@@ -6,7 +6,8 @@
 #   here:            scripts/gpu-loop.sh bundle            # build (CUDA on) + bundle into build/device
 #   GPU machine:     scripts/gpu-loop.sh device "$OUT"     # tests, e2e, benchmarks; logs under $OUT
 #                    (with the device tool: run(command='scripts/gpu-loop.sh device $OUT', carry=['build/device']))
-#   options for device: --quick (benchmarks at 1M and 16M only), --skip-bench, --only-bench
+#   options for device: --quick (benchmarks at 1M and 16M only), --skip-bench, --only-bench,
+#                       --service (kernel_bench and scripts/service-bench.sh only)
 #
 # What comes back from the GPU machine is at most 8 files: summary.txt (one line per step, pass/fail),
 # logs.tar.gz (every step's full log), and the benchmark JSON files.
@@ -27,10 +28,10 @@ bundle() {
 
 device() {
   local out=$1; shift
-  local quick="" skip_bench="" only_bench=""
+  local quick="" skip_bench="" only_bench="" service=""
   for a in "$@"; do
     case $a in
-      --quick) quick=1 ;; --skip-bench) skip_bench=1 ;; --only-bench) only_bench=1 ;;
+      --quick) quick=1 ;; --skip-bench) skip_bench=1 ;; --only-bench) only_bench=1 ;; --service) service=1 ;;
       *) echo "unknown option $a" >&2; exit 2 ;;
     esac
   done
@@ -60,7 +61,13 @@ device() {
     step e2e_large_sort_cuda env GPUSORT_E2E_BACKEND=cuda tests/e2e/large_sort_cli_test.sh "$bin"
     step metrics_cuda metrics_check "$bin" "$logs"
   fi
-  if [ -z "$skip_bench" ]; then
+  if [ -n "$service" ]; then  # the service benchmarks alone, with the kernel times they are set beside
+    step kernel_bench "$bin/kernel_bench" --json "$out/kernel.json"
+    step service_bench scripts/service-bench.sh "$bin" "$logs/service" ${quick:+--quick}
+    step service_report python3 bench/service_report.py "$logs/service" --kernel "$out/kernel.json"
+    cp "$logs/service_report.log" "$out/service.md"
+    tar -czf "$out/service-json.tar.gz" -C "$logs/service" .
+  elif [ -z "$skip_bench" ]; then
     local max=""; [ -n "$quick" ] && max="--quick"
     step kernel_bench "$bin/kernel_bench" $max --json "$out/kernel.json"
     step torch_anchor python3 bench/torch_anchor.py ${quick:+--max-keys 16777216} --json "$out/torch.json"

@@ -1,15 +1,18 @@
-// gpusort: the command line on the client library. Subcommands: gen, sort, topk, health.
+// gpusort: the command line on the client library. Subcommands: gen, sort, topk, health, bench.
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <map>
 
 #include <CLI/CLI.hpp>
 
 #include "client/cli/array_file.h"
+#include "client/cli/bench_report.h"
+#include "client/cli/bench_runner.h"
 #include "client/cli/dtype_names.h"
 #include "client/cli/generate.h"
 #include "gpusort/client.h"
@@ -109,6 +112,49 @@ v1::Algorithm ParseAlgorithmFlag(const std::string& name) {
 const std::vector<std::string> kAlgorithmNames = {"auto",     "radix",     "merge", "bitonic",
                                                   "odd_even", "quicksort", "cpu"};
 
+struct BenchOutput {
+  std::string format = "table", path;
+  bool progress = false, no_progress = false, fail_on_error = false;
+};
+
+// `gpusort bench`: 0 when the run completed (3 with --fail-on-error and failed requests), 2 for flags
+// that do not go together, 1 when it could not run.
+int Bench(const BenchConfig& config, const BenchOutput& out) {
+  if (absl::Status valid = ValidateBenchConfig(config); !valid.ok()) {
+    Fail(valid);
+    return 2;
+  }
+  std::ofstream file;
+  if (!out.path.empty()) {  // opened first, so that a bad path fails before the load, not after
+    file.open(out.path, std::ios::binary);
+    if (!file) return Fail(absl::PermissionDeniedError("cannot write " + out.path));
+  }
+  ProgressFn progress;
+  if (!out.no_progress && (out.progress || isatty(STDERR_FILENO))) {
+    progress = [](const BenchProgress& p) {
+      std::fprintf(stderr, "\r%-16s %6.1f s %10llu done %10.1f req/s %8llu errors", p.label.c_str(),
+                   p.elapsed_s, static_cast<unsigned long long>(p.completed),
+                   p.elapsed_s > 0 ? static_cast<double>(p.completed) / p.elapsed_s : 0.0,
+                   static_cast<unsigned long long>(p.errors));
+      if (p.final) std::fprintf(stderr, "\n");
+    };
+  }
+  const std::string started_at = Iso8601Utc(std::chrono::system_clock::now());
+  auto rows = RunBench(config, progress);
+  if (!rows.ok()) return Fail(rows.status());
+  const std::string report = out.format == "json"  ? ToJson({config.server, started_at}, *rows)
+                             : out.format == "csv" ? ToCsv(*rows)
+                                                   : ToTable(*rows);
+  if (out.path.empty()) {
+    std::fwrite(report.data(), 1, report.size(), stdout);
+  } else if (!(file << report).flush()) {
+    return Fail(absl::DataLossError("cannot write " + out.path));
+  }
+  bool failed = false;
+  for (const BenchRow& row : *rows) failed |= row.errors > 0;
+  return out.fail_on_error && failed ? 3 : 0;
+}
+
 }  // namespace
 }  // namespace gpusort::cli
 
@@ -176,7 +222,95 @@ int main(int argc, char** argv) {
   AddConnectionFlags(health, &health_connection);
   health->add_option("--service", health_service, "service name ('' = the whole server)");
 
-  CLI11_PARSE(app, argc, argv);
+  // bench
+  auto* bench = app.add_subcommand("bench", "load-test a server: throughput and latency percentiles");
+  BenchConfig bench_config;
+  BenchOutput bench_output;
+  std::string bench_method = "sort", bench_transport = "unary", bench_algorithm = "auto",
+              bench_dtype = "u32";
+  int bench_concurrency = 1;
+  std::vector<int> bench_sweep;
+  const CLI::Validator dtype_name(
+      [](std::string& name) { return ParseDType(name) ? "" : "unknown dtype '" + name + "'"; }, "DTYPE");
+  bench->add_option("--server,-s", bench_config.server, "server address (or env GPUSORT_SERVER)")
+      ->envname("GPUSORT_SERVER")
+      ->capture_default_str();
+  bench->add_option("--timeout", bench_config.timeout_seconds, "deadline of each call in seconds (0: none)");
+  bench->add_option("--connections", bench_config.connections, "gRPC connections, used round-robin")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench->add_option("--method", bench_method, "sort, topk (the k largest) or echo (gRPC alone)")
+      ->check(CLI::IsMember({"sort", "topk", "echo"}))
+      ->capture_default_str();
+  bench->add_option("--transport", bench_transport, "unary, stream or shm")
+      ->check(CLI::IsMember({"unary", "stream", "shm"}))
+      ->capture_default_str();
+  bench->add_option("-k", bench_config.k, "topk: how many")->capture_default_str();
+  bench->add_flag("--descending", bench_config.descending, "sort: largest first");
+  bench->add_flag("--argsort", bench_config.argsort, "sort: PAYLOAD_INDICES; topk: indices too");
+  bench->add_option("--algorithm,-a", bench_algorithm)
+      ->check(CLI::IsMember(kAlgorithmNames))
+      ->capture_default_str();
+  bench->add_option("--chunk-bytes", bench_config.chunk_bytes, "chunk size of --transport stream")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  auto* concurrency_flag =
+      bench->add_option("--concurrency,-c", bench_concurrency, "closed loop: requests in flight")
+          ->check(CLI::PositiveNumber)
+          ->capture_default_str();
+  auto* sweep_flag = bench->add_option("--concurrency-sweep", bench_sweep,
+                                       "closed loop at each level, a row each (e.g. 1,4,16,64)")
+                         ->delimiter(',')
+                         ->check(CLI::PositiveNumber)
+                         ->excludes(concurrency_flag);
+  bench->add_option("--rate", bench_config.rate, "open loop: requests started per second")
+      ->check(CLI::PositiveNumber)
+      ->excludes(concurrency_flag)
+      ->excludes(sweep_flag);
+  bench->add_option("--max-inflight", bench_config.max_inflight,
+                    "open loop: a request due with this many in flight fails (CLIENT_SATURATED)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  auto* duration_flag =
+      bench->add_option("--duration", bench_config.duration_seconds, "seconds each measurement runs")
+          ->check(CLI::PositiveNumber)
+          ->capture_default_str();
+  bench->add_option("--requests", bench_config.requests, "each measurement is this many requests")
+      ->check(CLI::PositiveNumber)
+      ->excludes(duration_flag);
+  bench->add_option("--warmup", bench_config.warmup_seconds, "seconds before each measurement, not counted")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench->add_option("--dtype,-t", bench_dtype, "i32 u32 i64 u64 f32 f64")
+      ->check(dtype_name)
+      ->capture_default_str();
+  bench->add_option("--count,-n", bench_config.count, "keys per request (K M G: powers of 1024)")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  bench->add_option("--distribution,-d", bench_config.distribution)
+      ->check(CLI::IsMember(Distributions()))
+      ->capture_default_str();
+  bench->add_option("--seed", bench_config.seed)->capture_default_str();
+  bench->add_option("--payloads", bench_config.payloads, "distinct arrays that requests cycle through")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench->add_flag("--check", bench_config.check, "verify every answer (wrong: WRONG_ANSWER errors)");
+  bench->add_option("--format", bench_output.format, "table, json or csv")
+      ->check(CLI::IsMember({"table", "json", "csv"}))
+      ->capture_default_str();
+  bench->add_option("--output,-o", bench_output.path, "write the report here instead of stdout");
+  auto* progress_flag =
+      bench->add_flag("--progress", bench_output.progress, "progress line on stderr, even if no tty");
+  bench->add_flag("--no-progress", bench_output.no_progress, "no progress line")->excludes(progress_flag);
+  bench->add_flag("--fail-on-error", bench_output.fail_on_error, "exit 3 when any request failed");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    // Load-test tools answer bad flags with 2; the other subcommands keep CLI11's codes.
+    return code != 0 && bench->parsed() ? 2 : code;
+  }
 
   if (*gen) {
     auto dtype = ParseDType(gen_dtype);
@@ -241,6 +375,20 @@ int main(int argc, char** argv) {
                                  topk_output == "indices" ? indices : values);
     if (s.ok() && topk_output == "both") s = WriteOutput(topk_files, topk_indices_out, indices);
     return s.ok() ? 0 : Fail(s);
+  }
+
+  if (*bench) {
+    static const std::map<std::string, BenchMethod> kMethods = {
+        {"sort", BenchMethod::kSort}, {"topk", BenchMethod::kTopK}, {"echo", BenchMethod::kEcho}};
+    static const std::map<std::string, BenchTransport> kTransports = {
+        {"unary", BenchTransport::kUnary}, {"stream", BenchTransport::kStream},
+        {"shm", BenchTransport::kShm}};
+    bench_config.method = kMethods.at(bench_method);
+    bench_config.transport = kTransports.at(bench_transport);
+    bench_config.algorithm = ParseAlgorithmFlag(bench_algorithm);
+    bench_config.dtype = *ParseDType(bench_dtype);
+    bench_config.concurrency = bench_sweep.empty() ? std::vector<int>{bench_concurrency} : bench_sweep;
+    return Bench(bench_config, bench_output);
   }
 
   if (*health) {

@@ -84,6 +84,7 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes + kMessageHeadroom));
   args.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
+  for (const auto& [name, value] : options_.channel_arguments) args.SetInt(name, value);
   auto credentials = options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials();
   channel_ = grpc::CreateCustomChannel(options_.target, credentials, args);
   stub_ = v1::SortService::NewStub(channel_);

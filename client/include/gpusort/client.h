@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <grpcpp/security/credentials.h>
@@ -52,6 +53,10 @@ struct ClientOptions {
   std::size_t stream_from_bytes = 4u << 20;
   std::shared_ptr<grpc::ChannelCredentials> credentials;  // default: insecure
   std::string request_id;  // sent as x-request-id when set
+  // Extra integer channel arguments. gRPC shares one connection among channels whose target and
+  // arguments are equal; a distinct argument gives a Client a connection of its own (gpusort bench
+  // --connections does so).
+  std::vector<std::pair<std::string, int>> channel_arguments;
   // Called as bytes go out and come back on streaming calls (done, total), e.g. for a progress line.
   std::function<void(std::string_view stage, std::size_t done, std::size_t total)> progress;
 };

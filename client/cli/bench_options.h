@@ -1,0 +1,91 @@
+// What one `gpusort bench` run does, as its flags say it: which call, over which transport, with what
+// payload, and the shape and length of the load.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gpusort/client.h"
+#include "gpusort/v1/sort.pb.h"
+
+namespace gpusort::cli {
+
+enum class BenchMethod { kSort, kTopK, kEcho };
+enum class BenchTransport { kUnary, kStream, kShm };
+
+inline std::string MethodName(BenchMethod m) {
+  switch (m) {
+    case BenchMethod::kSort: return "sort";
+    case BenchMethod::kTopK: return "topk";
+    case BenchMethod::kEcho: return "echo";
+  }
+  return "?";
+}
+
+inline std::string TransportName(BenchTransport t) {
+  switch (t) {
+    case BenchTransport::kUnary: return "unary";
+    case BenchTransport::kStream: return "stream";
+    case BenchTransport::kShm: return "shm";
+  }
+  return "?";
+}
+
+struct BenchConfig {
+  std::string server = "localhost:50051";
+  double timeout_seconds = 0;  // deadline of each call; 0: none
+  int connections = 1;         // separate gRPC connections; requests go round-robin over them
+
+  BenchMethod method = BenchMethod::kSort;
+  BenchTransport transport = BenchTransport::kUnary;
+  uint64_t k = 10;              // topk: the k largest, in rank order
+  bool descending = false;      // sort only
+  bool argsort = false;         // sort: PAYLOAD_INDICES; topk: values and indices
+  v1::Algorithm algorithm = v1::ALGORITHM_AUTO;
+  std::size_t chunk_bytes = ClientOptions{}.stream_chunk_bytes;  // streaming transports
+
+  // Closed loop: one measurement (one row) per level, each level that many requests in flight.
+  std::vector<int> concurrency = {1};
+  // Open loop when > 0: requests start at this rate on a fixed schedule, whatever the answers do.
+  double rate = 0;
+  int max_inflight = 1024;  // open loop: a request due while this many are in flight is an error
+
+  double duration_seconds = 10;  // each measurement's length, unless `requests` is set
+  uint64_t requests = 0;         // > 0: each measurement is exactly this many requests
+  double warmup_seconds = 1;     // before each measurement, not counted
+
+  v1::DType dtype = v1::DTYPE_UINT32;
+  std::size_t count = 1000;  // keys per request
+  std::string distribution = "uniform";
+  uint64_t seed = 1;
+  int payloads = 4;  // distinct arrays made up front; requests cycle through them
+  bool check = false;
+};
+
+// The rules the flags alone cannot express (CLI11 checks each flag; these relate several).
+inline absl::Status ValidateBenchConfig(const BenchConfig& c) {
+  auto invalid = [](std::string message) { return absl::InvalidArgumentError(std::move(message)); };
+  if (c.connections < 1) return invalid("--connections must be at least 1");
+  if (c.count < 1) return invalid("--count must be at least 1");
+  if (c.payloads < 1) return invalid("--payloads must be at least 1");
+  if (c.method == BenchMethod::kTopK && (c.k < 1 || c.k > c.count))
+    return invalid("-k must be between 1 and --count");
+  if (c.chunk_bytes < 1) return invalid("--chunk-bytes must be at least 1");
+  if (c.method == BenchMethod::kEcho && c.transport == BenchTransport::kShm)
+    return invalid("echo has no shared-memory form: it measures gRPC itself");
+  if (c.rate < 0) return invalid("--rate must be positive");
+  if (c.rate > 0 && c.max_inflight < 1) return invalid("--max-inflight must be at least 1");
+  if (c.rate == 0 && c.concurrency.empty()) return invalid("no concurrency level given");
+  for (int level : c.concurrency)
+    if (level < 1) return invalid("concurrency levels must be at least 1");
+  if (c.requests == 0 && !(c.duration_seconds > 0))
+    return invalid("--duration must be positive (or give --requests)");
+  if (c.warmup_seconds < 0) return invalid("--warmup must not be negative");
+  return absl::OkStatus();
+}
+
+}  // namespace gpusort::cli

@@ -1,0 +1,651 @@
+#include "client/cli/bench_runner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include "client/cli/dtype_names.h"
+#include "client/cli/generate.h"
+#include "gpusort/client.h"
+#include "gpusort/v1/echo.grpc.pb.h"
+
+namespace gpusort::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// gRPC puts channels whose target and arguments are equal on one shared connection (its global
+// subchannel pool): a distinct argument per channel makes --connections N open N TCP connections.
+constexpr char kConnectionArgument[] = "gpusort.bench.connection";
+std::atomic<int> next_connection{0};
+
+// A shared-memory region of one connection holding one payload's keys, with room for the answer.
+struct ShmSlot {
+  std::unique_ptr<SharedMemoryRegion> region;
+  const char* payload = nullptr;  // whose keys are at the region's start
+};
+
+// One connection to the server, with what the chosen method calls on it.
+struct Connection {
+  std::unique_ptr<Client> client;                // sort, topk
+  std::unique_ptr<v1::EchoService::Stub> echo;   // echo
+  std::mutex shm_mutex;                          // --transport shm: regions not in use by a call
+  std::vector<ShmSlot> shm_free;                 // (destroyed before the client that registered them)
+};
+
+std::vector<Connection> OpenConnections(const BenchConfig& config) {
+  std::vector<Connection> connections(config.connections);
+  for (Connection& c : connections) {
+    const int id = next_connection.fetch_add(1);
+    if (config.method == BenchMethod::kEcho) {
+      grpc::ChannelArguments args;
+      args.SetMaxReceiveMessageSize(-1);  // the server's --max-message-bytes is the limit
+      args.SetInt(kConnectionArgument, id);
+      c.echo = v1::EchoService::NewStub(
+          grpc::CreateCustomChannel(config.server, grpc::InsecureChannelCredentials(), args));
+      continue;
+    }
+    ClientOptions options;
+    options.target = config.server;
+    options.timeout = std::chrono::milliseconds(std::llround(config.timeout_seconds * 1000));
+    options.transport =
+        config.transport == BenchTransport::kStream ? Transport::kStream : Transport::kUnary;
+    options.stream_chunk_bytes = config.chunk_bytes;
+    options.channel_arguments = {{kConnectionArgument, id}};
+    c.client = std::make_unique<Client>(options);
+  }
+  return connections;
+}
+
+// keys: sorted keys, top-k values or the echoed bytes; indices: int64, with --argsort.
+struct Answer {
+  std::string keys, indices;
+};
+using RequestFn = absl::StatusOr<Answer> (*)(const BenchConfig&, Connection&, std::string_view keys);
+
+// Sort and top-k go through gpusort::Client, which picks the RPC by its Transport option.
+absl::StatusOr<Answer> RunSort(const BenchConfig& config, Connection& c, std::string_view keys) {
+  RawSortRequest request;
+  request.dtype = config.dtype;
+  request.keys = keys;
+  request.options.descending = config.descending;
+  request.options.algorithm = config.algorithm;
+  if (config.argsort) request.payload = v1::PAYLOAD_INDICES;
+  auto result = c.client->SortRaw(request);
+  if (!result.ok()) return result.status();
+  return Answer{std::move(result->keys), std::move(result->indices)};
+}
+
+absl::StatusOr<Answer> RunTopK(const BenchConfig& config, Connection& c, std::string_view keys) {
+  TopKOptions options;
+  options.k = config.k;
+  options.largest = true;
+  options.sorted = true;
+  options.output = config.argsort ? v1::TOPK_OUTPUT_VALUES_AND_INDICES : v1::TOPK_OUTPUT_VALUES;
+  options.algorithm = config.algorithm;
+  auto result = c.client->TopKRaw(config.dtype, keys, options);
+  if (!result.ok()) return result.status();
+  return Answer{std::move(result->values), std::move(result->indices)};
+}
+
+std::unique_ptr<grpc::ClientContext> EchoContext(const BenchConfig& config) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  if (config.timeout_seconds > 0)
+    context->set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::milliseconds(std::llround(config.timeout_seconds * 1000)));
+  return context;
+}
+
+absl::Status ToAbsl(const grpc::Status& s) {
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+absl::StatusOr<Answer> RunEchoUnary(const BenchConfig& config, Connection& c, std::string_view keys) {
+  v1::EchoMessage request, response;
+  request.set_data(std::string(keys));  // a copy, as Client::SortRaw makes one
+  auto context = EchoContext(config);
+  const grpc::Status status = c.echo->Echo(context.get(), request, &response);
+  if (!status.ok()) return ToAbsl(status);
+  return Answer{std::move(*response.mutable_data()), {}};
+}
+
+// Runs one task at a time on a long-lived thread of its own. Starting a thread for every streamed
+// echo would add about 50 us to each call (measured on the 2-core build machine); handing the task
+// to a waiting thread costs a few.
+class TaskThread {
+ public:
+  TaskThread() : thread_([this] { Loop(); }) {}
+  ~TaskThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void Start(std::function<void()> task) {
+    std::lock_guard<std::mutex> lock(mu_);
+    task_ = std::move(task);
+    cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return !task_; });
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return task_ || stop_; });
+      if (!task_) return;
+      lock.unlock();
+      task_();  // Start is not called again before Wait has seen this task done
+      lock.lock();
+      task_ = nullptr;
+      cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<void()> task_;
+  bool stop_ = false;
+  std::thread thread_;  // last: it starts after the members it uses
+};
+
+// The server echoes each chunk as it arrives, so reading must overlap writing: on one thread, the
+// unread echoes would fill the flow-control window and stall the server, then the writes. Each
+// thread that makes calls keeps its own writer.
+absl::StatusOr<Answer> RunEchoStream(const BenchConfig& config, Connection& c, std::string_view keys) {
+  thread_local TaskThread writer;
+  auto context = EchoContext(config);
+  auto stream = c.echo->EchoStream(context.get());
+  writer.Start([&] {
+    v1::EchoMessage out;
+    for (std::size_t pos = 0; pos < keys.size(); pos += config.chunk_bytes) {
+      out.set_data(std::string(keys.substr(pos, config.chunk_bytes)));
+      if (!stream->Write(out)) break;
+    }
+    stream->WritesDone();
+  });
+  Answer answer;
+  v1::EchoMessage in;
+  while (stream->Read(&in)) answer.keys += in.data();
+  writer.Wait();
+  const grpc::Status status = stream->Finish();
+  if (!status.ok()) return ToAbsl(status);
+  return answer;
+}
+
+// --transport shm: the keys already lie in a registered region (each region is filled with its payload
+// once, outside the timing of later calls), so a call moves no array over the socket, as a caller that
+// builds its arrays in shared memory would see. Each call in flight has a region of its own, for its
+// answer. The answer is copied out only for --check.
+absl::StatusOr<Answer> RunShmRequest(const BenchConfig& config, Connection& c, std::string_view keys) {
+  const std::size_t key_bytes = keys.size();
+  const std::size_t out_offset = (key_bytes + 63) / 64 * 64;
+  const std::size_t results =
+      config.method == BenchMethod::kTopK ? config.k : key_bytes / ElementSize(config.dtype);
+  const std::size_t value_bytes = results * ElementSize(config.dtype);
+  const std::size_t index_offset = out_offset + (value_bytes + 63) / 64 * 64;
+  const std::size_t index_bytes = config.argsort ? results * sizeof(int64_t) : 0;
+  ShmSlot slot;
+  {
+    std::lock_guard lock(c.shm_mutex);
+    for (auto it = c.shm_free.begin(); it != c.shm_free.end(); ++it) {
+      if (it->payload == keys.data()) {
+        slot = std::move(*it);
+        c.shm_free.erase(it);
+        break;
+      }
+    }
+  }
+  if (slot.region == nullptr) {
+    auto region = c.client->CreateSharedMemory(index_offset + std::max<std::size_t>(index_bytes, 1));
+    if (!region.ok()) return region.status();
+    slot.region = std::move(*region);
+    slot.payload = keys.data();
+    std::memcpy(slot.region->data(), keys.data(), key_bytes);
+  }
+  const v1::RegionRef in = slot.region->Ref(0, key_bytes);
+  const v1::RegionRef out = slot.region->Ref(out_offset, value_bytes);
+  const v1::RegionRef indices = slot.region->Ref(index_offset, index_bytes);
+  absl::StatusOr<v1::ExecutionInfo> info;
+  if (config.method == BenchMethod::kTopK) {
+    TopKOptions options;
+    options.k = config.k;
+    options.output = config.argsort ? v1::TOPK_OUTPUT_VALUES_AND_INDICES : v1::TOPK_OUTPUT_VALUES;
+    options.algorithm = config.algorithm;
+    info = c.client->TopKInRegion(config.dtype, options, in, &out, config.argsort ? &indices : nullptr);
+  } else {
+    SortOptions options;
+    options.descending = config.descending;
+    options.algorithm = config.algorithm;
+    info = c.client->SortInRegion(config.dtype, options, config.argsort ? v1::PAYLOAD_INDICES : v1::PAYLOAD_NONE,
+                                  in, out, config.argsort ? &indices : nullptr);
+  }
+  Answer answer;
+  if (info.ok() && config.check) {
+    const char* base = reinterpret_cast<const char*>(slot.region->data());
+    answer.keys.assign(base + out_offset, value_bytes);
+    answer.indices.assign(base + index_offset, index_bytes);
+  }
+  {
+    std::lock_guard lock(c.shm_mutex);
+    c.shm_free.push_back(std::move(slot));
+  }
+  if (!info.ok()) return info.status();
+  return answer;
+}
+
+RequestFn ChooseRequest(const BenchConfig& config) {
+  if (config.transport == BenchTransport::kShm) return RunShmRequest;
+  switch (config.method) {
+    case BenchMethod::kSort: return RunSort;
+    case BenchMethod::kTopK: return RunTopK;
+    case BenchMethod::kEcho: break;
+  }
+  return config.transport == BenchTransport::kStream ? RunEchoStream : RunEchoUnary;
+}
+
+// Judges answers against references computed once, before any load.
+class Checker {
+ public:
+  virtual ~Checker() = default;
+  // "" when `answer` is right for payload `index` (whose bytes are `keys`), else what is wrong.
+  virtual std::string Problem(std::size_t index, std::string_view keys, const Answer& answer) const = 0;
+};
+
+class EchoChecker final : public Checker {
+ public:
+  std::string Problem(std::size_t, std::string_view keys, const Answer& answer) const override {
+    return answer.keys == keys ? "" : "the echoed bytes differ from the request";
+  }
+};
+
+template <typename T>
+T Load(std::string_view bytes, std::size_t i) {
+  T x;
+  std::memcpy(&x, bytes.data() + i * sizeof(T), sizeof(T));
+  return x;
+}
+
+// The proto's key order as unsigned order: floats by totalOrder (negative: all bits flipped;
+// positive: the sign bit set), signed integers with the sign bit flipped.
+template <typename T, typename U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>
+U OrderedBits(T x) {
+  const U bits = std::bit_cast<U>(x);
+  constexpr U kSign = U{1} << (8 * sizeof(U) - 1);
+  if constexpr (std::is_floating_point_v<T>) return bits ^ ((bits & kSign) ? ~U{0} : kSign);
+  else if constexpr (std::is_signed_v<T>) return bits ^ kSign;
+  else return bits;
+}
+
+// Sort (ascending, descending, argsort) and top-k (the k largest, in rank order, with indices on
+// --argsort). Equal keys have equal bits, so any tie order passes.
+template <typename T>
+class OrderChecker final : public Checker {
+  using U = decltype(OrderedBits(T{}));
+
+ public:
+  OrderChecker(const BenchConfig& config, const std::vector<std::string>& payloads)
+      : topk_(config.method == BenchMethod::kTopK),
+        reversed_(topk_ || config.descending),
+        argsort_(config.argsort),
+        k_(config.k) {
+    for (const std::string& p : payloads) {
+      std::vector<U> bits(p.size() / sizeof(T));
+      for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = OrderedBits(Load<T>(p, i));
+      std::sort(bits.begin(), bits.end());
+      sorted_.push_back(std::move(bits));
+    }
+  }
+
+  std::string Problem(std::size_t index, std::string_view keys, const Answer& answer) const override {
+    const std::vector<U>& sorted = sorted_[index];
+    const std::size_t n = sorted.size(), want = topk_ ? k_ : n;
+    auto expected = [&](std::size_t i) { return reversed_ ? sorted[n - 1 - i] : sorted[i]; };
+    if (answer.keys.size() != want * sizeof(T))
+      return std::to_string(answer.keys.size()) + " key bytes back, expected " +
+             std::to_string(want * sizeof(T));
+    for (std::size_t i = 0; i < want; ++i)
+      if (OrderedBits(Load<T>(answer.keys, i)) != expected(i))
+        return "key " + std::to_string(i) + " is not the reference's";
+    if (!argsort_) return "";
+    if (answer.indices.size() != want * sizeof(int64_t))
+      return std::to_string(answer.indices.size()) + " index bytes back, expected " +
+             std::to_string(want * sizeof(int64_t));
+    std::vector<bool> seen(n);
+    for (std::size_t i = 0; i < want; ++i) {
+      const int64_t at = Load<int64_t>(answer.indices, i);
+      if (at < 0 || static_cast<std::size_t>(at) >= n || seen[at])
+        return "index " + std::to_string(i) + " is out of range or repeated";
+      seen[at] = true;
+      if (OrderedBits(Load<T>(keys, at)) != expected(i))
+        return "keys[indices[" + std::to_string(i) + "]] is not the reference's key";
+    }
+    return "";
+  }
+
+ private:
+  const bool topk_, reversed_, argsort_;
+  const uint64_t k_;
+  std::vector<std::vector<U>> sorted_;  // each payload's keys as ordered bits, ascending
+};
+
+struct Workload {
+  std::vector<std::string> payloads;
+  std::unique_ptr<Checker> checker;  // with --check
+};
+
+absl::StatusOr<Workload> MakeWorkload(const BenchConfig& config) {
+  Workload w;
+  for (int p = 0; p < config.payloads; ++p) {
+    auto bytes = Generate(config.dtype, config.count, config.distribution, config.seed + p);
+    if (!bytes.ok()) return bytes.status();
+    w.payloads.push_back(std::move(*bytes));
+  }
+  if (!config.check) return w;
+  if (config.method == BenchMethod::kEcho) {
+    w.checker = std::make_unique<EchoChecker>();
+  } else {
+    w.checker = VisitDType(config.dtype, [&](auto tag) -> std::unique_ptr<Checker> {
+      return std::make_unique<OrderChecker<decltype(tag)>>(config, w.payloads);
+    });
+  }
+  return w;
+}
+
+// Counts readable while the load runs, for the progress line.
+struct LiveCounters {
+  std::atomic<uint64_t> ok{0}, errors{0};
+};
+
+// Calls `progress` every 0.5 s from its own thread, and a last time (final) when destroyed.
+class ProgressTicker {
+ public:
+  ProgressTicker(const ProgressFn& progress, std::string label, const LiveCounters& live)
+      : progress_(progress), label_(std::move(label)), live_(live), start_(Clock::now()) {
+    if (progress_) thread_ = std::thread([this] { Tick(); });
+  }
+  ~ProgressTicker() {
+    if (!progress_) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+    Report(true);
+  }
+
+ private:
+  void Tick() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return stop_; })) Report(false);
+  }
+  void Report(bool final) const {
+    progress_({.label = label_,
+               .elapsed_s = std::chrono::duration<double>(Clock::now() - start_).count(),
+               .completed = live_.ok.load(),
+               .errors = live_.errors.load(),
+               .final = final});
+  }
+
+  const ProgressFn& progress_;
+  const std::string label_;
+  const LiveCounters& live_;
+  const Clock::time_point start_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// The open loop's threads, started as the load needs them: a synchronous call holds its thread, so
+// there are as many threads as requests were ever in flight at once (at most --max-inflight).
+class GrowingPool {
+ public:
+  struct Job {
+    uint64_t ticket;
+    Clock::time_point due;
+  };
+  using RunFn = std::function<void(const Job&, Recorder&)>;
+
+  explicit GrowingPool(RunFn run) : run_(std::move(run)) {}
+
+  void Submit(const Job& job) {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(job);
+    if (static_cast<std::size_t>(idle_) >= queue_.size()) {
+      cv_.notify_one();
+      return;
+    }
+    recorders_.emplace_back();
+    threads_.emplace_back(&GrowingPool::Work, this, &recorders_.back());
+  }
+
+  // Waits for every job submitted; their counts, merged.
+  Recorder Join() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closing_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+    Recorder all;
+    for (Recorder& r : recorders_) all.Merge(std::move(r));
+    return all;
+  }
+
+ private:
+  void Work(Recorder* recorder) {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      ++idle_;
+      cv_.wait(lock, [this] { return !queue_.empty() || closing_; });
+      --idle_;
+      if (queue_.empty()) return;
+      const Job job = queue_.front();
+      queue_.pop_front();
+      lock.unlock();
+      run_(job, *recorder);
+      lock.lock();
+    }
+  }
+
+  const RunFn run_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  int idle_ = 0;
+  bool closing_ = false;
+  std::deque<Recorder> recorders_;  // one per thread; a deque, so that their addresses stay put
+  std::vector<std::thread> threads_;
+};
+
+struct Limits {
+  double seconds;     // stop starting requests after this long, unless `requests` > 0
+  uint64_t requests;  // > 0: exactly this many requests
+};
+
+struct Phase {
+  Recorder recorder;
+  double seconds = 0;
+};
+
+class Runner {
+ public:
+  Runner(const BenchConfig& config, const ProgressFn& progress)
+      : config_(config), progress_(progress), request_(ChooseRequest(config)) {}
+
+  absl::Status Start() {
+    auto workload = MakeWorkload(config_);
+    if (!workload.ok()) return workload.status();
+    workload_ = std::move(*workload);
+    connections_ = OpenConnections(config_);
+    // A request that fails like this would fail every time: stop instead of measuring refusals.
+    auto first = request_(config_, connections_[0], workload_.payloads[0]);
+    const absl::StatusCode code = first.status().code();
+    if (code == absl::StatusCode::kUnimplemented || code == absl::StatusCode::kInvalidArgument)
+      return absl::Status(code, "the first request failed: " + std::string(first.status().message()));
+    return absl::OkStatus();
+  }
+
+  // Closed loop at `concurrency`, or the open loop when it is 0: a warm-up, then the measurement.
+  BenchRow Measure(int concurrency) {
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%g/s", config_.rate);
+    const std::string label = concurrency > 0 ? "c=" + std::to_string(concurrency) : rate;
+    if (config_.warmup_seconds > 0) Run(concurrency, {config_.warmup_seconds, 0}, "warmup " + label);
+    Phase phase = Run(concurrency, {config_.duration_seconds, config_.requests}, label);
+    return Row(concurrency, phase);
+  }
+
+ private:
+  Phase Run(int concurrency, Limits limits, const std::string& label) {
+    live_.ok = 0;
+    live_.errors = 0;
+    ProgressTicker ticker(progress_, label, live_);
+    return concurrency > 0 ? ClosedLoop(concurrency, limits) : OpenLoop(limits);
+  }
+
+  // One request: request number `ticket` takes payload ticket % P over connection ticket % C.
+  void Issue(uint64_t ticket, Clock::time_point start, Recorder& recorder) {
+    const std::size_t p = ticket % workload_.payloads.size();
+    const std::string& keys = workload_.payloads[p];
+    auto answer = request_(config_, connections_[ticket % connections_.size()], keys);
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    if (!answer.ok()) {
+      recorder.Error(absl::StatusCodeToString(answer.status().code()),
+                     std::string(answer.status().message()));
+      ++live_.errors;
+      return;
+    }
+    if (workload_.checker) {
+      const std::string problem = workload_.checker->Problem(p, keys, *answer);
+      if (!problem.empty()) {
+        recorder.Error(kWrongAnswer, problem);
+        ++live_.errors;
+        return;
+      }
+    }
+    recorder.Ok(ms, keys.size(), answer->keys.size() + answer->indices.size());
+    ++live_.ok;
+  }
+
+  Phase ClosedLoop(int concurrency, Limits limits) {
+    std::atomic<uint64_t> next{0};
+    std::vector<Recorder> recorders(concurrency);
+    const Clock::time_point start = Clock::now();
+    const Clock::time_point deadline =
+        start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.seconds));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < concurrency; ++t)
+      threads.emplace_back([&, t] {
+        for (;;) {
+          if (limits.requests == 0 && Clock::now() >= deadline) return;
+          const uint64_t ticket = next.fetch_add(1);
+          if (limits.requests > 0 && ticket >= limits.requests) return;
+          Issue(ticket, Clock::now(), recorders[t]);
+        }
+      });
+    for (std::thread& t : threads) t.join();
+    Phase phase;
+    phase.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    for (Recorder& r : recorders) phase.recorder.Merge(std::move(r));
+    return phase;
+  }
+
+  Phase OpenLoop(Limits limits) {
+    std::atomic<int> inflight{0};
+    GrowingPool pool([&](const GrowingPool::Job& job, Recorder& recorder) {
+      Issue(job.ticket, job.due, recorder);
+      --inflight;
+    });
+    Recorder saturated;
+    const Clock::time_point start = Clock::now();
+    const std::chrono::duration<double> interval(1.0 / config_.rate);
+    for (uint64_t i = 0; limits.requests == 0 || i < limits.requests; ++i) {
+      const std::chrono::duration<double> offset = static_cast<double>(i) * interval;
+      if (limits.requests == 0 && offset.count() >= limits.seconds) break;
+      const Clock::time_point due = start + std::chrono::duration_cast<Clock::duration>(offset);
+      std::this_thread::sleep_until(due);  // when behind schedule, start at once
+      if (inflight.load() >= config_.max_inflight) {
+        saturated.Error(kClientSaturated, "client saturated: --max-inflight requests in flight");
+        ++live_.errors;
+        continue;
+      }
+      ++inflight;
+      pool.Submit({i, due});
+    }
+    Phase phase;
+    phase.recorder = pool.Join();
+    phase.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    phase.recorder.Merge(std::move(saturated));
+    return phase;
+  }
+
+  BenchRow Row(int concurrency, const Phase& phase) const {
+    const Recorder& r = phase.recorder;
+    BenchRow row;
+    row.method = MethodName(config_.method);
+    row.transport = TransportName(config_.transport);
+    row.dtype = DTypeName(config_.dtype);
+    row.count = config_.count;
+    row.concurrency = concurrency;
+    row.rate = concurrency > 0 ? 0 : config_.rate;
+    row.connections = config_.connections;
+    row.duration_s = phase.seconds;
+    row.requests = r.ok();
+    row.errors = r.errors();
+    row.errors_by_code = r.errors_by_code();
+    row.error_messages = r.first_messages();
+    if (phase.seconds > 0) {
+      row.requests_per_s = static_cast<double>(r.ok()) / phase.seconds;
+      row.keys_per_s = row.requests_per_s * static_cast<double>(config_.count);
+      row.mb_per_s = static_cast<double>(r.request_bytes() + r.response_bytes()) / phase.seconds / 1e6;
+    }
+    row.latency_ms = Summarize(r.latencies_ms());
+    return row;
+  }
+
+  const BenchConfig& config_;
+  const ProgressFn& progress_;
+  const RequestFn request_;
+  Workload workload_;
+  std::vector<Connection> connections_;
+  LiveCounters live_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<BenchRow>> RunBench(const BenchConfig& config, const ProgressFn& progress) {
+  if (absl::Status valid = ValidateBenchConfig(config); !valid.ok()) return valid;
+  Runner runner(config, progress);
+  if (absl::Status started = runner.Start(); !started.ok()) return started;
+  std::vector<BenchRow> rows;
+  if (config.rate > 0) {
+    rows.push_back(runner.Measure(0));
+  } else {
+    for (int level : config.concurrency) rows.push_back(runner.Measure(level));
+  }
+  return rows;
+}
+
+}  // namespace gpusort::cli

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The service's speed, measured with `gpusort bench` beside the server's own EchoService in the same run
+# (BENCHMARKS.md "Service"). Starts CUDA servers on loopback and writes one JSON file per measurement
+# into OUT_DIR; bench/service_report.py turns them into the tables.
+#
+#   scripts/service-bench.sh BIN_DIR OUT_DIR [--quick]
+#
+# BIN_DIR holds gpusort-server and gpusort (build/bin here, build/device on the GPU machine).
+set -uo pipefail
+bin=$1 out=$2 quick=${3:-}
+mkdir -p "$out"
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+
+# start_server NAME FLAGS...: a CUDA server whose message limit lets every unary size through, as the
+# echo's does; sets $port.
+start_server() {
+  local name=$1; shift
+  "$bin/gpusort-server" --backend "${GPUSORT_BENCH_BACKEND:-cuda}" --listen 127.0.0.1:0 --metrics-listen "" \
+    --log-level warn --max-message-bytes 1073741824 --max-request-bytes 4294967296 \
+    --port-file "$work/$name.ports" "$@" >"$out/server-$name.log" 2>&1 &
+  for _ in $(seq 300); do [ -s "$work/$name.ports" ] && break; sleep 0.1; done
+  # shellcheck disable=SC1090
+  . "$work/$name.ports"
+  port=$grpc_port
+}
+
+# run NAME FLAGS...: one measurement, JSON to $out/NAME.json, the table line to stdout.
+run() {
+  local name=$1; shift
+  "$bin/gpusort" bench --server "127.0.0.1:$port" --no-progress --format json --output "$out/$name.json" "$@" \
+    || echo "FAILED: $name $*"
+  python3 -c "import json,sys; r=json.load(open('$out/$name.json'))['rows'][0]; \
+print(f\"{'$name':34s} ok={r['requests']:<6} err={r['errors']:<3} p50={r['latency_ms']['p50']:9.3f} ms \
+p99={r['latency_ms']['p99']:9.3f} ms {r['requests_per_s']:9.1f} req/s\")" 2>/dev/null || true
+}
+
+start_server main
+# 1. Where the time goes, by size: sort and echo over each transport; kernel time comes from kernel_bench.
+sizes="1K 64K 1M 16M 64M 256M"
+[ -n "$quick" ] && sizes="1K 1M 16M"
+for n in $sizes; do
+  case $n in
+    1K|64K) reqs=300 ;; 1M) reqs=100 ;; 16M) reqs=12 ;; 64M) reqs=5 ;; *) reqs=3 ;;
+  esac
+  common=(--count "$n" --requests "$reqs" --warmup 0.5 --payloads 2 --check)
+  for transport in unary stream; do
+    [ "$n" = 256M ] && [ "$transport" = unary ] && continue  # 1 GiB is over gRPC's message limit
+    run "size-$n-sort-$transport" --method sort --transport "$transport" "${common[@]}"
+    run "size-$n-echo-$transport" --method echo --transport "$transport" "${common[@]}"
+  done
+  run "size-$n-sort-shm" --method sort --transport shm "${common[@]}"
+done
+
+# 2. Chunk size of the streaming RPCs, 16M keys (64 MiB), sort beside echo.
+if [ -z "$quick" ]; then
+  for chunk in 256K 1M 4M 16M; do
+    run "chunk-$chunk-sort" --method sort --transport stream --count 16M --chunk-bytes "$chunk" --requests 10 --warmup 0.5 --payloads 2
+    run "chunk-$chunk-echo" --method echo --transport stream --count 16M --chunk-bytes "$chunk" --requests 10 --warmup 0.5 --payloads 2
+  done
+fi
+
+# 3. Many small requests: 1000 u32 keys, 64 in flight, on 1 and 8 connections; then with batching.
+for conns in 1 8; do
+  run "small-c64-x$conns-echo" --method echo --count 1000 --concurrency 64 --connections "$conns" --duration 5 --warmup 1
+  run "small-c64-x$conns-sort" --method sort --count 1000 --concurrency 64 --connections "$conns" --duration 5 --warmup 1 --check
+done
+start_server batching --batch-delay-us 200 --batch-max-requests 64
+for conns in 1 8; do
+  run "small-c64-x$conns-sort-batched" --method sort --count 1000 --concurrency 64 --connections "$conns" --duration 5 --warmup 1 --check
+  run "small-c64-x$conns-sort-batched-radix" --method sort --algorithm radix --count 1000 --concurrency 64 --connections "$conns" --duration 5 --warmup 1 --check
+done

@@ -1,0 +1,333 @@
+// `gpusort bench`: its percentiles, its JSON and CSV reports, and whole runs against an in-process
+// server (sort, topk and echo, unary and streamed, closed and open loop), including failed requests
+// counted by code rather than ending the run.
+#include <algorithm>
+#include <random>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "client/cli/bench_report.h"
+#include "client/cli/bench_runner.h"
+#include "client/cli/bench_stats.h"
+#include "tests/service/scripted_backend.h"
+#include "tests/service/test_server.h"
+
+namespace gpusort::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(BenchStats, NearestRankPercentilesOfOneToAThousand) {
+  std::vector<double> ms(1000);
+  for (int i = 0; i < 1000; ++i) ms[i] = i + 1;
+  std::shuffle(ms.begin(), ms.end(), std::mt19937(7));
+  const LatencySummary s = Summarize(ms);
+  EXPECT_DOUBLE_EQ(s.mean, 500.5);
+  EXPECT_EQ(s.p50, 500);
+  EXPECT_EQ(s.p90, 900);
+  EXPECT_EQ(s.p95, 950);
+  EXPECT_EQ(s.p99, 990);
+  EXPECT_EQ(s.p99_9, 999);
+  EXPECT_EQ(s.min, 1);
+  EXPECT_EQ(s.max, 1000);
+  EXPECT_EQ(Summarize({}), LatencySummary{});
+  EXPECT_EQ(Percentile({42}, 99.9), 42);
+}
+
+TEST(BenchStats, RecordersMerge) {
+  Recorder a, b;
+  a.Ok(1.0, 10, 20);
+  a.Error("UNAVAILABLE", "first");
+  b.Ok(2.0, 10, 20);
+  b.Error("UNAVAILABLE", "second");
+  b.Error(kWrongAnswer, "key 3");
+  a.Merge(std::move(b));
+  EXPECT_EQ(a.ok(), 2u);
+  EXPECT_EQ(a.errors(), 3u);
+  EXPECT_EQ(a.request_bytes() + a.response_bytes(), 60u);
+  EXPECT_THAT(a.latencies_ms(), ::testing::UnorderedElementsAre(1.0, 2.0));
+  EXPECT_EQ(a.errors_by_code().at("UNAVAILABLE"), 2u);
+  EXPECT_EQ(a.first_messages().at("UNAVAILABLE"), "first");
+}
+
+std::vector<BenchRow> SampleRows() {
+  BenchRow closed{.method = "sort", .transport = "unary", .dtype = "u32", .count = 1000,
+                  .concurrency = 8, .rate = 0, .connections = 2, .duration_s = 3.0125,
+                  .requests = 12000, .errors = 4,
+                  .errors_by_code = {{"UNAVAILABLE", 3}, {"WRONG_ANSWER", 1}},
+                  .error_messages = {{"UNAVAILABLE", "connection refused"}, {"WRONG_ANSWER", "key 3"}},
+                  .requests_per_s = 3983.4, .keys_per_s = 3983400.25, .mb_per_s = 31.87,
+                  .latency_ms = {.mean = 2.01, .p50 = 1.9, .p90 = 2.5, .p95 = 2.8, .p99 = 3.7,
+                                 .p99_9 = 9.25, .max = 12.5, .min = 0.75}};
+  BenchRow open = closed;
+  open.method = "echo";
+  open.transport = "stream";
+  open.concurrency = 0;
+  open.rate = 500;
+  open.errors = 0;
+  open.errors_by_code.clear();
+  open.error_messages.clear();
+  return {closed, open};
+}
+
+TEST(BenchReport, JsonHasTheFieldsAndParsesBack) {
+  const auto rows = SampleRows();
+  const std::string text = ToJson({.server = "localhost:50051", .started_at = "2025-01-02T03:04:05Z"}, rows);
+  const auto doc = nlohmann::json::parse(text);
+  EXPECT_EQ(doc["tool"], "gpusort bench");
+  EXPECT_EQ(doc["version"], 1);
+  EXPECT_EQ(doc["server"], "localhost:50051");
+  EXPECT_EQ(doc["started_at"], "2025-01-02T03:04:05Z");
+  EXPECT_THAT(doc["mb_per_s_note"].get<std::string>(), HasSubstr("1e6"));
+  ASSERT_EQ(doc["rows"].size(), 2u);
+  const auto& row = doc["rows"][0];
+  EXPECT_EQ(row["method"], "sort");
+  EXPECT_EQ(row["transport"], "unary");
+  EXPECT_EQ(row["dtype"], "u32");
+  EXPECT_EQ(row["count"], 1000);
+  EXPECT_EQ(row["concurrency"], 8);
+  EXPECT_TRUE(row["rate"].is_null());
+  EXPECT_EQ(row["connections"], 2);
+  EXPECT_EQ(row["duration_s"], 3.0125);
+  EXPECT_EQ(row["requests"], 12000);
+  EXPECT_EQ(row["errors"], 4);
+  EXPECT_EQ(row["errors_by_code"]["UNAVAILABLE"], 3);
+  EXPECT_EQ(row["errors_by_code"]["WRONG_ANSWER"], 1);
+  EXPECT_EQ(row["requests_per_s"], 3983.4);
+  EXPECT_EQ(row["keys_per_s"], 3983400.25);
+  EXPECT_EQ(row["mb_per_s"], 31.87);
+  EXPECT_EQ(row["latency_ms"]["p50"], 1.9);
+  EXPECT_EQ(row["latency_ms"]["p99_9"], 9.25);
+  EXPECT_EQ(row["latency_ms"]["min"], 0.75);
+  EXPECT_TRUE(doc["rows"][1]["concurrency"].is_null());
+  EXPECT_EQ(doc["rows"][1]["rate"], 500);
+
+  auto parsed = ParseJson(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, rows);
+  EXPECT_FALSE(ParseJson("{\"rows\": [{}]}").ok());
+  EXPECT_FALSE(ParseJson("not json").ok());
+}
+
+std::vector<std::string> Split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, separator);) parts.push_back(part);
+  return parts;
+}
+
+TEST(BenchReport, CsvIsAHeaderAndOneLinePerRow) {
+  const auto lines = Split(ToCsv(SampleRows()), '\n');
+  ASSERT_EQ(lines.size(), 3u);
+  const auto header = Split(lines[0], ',');
+  EXPECT_EQ(header.front(), "method");
+  EXPECT_EQ(header.back(), "latency_min_ms");
+  const auto code_column = std::find(header.begin(), header.end(), "errors_by_code") - header.begin();
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    // getline drops an empty last field; no row ends in one.
+    EXPECT_EQ(Split(lines[i], ',').size(), header.size()) << lines[i];
+  }
+  EXPECT_EQ(Split(lines[1], ',')[code_column], "UNAVAILABLE:3;WRONG_ANSWER:1");
+  EXPECT_EQ(Split(lines[2], ',')[code_column], "");
+}
+
+TEST(BenchReport, TableHasAHeaderAndALinePerRow) {
+  const std::string table = ToTable(SampleRows());
+  const auto lines = Split(table, '\n');
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_THAT(lines[0], HasSubstr("p99.9"));
+  EXPECT_THAT(lines[1], HasSubstr("UNAVAILABLE:3;WRONG_ANSWER:1"));
+  EXPECT_THAT(lines[2], HasSubstr("500/s"));
+  EXPECT_THAT(table, HasSubstr("UNAVAILABLE: connection refused"));
+}
+
+// Runs against one in-process CPU server, kept for the suite: each test stays well under 10 s.
+class BenchEndToEnd : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new testing::TestServer(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+
+  static BenchConfig Config(BenchMethod method, BenchTransport transport) {
+    BenchConfig c;
+    c.server = server_->address();
+    c.method = method;
+    c.transport = transport;
+    c.connections = 2;
+    c.concurrency = {4};
+    c.requests = 50;
+    c.warmup_seconds = 0;
+    c.count = 1000;
+    c.chunk_bytes = 1500;  // several chunks a request on the streaming transports
+    c.check = true;
+    c.timeout_seconds = 20;
+    return c;
+  }
+
+  static void ExpectClean(const absl::StatusOr<std::vector<BenchRow>>& rows, uint64_t requests = 50) {
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    ASSERT_EQ(rows->size(), 1u);
+    const BenchRow& row = rows->front();
+    EXPECT_EQ(row.errors, 0u) << ::testing::PrintToString(row.error_messages);
+    EXPECT_EQ(row.requests, requests);
+    EXPECT_GT(row.latency_ms.min, 0);
+    EXPECT_LE(row.latency_ms.min, row.latency_ms.p50);
+    EXPECT_LE(row.latency_ms.p50, row.latency_ms.p99);
+    EXPECT_LE(row.latency_ms.p99, row.latency_ms.max);
+    EXPECT_GT(row.requests_per_s, 0);
+    EXPECT_GT(row.mb_per_s, 0);
+    EXPECT_GT(row.duration_s, 0);
+  }
+
+  static testing::TestServer* server_;
+};
+testing::TestServer* BenchEndToEnd::server_ = nullptr;
+
+TEST_F(BenchEndToEnd, SortUnaryStreamAndSharedMemoryAnswerRight) {
+  for (BenchTransport t : {BenchTransport::kUnary, BenchTransport::kStream, BenchTransport::kShm}) {
+    SCOPED_TRACE(TransportName(t));
+    ExpectClean(RunBench(Config(BenchMethod::kSort, t)));
+  }
+}
+
+TEST_F(BenchEndToEnd, ArgsortDescendingAndTopKOfEveryFloatBitPattern) {
+  BenchConfig argsort = Config(BenchMethod::kSort, BenchTransport::kUnary);
+  argsort.dtype = v1::DTYPE_FLOAT32;
+  argsort.distribution = "bits";  // NaNs, infinities, -0.0: the checker's totalOrder
+  argsort.descending = true;
+  argsort.argsort = true;
+  ExpectClean(RunBench(argsort));
+
+  BenchConfig topk = Config(BenchMethod::kTopK, BenchTransport::kStream);
+  topk.dtype = v1::DTYPE_FLOAT64;
+  topk.distribution = "bits";
+  topk.k = 25;
+  topk.argsort = true;
+  ExpectClean(RunBench(topk));
+}
+
+TEST_F(BenchEndToEnd, ArgsortAndTopKOverSharedMemoryAnswerRight) {
+  BenchConfig argsort = Config(BenchMethod::kSort, BenchTransport::kShm);
+  argsort.argsort = true;
+  argsort.descending = true;
+  argsort.dtype = v1::DTYPE_INT64;
+  ExpectClean(RunBench(argsort));
+  BenchConfig topk = Config(BenchMethod::kTopK, BenchTransport::kShm);
+  topk.argsort = true;
+  topk.k = 33;
+  ExpectClean(RunBench(topk));
+}
+
+TEST_F(BenchEndToEnd, EchoUnaryAndStreamReturnTheBytes) {
+  for (BenchTransport t : {BenchTransport::kUnary, BenchTransport::kStream}) {
+    SCOPED_TRACE(TransportName(t));
+    auto rows = RunBench(Config(BenchMethod::kEcho, t));
+    ExpectClean(rows);
+    ASSERT_TRUE(rows.ok());
+    // 4000 key bytes out and back, per request.
+    EXPECT_NEAR(rows->front().mb_per_s * 1e6 * rows->front().duration_s, 50 * 8000.0, 1e-3);
+  }
+}
+
+TEST_F(BenchEndToEnd, SweepGivesARowPerLevelAndProgressIsReported) {
+  BenchConfig c = Config(BenchMethod::kSort, BenchTransport::kUnary);
+  c.concurrency = {1, 2, 8};
+  c.requests = 0;
+  c.duration_seconds = 0.6;
+  c.warmup_seconds = 0.1;
+  std::vector<BenchProgress> seen;
+  std::mutex mu;
+  auto rows = RunBench(c, [&](const BenchProgress& p) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back(p);
+  });
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ((*rows)[i].concurrency, c.concurrency[i]);
+    EXPECT_EQ((*rows)[i].errors, 0u);
+    EXPECT_GT((*rows)[i].requests, 0u);
+    EXPECT_GE((*rows)[i].duration_s, 0.6);
+  }
+  // A warm-up and a measurement per level, each ending with a final report; ticks in between.
+  const auto finals = std::count_if(seen.begin(), seen.end(), [](const auto& p) { return p.final; });
+  EXPECT_EQ(finals, 6);
+  EXPECT_GT(seen.size(), 6u);
+  EXPECT_EQ(seen.back().label, "c=8");
+}
+
+TEST_F(BenchEndToEnd, OpenLoopStartsRequestsAtTheRate) {
+  BenchConfig c = Config(BenchMethod::kSort, BenchTransport::kUnary);
+  c.rate = 200;
+  c.requests = 50;
+  auto rows = RunBench(c);
+  ExpectClean(rows);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->front().rate, 200);
+  EXPECT_EQ(rows->front().concurrency, 0);
+  EXPECT_GE(rows->front().duration_s, 49 / 200.0);  // the schedule, not the server, sets the pace
+}
+
+TEST_F(BenchEndToEnd, AnAlgorithmTheServerLacksFailsUpFront) {
+  if (testing::TestingCuda()) GTEST_SKIP() << "the CUDA backend has the GPU algorithms";
+  BenchConfig c = Config(BenchMethod::kSort, BenchTransport::kUnary);
+  c.algorithm = v1::ALGORITHM_RADIX;
+  auto rows = RunBench(c);
+  EXPECT_EQ(rows.status().code(), absl::StatusCode::kUnimplemented) << rows.status();
+  EXPECT_THAT(rows.status().message(), HasSubstr("the first request failed"));
+}
+
+TEST(BenchErrors, AnUnreachableServerIsCountedByCode) {
+  BenchConfig c;
+  c.server = "127.0.0.1:1";  // nothing listens on port 1
+  c.concurrency = {2};
+  c.requests = 20;
+  c.warmup_seconds = 0;
+  c.timeout_seconds = 5;
+  auto rows = RunBench(c);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  const BenchRow& row = rows->front();
+  EXPECT_EQ(row.requests, 0u);
+  EXPECT_EQ(row.errors, 20u);
+  EXPECT_EQ(row.errors_by_code, (std::map<std::string, uint64_t>{{"UNAVAILABLE", 20}}));
+  EXPECT_EQ(row.error_messages.count("UNAVAILABLE"), 1u);
+  EXPECT_EQ(row.latency_ms, LatencySummary{});
+}
+
+TEST(BenchErrors, WrongAnswersAreCountedAsSuch) {
+  // The scripted backend sorts ascending whatever the request asks: descending answers are wrong.
+  auto counters = std::make_shared<testing::ScriptedBackend::Counters>();
+  counters->release = true;
+  testing::TestServer server(testing::LoopbackConfig(), std::make_unique<testing::ScriptedBackend>(counters));
+  BenchConfig c;
+  c.server = server.address();
+  c.descending = true;
+  c.check = true;
+  c.requests = 10;
+  c.warmup_seconds = 0;
+  auto rows = RunBench(c);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->front().errors_by_code, (std::map<std::string, uint64_t>{{"WRONG_ANSWER", 10}}));
+}
+
+TEST(BenchErrors, ConfigurationsThatCannotRunFailUpFront) {
+  BenchConfig shm_echo;
+  shm_echo.method = BenchMethod::kEcho;
+  shm_echo.transport = BenchTransport::kShm;
+  auto rows = RunBench(shm_echo);
+  EXPECT_EQ(rows.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(rows.status().message(), HasSubstr("no shared-memory form"));
+
+  BenchConfig topk;
+  topk.method = BenchMethod::kTopK;
+  topk.k = 2000;  // more than --count
+  EXPECT_EQ(RunBench(topk).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gpusort::cli
