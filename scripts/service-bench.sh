@@ -60,6 +60,14 @@ if [ -z "$quick" ]; then
   done
 fi
 
+# 2b. A larger HTTP/2 receive window per stream (--http2-lookahead-bytes) at the default chunk size.
+if [ -z "$quick" ]; then
+  start_server lookahead --http2-lookahead-bytes 16777216
+  run "window-16M-sort" --method sort --transport stream --count 16M --requests 10 --warmup 0.5 --payloads 2
+  run "window-16M-echo" --method echo --transport stream --count 16M --requests 10 --warmup 0.5 --payloads 2
+  start_server main2
+fi
+
 # 3. Many small requests: 1000 u32 keys, 64 in flight, on 1 and 8 connections; then with batching.
 for conns in 1 8; do
   run "small-c64-x$conns-echo" --method echo --count 1000 --concurrency 64 --connections "$conns" --duration 5 --warmup 1

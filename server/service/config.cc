@@ -48,6 +48,10 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
   app.add_option("--cuda-memory-limit-bytes", c.cuda_memory_limit_bytes,
                  "device memory requests may hold at once (0: all the GPU has); beyond it RESOURCE_EXHAUSTED")
       ->capture_default_str();
+  app.add_option("--http2-lookahead-bytes", c.http2_lookahead_bytes,
+                 "HTTP/2 receive window per stream (0: gRPC's default); larger lets a streamed upload run ahead")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
   app.add_option("--stream-chunk-bytes", c.stream_chunk_bytes,
                  "default size of response chunks in the streaming RPCs")
       ->check(CLI::Range(std::size_t{64}, std::size_t{1} << 30))

@@ -22,6 +22,7 @@ struct ServerConfig {
   int cuda_streams = 4;                          // jobs on the GPU at once (one stream each)
   std::size_t cuda_staging_bytes = 16u << 20;    // each of a stream's two pinned staging buffers
   std::size_t cuda_memory_limit_bytes = 0;       // device memory requests may hold at once; 0 = all
+  int http2_lookahead_bytes = 0;                 // per-stream HTTP/2 receive window; 0 = gRPC's own
   std::size_t stream_chunk_bytes = 1u << 20;     // default response chunk of the streaming RPCs
   int batch_delay_us = 0;                        // dynamic batching of small Sorts: wait this long; 0 = off
   int batch_max_requests = 64;                   // requests per batch

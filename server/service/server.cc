@@ -68,6 +68,9 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
   builder.AddListeningPort(config_.listen, grpc::InsecureServerCredentials(), &grpc_port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes) + kReplyHeadroomBytes);
+  if (config_.http2_lookahead_bytes > 0) {
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, config_.http2_lookahead_bytes);
+  }
   builder.RegisterService(service_.get());
   builder.RegisterService(echo_service_.get());
   server_ = builder.BuildAndStart();
