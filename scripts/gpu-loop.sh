@@ -7,7 +7,8 @@
 #   GPU machine:     scripts/gpu-loop.sh device "$OUT"     # tests, e2e, benchmarks; logs under $OUT
 #                    (with the device tool: run(command='scripts/gpu-loop.sh device $OUT', carry=['build/device']))
 #   options for device: --quick (benchmarks at 1M and 16M only), --skip-bench, --only-bench,
-#                       --service (kernel_bench and scripts/service-bench.sh only)
+#                       --service [sizes] [chunks] [small] (scripts/service-bench.sh only; kernel times
+#                       for its table come from a kernel_bench run's kernel.json)
 #
 # What comes back from the GPU machine is at most 8 files: summary.txt (one line per step, pass/fail),
 # logs.tar.gz (every step's full log), and the benchmark JSON files.
@@ -28,10 +29,11 @@ bundle() {
 
 device() {
   local out=$1; shift
-  local quick="" skip_bench="" only_bench="" service=""
+  local quick="" skip_bench="" only_bench="" service="" service_parts=""
   for a in "$@"; do
     case $a in
-      --quick) quick=1 ;; --skip-bench) skip_bench=1 ;; --only-bench) only_bench=1 ;; --service) service=1 ;;
+      --quick) quick=1 ;; --skip-bench) skip_bench=1 ;; --only-bench) only_bench=1 ;;
+      --service) service=1; only_bench=1 ;; sizes|chunks|small) service_parts="$service_parts $a" ;;
       *) echo "unknown option $a" >&2; exit 2 ;;
     esac
   done
@@ -61,12 +63,10 @@ device() {
     step e2e_large_sort_cuda env GPUSORT_E2E_BACKEND=cuda tests/e2e/large_sort_cli_test.sh "$bin"
     step metrics_cuda metrics_check "$bin" "$logs"
   fi
-  if [ -n "$service" ]; then  # the service benchmarks alone, with the kernel times they are set beside
-    step kernel_bench "$bin/kernel_bench" --json "$out/kernel.json"
-    step service_bench scripts/service-bench.sh "$bin" "$logs/service" ${quick:+--quick}
-    step service_report python3 bench/service_report.py "$logs/service" --kernel "$out/kernel.json"
-    cp "$logs/service_report.log" "$out/service.md"
-    tar -czf "$out/service-json.tar.gz" -C "$logs/service" .
+  if [ -n "$service" ]; then  # service benchmarks only (parts: sizes chunks small), JSON into $out
+    # shellcheck disable=SC2086
+    step service_bench scripts/service-bench.sh "$bin" "$out" ${quick:+--quick} $service_parts
+    rm -rf "$out/json"  # service-json.tar.gz holds them
   elif [ -z "$skip_bench" ]; then
     local max=""; [ -n "$quick" ] && max="--quick"
     step kernel_bench "$bin/kernel_bench" $max --json "$out/kernel.json"
@@ -87,6 +87,7 @@ metrics_check() {
   local pid=$!
   for _ in $(seq 300); do [ -s "$work/ports" ] && break; sleep 0.1; done
   . "$work/ports"
+  # 16 MB of keys: the client streams arrays from 4 MiB, so the sort arrives as SortStream.
   "$bin/gpusort" gen --dtype f32 --count 4000000 --out "$work/k.npy"
   "$bin/gpusort" sort --server "127.0.0.1:$grpc_port" --in "$work/k.npy" --out "$work/s.npy" --verbose \
     2>&1 | tee "$work/sort.txt"
@@ -106,7 +107,7 @@ metrics_check() {
                  'gpusort_stage_duration_seconds_count{stage="h2d"}' \
                  'gpusort_stage_duration_seconds_count{stage="kernel"}' \
                  'gpusort_stage_duration_seconds_count{stage="d2h"}' \
-                 'gpusort_requests_total{algorithm="radix",code="OK",dtype="f32",method="Sort"}'; do
+                 'gpusort_requests_total{algorithm="radix",code="OK",dtype="f32",method="SortStream"}'; do
     grep -F "$pattern" "$logs/metrics.txt" || { echo "missing in /metrics: $pattern"; ok=1; }
   done
   rm -rf "$work"
