@@ -3,16 +3,17 @@
 # (BENCHMARKS.md "Service"). Starts CUDA servers on loopback and writes one JSON file per measurement
 # into OUT_DIR; bench/service_report.py turns them into the tables.
 #
-#   scripts/service-bench.sh BIN_DIR OUT_DIR [--quick] [sizes] [chunks] [small]
+#   scripts/service-bench.sh BIN_DIR OUT_DIR [--quick] [sizes] [chunks] [small] [stream16]
 #
 # BIN_DIR holds gpusort-server and gpusort (build/bin here, build/device on the GPU machine). The named
-# parts run (all three when none is named). After each measurement OUT_DIR/service-json.tar.gz holds
+# parts run (sizes, chunks and small when none is named; stream16 repeats the 16M streaming figures with
+# more requests). After each measurement OUT_DIR/service-json.tar.gz holds
 # every JSON so far, so that a run cut short still brings back what it measured.
 set -uo pipefail
 bin=$1 out=$2; shift 2
 quick="" parts=""
 for a in "$@"; do
-  case $a in --quick) quick=1 ;; sizes|chunks|small) parts="$parts $a" ;; *) echo "unknown: $a" >&2; exit 2 ;; esac
+  case $a in --quick) quick=1 ;; sizes|chunks|small|stream16) parts="$parts $a" ;; *) echo "unknown: $a" >&2; exit 2 ;; esac
 done
 [ -z "$parts" ] && parts=" sizes chunks small"
 want() { [[ " $parts " == *" $1 "* ]]; }
@@ -62,6 +63,18 @@ for n in $sizes; do
   # No --check here: it copies the answer out of the region inside the timed call (tests check shm).
   run "size-$n-sort-shm" --method sort --transport shm --count "$n" --requests "$reqs" --warmup 0.5 --payloads 2
 done
+
+# 1b. The streaming figures alone, with more requests: 16M u32 sort streamed, beside the
+# streamed echo and the unary sort, alternating so that drift hits both.
+if want stream16; then
+  for round in 1 2; do
+    for chunk in 1M 16M; do
+      run "s16-r$round-$chunk-sort-stream" --method sort --transport stream --count 16M --chunk-bytes "$chunk" --requests 20 --warmup 0.5 --payloads 2
+      run "s16-r$round-$chunk-echo-stream" --method echo --transport stream --count 16M --chunk-bytes "$chunk" --requests 20 --warmup 0.5 --payloads 2
+    done
+    run "s16-r$round-sort-unary" --method sort --transport unary --count 16M --requests 10 --warmup 0.5 --payloads 2
+  done
+fi
 
 # 2. Chunk size of the streaming RPCs, 16M keys (64 MiB), sort beside echo.
 if [ -z "$quick" ] && want chunks; then

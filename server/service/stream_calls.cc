@@ -1,6 +1,8 @@
 #include "server/service/stream_calls.h"
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <memory>
 #include <span>
 #include <string>
@@ -27,36 +29,37 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
   void OnCancel() override { call_.cancellation.Cancel(); }
   void OnDone() override { delete this; }
 
+  // Reads run back to back: each message is taken in (Accept) and the next read starts at once, while
+  // a worker does what the message left to do (the GPU copy) off gRPC's threads, one piece at a time.
   void OnReadDone(bool ok) override {
+    std::unique_lock lock(work_mutex_);
+    if (replied()) return;
     if (!ok) {  // the caller half-closed, or the call broke
-      if (context_->IsCancelled()) return Reply(absl::CancelledError("the caller cancelled"));
-      if (first_message_)
-        return Reply(absl::InvalidArgumentError(
-            "the stream ended before its first message, which must carry options"));
-      call_.report.AddStage("receive", receiving_.Seconds());
-      absl::Status status = EndOfInput();
-      if (!status.ok()) return Reply(status);
-      core_.Submit(call_, [this] {
-        absl::Status run = call_.cancellation.Check();
-        if (run.ok()) run = Execute();
-        if (!run.ok()) return Reply(run);
-        WriteNext();
-      });
-      return;
+      if (context_->IsCancelled()) {
+        failed_ = absl::CancelledError("the caller cancelled");
+      } else if (first_message_) {
+        failed_ = absl::InvalidArgumentError("the stream ended before its first message, which must carry options");
+      }
+      input_ended_ = true;
+      if (working_) return;  // the worker ends the input once it has caught up
+      lock.unlock();
+      return FinishInput();
     }
     absl::Status status = Accept(request_, first_message_);
     first_message_ = false;
-    if (!status.ok()) return Reply(status);
     request_.Clear();
-    if (!HasPendingWork()) return this->StartRead(&request_);
-    // Work on what came (the GPU copy) off gRPC's threads; the next read starts when it is done, while
-    // the transport keeps receiving into its flow-control window.
-    core_.RunOnWorker([this] {
-      absl::Status done = call_.cancellation.Check();
-      if (done.ok()) done = DoPendingWork();
-      if (!done.ok()) return Reply(done);
-      this->StartRead(&request_);
-    });
+    if (!status.ok()) {
+      failed_ = status;
+      input_ended_ = true;  // no more reads
+      if (working_) return;
+      lock.unlock();
+      return FinishInput();
+    }
+    const bool start_worker = !working_ && HasPendingWork();
+    if (start_worker) working_ = true;
+    lock.unlock();
+    this->StartRead(&request_);
+    if (start_worker) core_.RunOnWorker([this] { Work(); });
   }
 
   void OnWriteDone(bool ok) override {
@@ -73,9 +76,10 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
     this->StartRead(&request_);
   }
 
-  // Takes in one message (its bytes may be moved out of it).
+  // Takes in one message (its bytes may be moved out of it). Called with work_mutex_ held.
   virtual absl::Status Accept(Request& message, bool first) = 0;
-  // Work Accept left for a worker thread, done before the next read.
+  // Work Accept left for a worker (with work_mutex_ held), and doing it (without: it takes what it
+  // needs under work_mutex_ itself). Only one DoPendingWork runs at a time.
   virtual bool HasPendingWork() const { return false; }
   virtual absl::Status DoPendingWork() { return absl::OkStatus(); }
   virtual absl::Status EndOfInput() = 0;  // after the last message; sets call_.keys
@@ -103,8 +107,51 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
   ServiceCore& core_;
   grpc::CallbackServerContext* context_;
   CallState call_;
+  std::mutex work_mutex_;  // between the reads (gRPC's threads) and the pending work (a worker)
 
  private:
+  // On a worker: does pending work until none is left; if the input has ended meanwhile, ends it.
+  void Work() {
+    for (;;) {
+      {
+        std::lock_guard lock(work_mutex_);
+        if (!failed_.ok() || !HasPendingWork()) {
+          working_ = false;
+          if (!input_ended_) return;  // the next read starts the worker again
+          break;
+        }
+      }
+      absl::Status status = call_.cancellation.Check();
+      if (status.ok()) status = DoPendingWork();
+      if (!status.ok()) {
+        {
+          std::lock_guard lock(work_mutex_);
+          failed_ = status;
+          working_ = false;
+        }
+        // Answer now rather than read the rest; the read in flight then fails and is ignored.
+        return Reply(status);
+      }
+    }
+    FinishInput();
+  }
+
+  // Once: every message is in and worked on (or the input failed).
+  void FinishInput() {
+    if (!failed_.ok()) return Reply(failed_);
+    call_.report.AddStage("receive", receiving_.Seconds());
+    absl::Status status = EndOfInput();
+    if (!status.ok()) return Reply(status);
+    core_.Submit(call_, [this] {
+      absl::Status run = call_.cancellation.Check();
+      if (run.ok()) run = Execute();
+      if (!run.ok()) return Reply(run);
+      WriteNext();
+    });
+  }
+
+  bool replied() const { return replied_.load(); }
+
   void WriteNext() {
     if (first_write_) {
       sending_ = StageClock();
@@ -116,12 +163,15 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
     if (!chunk.ok()) return Reply(chunk);
     if (more) return this->StartWrite(&response_);
     call_.report.AddStage("send", sending_.Seconds());
+    if (replied_.exchange(true)) return;
     core_.FillInfo(call_, response_.mutable_info());
     core_.Complete(call_, absl::OkStatus());
     this->StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
   }
 
+  // Finishes the call with `status`, once; later calls do nothing.
   void Reply(const absl::Status& status) {
+    if (replied_.exchange(true)) return;
     core_.Complete(call_, status);
     this->Finish(ToGrpcStatus(status));
   }
@@ -129,6 +179,10 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
   Request request_;
   Response response_;
   bool first_message_ = true;
+  bool working_ = false;      // a worker is doing pending work (guarded by work_mutex_)
+  bool input_ended_ = false;  // no more reads will come (guarded by work_mutex_)
+  absl::Status failed_;       // the input's first failure (guarded by work_mutex_)
+  std::atomic<bool> replied_{false};
   std::size_t received_bytes_ = 0;
   StageClock receiving_;
   StageClock sending_;  // from the first answer chunk to the last (the GPU copies back ride on it)
@@ -196,16 +250,24 @@ class SortStreamCall final
     return absl::OkStatus();
   }
 
-  bool HasPendingWork() const override {
-    return ingest_ != nullptr && pending_.size() >= ElementSize(spec_.dtype);
-  }
+  bool HasPendingWork() const override { return ingest_ != nullptr && !pending_.empty(); }
 
   // Hands the whole keys received so far to the ingest; a piece of a key waits for the rest of it.
   absl::Status DoPendingWork() override {
+    std::string piece;
+    {
+      std::lock_guard lock(work_mutex_);
+      piece.swap(pending_);
+    }
+    if (carry_.empty()) {
+      carry_.swap(piece);
+    } else {
+      carry_.append(piece);
+    }
     const std::size_t width = ElementSize(spec_.dtype);
-    const std::size_t whole = pending_.size() / width * width;
-    RETURN_IF_ERROR(ingest_->Append(std::as_bytes(std::span(pending_.data(), whole))));
-    pending_.erase(0, whole);
+    const std::size_t whole = carry_.size() / width * width;
+    RETURN_IF_ERROR(ingest_->Append(std::as_bytes(std::span(carry_.data(), whole))));
+    carry_.erase(0, whole);
     return absl::OkStatus();
   }
 
@@ -273,7 +335,8 @@ class SortStreamCall final
   std::size_t chunk_bytes_ = 0;
   std::size_t key_bytes_ = 0;  // received so far
   std::unique_ptr<SortIngest> ingest_;  // when the backend takes keys as they come
-  std::string pending_;                 // keys received, not yet handed to the ingest
+  std::string pending_;                 // keys received, not yet taken by the worker (work_mutex_)
+  std::string carry_;                   // the worker's: a piece of a key waiting for the rest
   std::string keys_, values_, values_out_, indices_out_;
   ChunkCursor cursor_;
 };
