@@ -64,7 +64,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
 
   void OnWriteDone(bool ok) override {
     if (!ok) return Reply(absl::CancelledError("the caller stopped reading the answer"));
-    if (ChunksNeedWorker()) return core_.RunOnWorker([this] { WriteNext(); });
+    if (ChunksNeedWorker()) return AnswerChunkWritten();
     WriteNext();
   }
 
@@ -146,8 +146,89 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
       absl::Status run = call_.cancellation.Check();
       if (run.ok()) run = Execute();
       if (!run.ok()) return Reply(run);
-      WriteNext();
+      if (!ChunksNeedWorker()) return WriteNext();
+      sending_ = StageClock();
+      {
+        std::lock_guard lock(answer_mutex_);
+        filling_ = true;
+      }
+      FillAnswerChunks();
     });
+  }
+
+  // Answers whose chunks come off the GPU are double-buffered: a worker fills the next chunk while
+  // gRPC writes the current one, so the copy back hides behind the wire.
+  struct AnswerSlot {
+    Response message;
+    bool ready = false;
+    bool last = false;
+  };
+
+  // On a worker: fills free slots in order until both are full or the answer is done.
+  void FillAnswerChunks() {
+    for (;;) {
+      int index;
+      {
+        std::lock_guard lock(answer_mutex_);
+        if (!more_chunks_ || slots_[fill_].ready) {
+          filling_ = false;
+          return;
+        }
+        index = fill_;
+      }
+      AnswerSlot& slot = slots_[index];
+      slot.message.Clear();
+      bool more = false;
+      absl::Status chunk = NextChunk(&slot.message, &more);
+      if (!chunk.ok()) {
+        {
+          std::lock_guard lock(answer_mutex_);
+          filling_ = false;
+          more_chunks_ = false;
+        }
+        return Reply(chunk);
+      }
+      bool write_now;
+      {
+        std::lock_guard lock(answer_mutex_);
+        slot.ready = true;
+        slot.last = !more;
+        more_chunks_ = more;
+        fill_ ^= 1;
+        write_now = !write_in_flight_ && index == write_;
+        if (write_now) write_in_flight_ = true;
+      }
+      if (write_now) WriteAnswerSlot(index);
+    }
+  }
+
+  // A chunk went out: the next one goes if it is ready, and the filler restarts if it had stopped.
+  void AnswerChunkWritten() {
+    int next = -1;
+    bool start_filler = false;
+    {
+      std::lock_guard lock(answer_mutex_);
+      slots_[write_].ready = false;
+      write_ ^= 1;
+      write_in_flight_ = false;
+      if (slots_[write_].ready) {
+        write_in_flight_ = true;
+        next = write_;
+      }
+      if (!filling_ && more_chunks_) start_filler = filling_ = true;
+    }
+    if (start_filler) core_.RunOnWorker([this] { FillAnswerChunks(); });
+    if (next >= 0) WriteAnswerSlot(next);
+  }
+
+  void WriteAnswerSlot(int index) {
+    AnswerSlot& slot = slots_[index];
+    if (!slot.last) return this->StartWrite(&slot.message);
+    call_.report.AddStage("send", sending_.Seconds());
+    if (replied_.exchange(true)) return;
+    core_.FillInfo(call_, slot.message.mutable_info());
+    core_.Complete(call_, absl::OkStatus());
+    this->StartWriteAndFinish(&slot.message, grpc::WriteOptions(), grpc::Status::OK);
   }
 
   bool replied() const { return replied_.load(); }
@@ -178,6 +259,12 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
 
   Request request_;
   Response response_;
+  std::mutex answer_mutex_;  // the double-buffered answer: filler (a worker) and writer (gRPC)
+  AnswerSlot slots_[2];
+  int fill_ = 0, write_ = 0;       // which slot is filled next, and written next
+  bool filling_ = false;           // a worker is in FillAnswerChunks
+  bool write_in_flight_ = false;
+  bool more_chunks_ = true;        // NextChunk has not yet said it gave the last one
   bool first_message_ = true;
   bool working_ = false;      // a worker is doing pending work (guarded by work_mutex_)
   bool input_ended_ = false;  // no more reads will come (guarded by work_mutex_)
