@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <memory>
 #include <span>
@@ -27,7 +28,19 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
   }
 
   void OnCancel() override { call_.cancellation.Cancel(); }
-  void OnDone() override { delete this; }
+  // gRPC is done with the call; a worker may still be inside it (it marks itself idle as its very last
+  // touch of the call), so wait for that before the call goes.
+  void OnDone() override {
+    {
+      std::unique_lock lock(work_mutex_);
+      idle_.wait(lock, [this] { return !working_; });
+    }
+    {
+      std::unique_lock lock(answer_mutex_);
+      idle_.wait(lock, [this] { return !filling_; });
+    }
+    delete this;
+  }
 
   // Reads run back to back: each message is taken in (Accept) and the next read starts at once, while
   // a worker does what the message left to do (the GPU copy) off gRPC's threads, one piece at a time.
@@ -108,18 +121,27 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
   grpc::CallbackServerContext* context_;
   CallState call_;
   std::mutex work_mutex_;  // between the reads (gRPC's threads) and the pending work (a worker)
+  std::condition_variable idle_;  // a worker let go of the call (see OnDone)
 
  private:
   // On a worker: does pending work until none is left; if the input has ended meanwhile, ends it.
   void Work() {
     for (;;) {
+      bool finish = false;
       {
         std::lock_guard lock(work_mutex_);
         if (!failed_.ok() || !HasPendingWork()) {
-          working_ = false;
-          if (!input_ended_) return;  // the next read starts the worker again
-          break;
+          if (!input_ended_) {  // the next read starts the worker again
+            working_ = false;
+            idle_.notify_all();
+            return;
+          }
+          finish = true;
         }
+      }
+      if (finish) {
+        FinishInput();
+        return WorkerIdle();
       }
       absl::Status status = call_.cancellation.Check();
       if (status.ok()) status = DoPendingWork();
@@ -127,13 +149,19 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
         {
           std::lock_guard lock(work_mutex_);
           failed_ = status;
-          working_ = false;
         }
         // Answer now rather than read the rest; the read in flight then fails and is ignored.
-        return Reply(status);
+        Reply(status);
+        return WorkerIdle();
       }
     }
-    FinishInput();
+  }
+
+  // The input worker's last touch of the call.
+  void WorkerIdle() {
+    std::lock_guard lock(work_mutex_);
+    working_ = false;
+    idle_.notify_all();
   }
 
   // Once: every message is in and worked on (or the input failed).
@@ -170,8 +198,9 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
       int index;
       {
         std::lock_guard lock(answer_mutex_);
-        if (!more_chunks_ || slots_[fill_].ready) {
+        if (!more_chunks_ || slots_[fill_].ready || replied()) {
           filling_ = false;
+          idle_.notify_all();
           return;
         }
         index = fill_;
@@ -181,12 +210,12 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
       bool more = false;
       absl::Status chunk = NextChunk(&slot.message, &more);
       if (!chunk.ok()) {
-        {
-          std::lock_guard lock(answer_mutex_);
-          filling_ = false;
-          more_chunks_ = false;
-        }
-        return Reply(chunk);
+        Reply(chunk);
+        std::lock_guard lock(answer_mutex_);
+        more_chunks_ = false;
+        filling_ = false;
+        idle_.notify_all();
+        return;
       }
       bool write_now;
       {
@@ -198,7 +227,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
         write_now = !write_in_flight_ && index == write_;
         if (write_now) write_in_flight_ = true;
       }
-      if (write_now) WriteAnswerSlot(index);
+      if (write_now) WriteAnswerSlot(index);  // the last one finishes the call; filling_ keeps it alive
     }
   }
 

@@ -103,10 +103,31 @@ class SortCall final : public UnaryCall {
   absl::Status Run() override {
     RETURN_IF_ERROR(call_.cancellation.Check());
     if (regions_.keys.region != nullptr) return RunOnRegions();
+    SortBuffers buffers = PrepareBuffers();
+    RETURN_IF_ERROR(core_.backend().Sort(spec_, buffers, call_.cancellation, call_.report));
+    core_.FillInfo(call_, response_->mutable_info());
+    return absl::OkStatus();
+  }
+
+  // Small Sorts wait for others of their kind when batching is on; the batcher replies for them.
+  void RunThenReply() override {
+    if (regions_.keys.region != nullptr || !core_.batcher().Eligible(spec_, call_.keys)) return Reply(Run());
+    if (absl::Status s = call_.cancellation.Check(); !s.ok()) return Reply(s);
+    const SortBuffers buffers = PrepareBuffers();
+    // The last use of `this` here: once submitted, the batch may finish, reply and free this call at
+    // any moment on another thread.
+    core_.batcher().Submit(spec_, buffers, &call_.report, [this](absl::Status status) {
+      if (status.ok()) core_.FillInfo(call_, response_->mutable_info());
+      Reply(status);
+    });
+  }
+
+  // The reply's buffers: the keys are sorted in place in the reply. gRPC built the request as a
+  // mutable object and never reads it again, so its buffer is moved rather than copied (256 MiB costs
+  // ~60 ms).
+  SortBuffers PrepareBuffers() {
     StageClock clock;
     const std::size_t n = call_.keys;
-    // The keys are sorted in place in the reply. gRPC built the request as a mutable object and
-    // never reads it again, so its buffer is moved rather than copied (256 MiB costs ~60 ms).
     response_->mutable_keys()->swap(*const_cast<v1::SortRequest*>(request_)->mutable_keys());
     SortBuffers buffers;
     buffers.count = n;
@@ -123,25 +144,7 @@ class SortCall final : public UnaryCall {
           std::span(reinterpret_cast<int64_t*>(response_->mutable_indices()->data()), n);
     }
     call_.report.AddStage("prepare", clock.Seconds());
-    if (batched_) {
-      // Answered with the others of its batch; the batcher calls back on a worker.
-      submitted_ = true;
-      core_.batcher().Submit(spec_, buffers, &call_.report, [this](absl::Status status) {
-        if (status.ok()) core_.FillInfo(call_, response_->mutable_info());
-        Reply(status);
-      });
-      return absl::OkStatus();
-    }
-    RETURN_IF_ERROR(core_.backend().Sort(spec_, buffers, call_.cancellation, call_.report));
-    core_.FillInfo(call_, response_->mutable_info());
-    return absl::OkStatus();
-  }
-
-  void RunThenReply() override {
-    batched_ = regions_.keys.region == nullptr && core_.batcher().Eligible(spec_, call_.keys);
-    absl::Status status = Run();
-    // A batched call that got as far as the batcher replies from there.
-    if (!batched_ || !status.ok() || !submitted_) Reply(status);
+    return buffers;
   }
 
   // Keys from one shared-memory range, answers into others; the reply carries only the info.
@@ -161,8 +164,6 @@ class SortCall final : public UnaryCall {
   v1::SortResponse* response_;
   SortSpec spec_;
   SortRegions regions_;
-  bool batched_ = false;    // waits for others of its kind (dynamic batching)
-  bool submitted_ = false;  // handed to the batcher, which replies
 };
 
 class TopKCall final : public UnaryCall {
