@@ -98,6 +98,10 @@ for conns in 1 8; do
   run "small-c64-x$conns-echo" --method echo --count 1000 --concurrency 64 --connections "$conns" --duration 5 --warmup 1
   run "small-c64-x$conns-sort" --method sort --count 1000 --concurrency 64 --connections "$conns" --duration 5 --warmup 1 --check
 done
+start_server inline --inline-max-keys 4096
+for conns in 1 8; do
+  run "small-c64-x$conns-sort-inline" --method sort --count 1000 --concurrency 64 --connections "$conns" --duration 5 --warmup 1 --check
+done
 start_server batching --batch-delay-us 200 --batch-max-requests 64
 for conns in 1 8; do
   run "small-c64-x$conns-sort-batched" --method sort --count 1000 --concurrency 64 --connections "$conns" --duration 5 --warmup 1 --check

@@ -56,6 +56,10 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
                  "default size of response chunks in the streaming RPCs")
       ->check(CLI::Range(std::size_t{64}, std::size_t{1} << 30))
       ->capture_default_str();
+  app.add_option("--inline-max-keys", c.inline_max_keys,
+                 "AUTO or CPU Sort/TopK calls of at most this many keys run on the gRPC thread, skipping the "
+                 "hop to a worker (0: never)")
+      ->capture_default_str();
   app.add_option("--batch-delay-us", c.batch_delay_us,
                  "dynamic batching: small Sorts of the same options arriving within this many microseconds "
                  "of the first run as one launch (0: off)")

@@ -26,6 +26,8 @@ class UnaryCall : public grpc::ServerUnaryReactor {
     absl::Status status = Prepare();
     if (!status.ok()) {
       Reply(status);
+    } else if (RunsInline()) {
+      RunThenReply();  // as cheap as the hop to a worker would be: answer on gRPC's thread
     } else {
       core_.Submit(call_, [this] { RunThenReply(); });
     }
@@ -35,6 +37,13 @@ class UnaryCall : public grpc::ServerUnaryReactor {
  protected:
   virtual absl::Status Prepare() = 0;
   virtual absl::Status Run() = 0;
+  // Tiny CPU work (AUTO or CPU, at most --inline-max-keys keys, not batched, not shared memory) runs
+  // on the gRPC thread that took the call, as the echo does.
+  virtual bool RunsInline() const = 0;
+  bool SmallForInline(Algorithm requested) const {
+    return call_.keys <= core_.config().inline_max_keys &&
+           (requested == Algorithm::kAuto || requested == Algorithm::kCpu);
+  }
   // On a worker. A call that hands its work on (to the batcher) replies later, from there.
   virtual void RunThenReply() { Reply(Run()); }
 
@@ -107,6 +116,11 @@ class SortCall final : public UnaryCall {
     RETURN_IF_ERROR(core_.backend().Sort(spec_, buffers, call_.cancellation, call_.report));
     core_.FillInfo(call_, response_->mutable_info());
     return absl::OkStatus();
+  }
+
+  bool RunsInline() const override {
+    return regions_.keys.region == nullptr && SmallForInline(spec_.algorithm) &&
+           !core_.batcher().Eligible(spec_, call_.keys);
   }
 
   // Small Sorts wait for others of their kind when batching is on; the batcher replies for them.
@@ -224,6 +238,8 @@ class TopKCall final : public UnaryCall {
     core_.FillInfo(call_, response_->mutable_info());
     return absl::OkStatus();
   }
+
+  bool RunsInline() const override { return regions_.keys.region == nullptr && SmallForInline(spec_.algorithm); }
 
   const v1::TopKRequest* request_;
   v1::TopKResponse* response_;

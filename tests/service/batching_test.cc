@@ -2,6 +2,7 @@
 // Sorts of random sizes, dtypes, orders and payloads at once; every answer must be exactly its own
 // request's, checked against the reference, and /metrics must show batches of more than one request.
 #include <atomic>
+#include <chrono>
 #include <random>
 #include <thread>
 
@@ -37,6 +38,9 @@ bool SortAndCheck(v1::SortService::Stub& stub, std::mt19937_64& rng, std::atomic
   request.set_keys(ToBytes(keys));
   v1::SortResponse response;
   grpc::ClientContext context;
+  // A fresh connection under this load can fail its first connect (seen in CI); wait for it instead.
+  context.set_wait_for_ready(true);
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   grpc::Status status = stub.Sort(&context, request, &response);
   if (!status.ok()) {
     *why = status.error_message();
@@ -122,6 +126,44 @@ TEST(DynamicBatching, RequestsOverTheKeyLimitRunAlone) {
   ASSERT_TRUE(server.stub().Sort(&context, request, &response).ok());
   for (const auto& s : response.info().stages()) EXPECT_NE(s.stage(), "batch_wait");
   EXPECT_EQ(FromBytes<uint32_t>(response.keys()), ReferenceSort(keys, SortOrder::kAscending));
+}
+
+}  // namespace
+}  // namespace gpusort::testing
+
+namespace gpusort::testing {
+namespace {
+
+// --inline-max-keys: small AUTO calls answered on gRPC's thread give the same answers, with no queue.
+TEST(InlineSmallCalls, AnswerRightWithoutTheWorkerHop) {
+  ServerConfig config = LoopbackConfig();
+  config.inline_max_keys = 4096;
+  TestServer server(config);
+  for (std::size_t n : {std::size_t{1}, std::size_t{1000}, std::size_t{4096}, std::size_t{4097}}) {
+    const auto keys = MakeInput<float>(Pattern::kSpecials, n, n);
+    v1::SortRequest request;
+    request.mutable_options()->set_dtype(v1::DTYPE_FLOAT32);
+    request.mutable_options()->set_order(v1::ORDER_DESCENDING);
+    request.set_keys(ToBytes(keys));
+    v1::SortResponse response;
+    grpc::ClientContext context;
+    ASSERT_TRUE(server.stub().Sort(&context, request, &response).ok());
+    EXPECT_TRUE(SameBits(FromBytes<float>(response.keys()), ReferenceSort(keys, SortOrder::kDescending)));
+    bool queued = false;
+    for (const auto& s : response.info().stages()) queued |= s.stage() == "queue";
+    EXPECT_EQ(queued, n > 4096) << "n=" << n;
+
+    v1::TopKRequest topk;
+    topk.mutable_options()->set_dtype(v1::DTYPE_FLOAT32);
+    topk.mutable_options()->set_k(1);
+    topk.mutable_options()->set_largest(true);
+    topk.mutable_options()->set_sorted(true);
+    topk.set_keys(ToBytes(keys));
+    v1::TopKResponse top;
+    grpc::ClientContext topk_context;
+    ASSERT_TRUE(server.stub().TopK(&topk_context, topk, &top).ok());
+    EXPECT_TRUE(SameBits(FromBytes<float>(top.values()), ReferenceTopK(keys, 1, 1, true).values));
+  }
 }
 
 }  // namespace
