@@ -55,6 +55,9 @@ class Backend {
   // Algorithms this backend can run for Sort and for TopK (AUTO is always accepted as well).
   virtual std::vector<Algorithm> sort_algorithms() const = 0;
   virtual std::vector<Algorithm> topk_algorithms() const = 0;
+  // Whether an AUTO or CPU call of a few thousand keys costs tens of microseconds and never blocks, so
+  // the service may run it on gRPC's own thread (--inline-max-keys). False unless a backend says so.
+  virtual bool SmallCallsAreCheap() const { return false; }
   // Memory the backend holds on its devices, for the gpusort_device_memory_bytes gauge.
   struct MemoryReading {
     std::string device;  // "cuda:0"

@@ -24,7 +24,7 @@ struct ServerConfig {
   std::size_t cuda_memory_limit_bytes = 0;       // device memory requests may hold at once; 0 = all
   int http2_lookahead_bytes = 0;                 // per-stream HTTP/2 receive window; 0 = gRPC's own
   std::size_t stream_chunk_bytes = 1u << 20;     // default response chunk of the streaming RPCs
-  std::size_t inline_max_keys = 0;               // AUTO/CPU calls this small run on gRPC's thread; 0 = never
+  std::size_t inline_max_keys = 4096;            // AUTO/CPU calls this small run on gRPC's thread; 0 = never
   int batch_delay_us = 0;                        // dynamic batching of small Sorts: wait this long; 0 = off
   int batch_max_requests = 64;                   // requests per batch
   std::size_t batch_max_keys = 16384;            // larger Sorts are never batched

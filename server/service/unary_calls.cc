@@ -27,7 +27,8 @@ class UnaryCall : public grpc::ServerUnaryReactor {
     if (!status.ok()) {
       Reply(status);
     } else if (RunsInline()) {
-      RunThenReply();  // as cheap as the hop to a worker would be: answer on gRPC's thread
+      call_.report.AddStage("queue", 0);  // no wait for a worker: the stage list stays the same
+      RunThenReply();  // cheaper than the hop to a worker: answered on gRPC's thread
     } else {
       core_.Submit(call_, [this] { RunThenReply(); });
     }
@@ -42,7 +43,7 @@ class UnaryCall : public grpc::ServerUnaryReactor {
   virtual bool RunsInline() const = 0;
   bool SmallForInline(Algorithm requested) const {
     return call_.keys <= core_.config().inline_max_keys &&
-           (requested == Algorithm::kAuto || requested == Algorithm::kCpu);
+           (requested == Algorithm::kAuto || requested == Algorithm::kCpu) && core_.backend().SmallCallsAreCheap();
   }
   // On a worker. A call that hands its work on (to the batcher) replies later, from there.
   virtual void RunThenReply() { Reply(Run()); }

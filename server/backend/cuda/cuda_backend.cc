@@ -81,6 +81,7 @@ class CudaBackend final : public Backend {
   }
 
   BackendKind kind() const override { return BackendKind::kCuda; }
+  bool SmallCallsAreCheap() const override { return true; }  // AUTO answers them on its CPU backend
   std::string device() const override { return device_; }
   std::vector<Algorithm> sort_algorithms() const override { return {Algorithm::kRadix, Algorithm::kCpu}; }
   std::vector<Algorithm> topk_algorithms() const override { return {Algorithm::kRadix, Algorithm::kCpu}; }
