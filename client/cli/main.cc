@@ -24,6 +24,7 @@ struct Connection {
   std::string server = "localhost:50051";
   double timeout_seconds = 0;
   bool verbose = false;
+  std::string transport = "auto";
 };
 
 void AddConnectionFlags(CLI::App* app, Connection* c) {
@@ -32,6 +33,10 @@ void AddConnectionFlags(CLI::App* app, Connection* c) {
       ->capture_default_str();
   app->add_option("--timeout", c->timeout_seconds, "deadline in seconds (0: none)");
   app->add_flag("--verbose,-v", c->verbose, "print how the server ran it");
+  app->add_option("--transport", c->transport,
+                  "auto (stream from 4 MiB), unary, stream, or shm (shared memory; server on this host)")
+      ->check(CLI::IsMember({"auto", "unary", "stream", "shm"}))
+      ->capture_default_str();
 }
 
 // A progress line on stderr for long transfers, only when stderr is a terminal.
@@ -53,13 +58,18 @@ Client MakeClient(const Connection& c) {
   options.target = c.server;
   options.timeout = std::chrono::milliseconds(static_cast<long long>(c.timeout_seconds * 1000));
   options.progress = ProgressLine();
+  options.transport = c.transport == "unary"    ? Transport::kUnary
+                      : c.transport == "stream" ? Transport::kStream
+                      : c.transport == "shm"    ? Transport::kSharedMemory
+                                                : Transport::kAuto;
   return Client(options);
 }
 
-void PrintInfo(const v1::ExecutionInfo& info, bool streamed) {
+void PrintInfo(const v1::ExecutionInfo& info, bool streamed, const std::string& transport) {
   std::fprintf(stderr, "algorithm %s, backend %s, device %s, request %s, %s\n",
                v1::Algorithm_Name(info.algorithm()).c_str(), v1::Backend_Name(info.backend()).c_str(),
-               info.device().c_str(), info.request_id().c_str(), streamed ? "streamed" : "unary");
+               info.device().c_str(), info.request_id().c_str(),
+               streamed ? "streamed" : transport == "shm" ? "shared memory" : "unary");
   for (const auto& s : info.stages())
     std::fprintf(stderr, "  %-10s %10.3f ms\n", s.stage().c_str(), s.seconds() * 1e3);
   std::fprintf(stderr, "  %-10s %10.3f ms\n", "server", info.server_seconds() * 1e3);
@@ -338,7 +348,7 @@ int main(int argc, char** argv) {
     if (want_indices) request.payload = v1::PAYLOAD_INDICES;
     auto result = client.SortRaw(request);
     if (!result.ok()) return Fail(result.status());
-    if (sort_connection.verbose) PrintInfo(result->info, result->streamed);
+    if (sort_connection.verbose) PrintInfo(result->info, result->streamed, sort_connection.transport);
     Array keys{.dtype = input->dtype, .bytes = std::move(result->keys), .shape = {input->count()}};
     Array indices{.dtype = v1::DTYPE_INT64, .bytes = std::move(result->indices),
                   .shape = {input->count()}};
@@ -365,7 +375,7 @@ int main(int argc, char** argv) {
                                                 : v1::TOPK_OUTPUT_VALUES_AND_INDICES;
     auto result = client.TopKRaw(input->dtype, input->bytes, options);
     if (!result.ok()) return Fail(result.status());
-    if (topk_connection.verbose) PrintInfo(result->info, result->streamed);
+    if (topk_connection.verbose) PrintInfo(result->info, result->streamed, topk_connection.transport);
     std::vector<std::size_t> shape = rows > 1 || input->shape.size() == 2
                                          ? std::vector<std::size_t>{rows, k}
                                          : std::vector<std::size_t>{k};

@@ -50,6 +50,19 @@ assert p.dtype == np.int64 and np.array_equal(p, order), 'stable argsort'
 " "$work/k.npy" "$work/s.npy" "$work/d.npy" "$work/p.npy"
 done
 
+# Every transport gives the same bytes: unary, streamed, and shared memory (server on this host).
+"$cli" gen --dtype f32 --count 50001 --distribution bits --seed 5 --out "$work/t.npy"  # unary-sized
+for transport in unary stream shm; do
+  "$cli" sort --transport $transport --in "$work/t.npy" --out "$work/t-$transport.npy" --argsort --stable \
+    || fail "sort over $transport"
+  "$cli" topk --transport $transport --in "$work/t.npy" --out "$work/k-$transport.npy" -k 50 \
+    || fail "topk over $transport"
+done
+for transport in stream shm; do
+  cmp -s "$work/t-unary.npy" "$work/t-$transport.npy" || fail "argsort over $transport differs from unary"
+  cmp -s "$work/k-unary.npy" "$work/k-$transport.npy" || fail "topk over $transport differs from unary"
+done
+
 # text and raw: round trips and the same answers.
 "$cli" gen --dtype f64 --count 1000 --distribution normal --out "$work/k.txt"
 "$cli" sort --in "$work/k.txt" --dtype f64 --out "$work/s.txt"
