@@ -17,42 +17,21 @@
 #include "server/backend/cpu/cpu_backend.h"
 #include "server/backend/cuda/cuda_backend.h"
 #include "server/core/dtype.h"
+#include "tests/gpu/backends.h"
 #include "tests/support/inputs.h"
 
 namespace gpusort {
 namespace {
 
+using gpusort::testing::Bytes;
+using gpusort::testing::Cpu;
+using gpusort::testing::Cuda;
 using gpusort::testing::EdgeSizes;
 using gpusort::testing::kAllPatterns;
 using gpusort::testing::MakeInput;
 using gpusort::testing::MakeValueBytes;
 using gpusort::testing::Pattern;
 using gpusort::testing::PatternName;
-
-// One CUDA backend for the whole binary (creating one sets up streams and pinned buffers).
-Backend* Cuda() {
-  static std::unique_ptr<Backend> backend = [] {
-    auto made = MakeCudaBackend({});
-    return made.ok() ? std::move(*made) : nullptr;
-  }();
-  return backend.get();
-}
-Backend* Cpu() {
-  static std::unique_ptr<Backend> backend = MakeCpuBackend({});
-  return backend.get();
-}
-
-#define SKIP_WITHOUT_GPU()                                              \
-  do {                                                                  \
-    if (Cuda() == nullptr) GTEST_SKIP() << "no usable GPU";             \
-  } while (0)
-
-template <typename T>
-std::vector<std::byte> Bytes(const std::vector<T>& v) {
-  std::vector<std::byte> b(v.size() * sizeof(T));
-  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
 
 // Output of one Sort on one backend.
 struct SortOutput {

@@ -15,27 +15,19 @@
 #include "server/backend/cuda/auto_policy.h"
 #include "server/backend/cuda/cuda_backend.h"
 #include "server/core/dtype.h"
+#include "tests/gpu/backends.h"
 #include "tests/support/inputs.h"
 
 namespace gpusort {
 namespace {
 
+using gpusort::testing::Bytes;
+using gpusort::testing::Cpu;
+using gpusort::testing::Cuda;
 using gpusort::testing::kAllPatterns;
 using gpusort::testing::MakeInput;
 using gpusort::testing::Pattern;
 using gpusort::testing::PatternName;
-
-Backend* Cuda() {
-  static std::unique_ptr<Backend> backend = [] {
-    auto made = MakeCudaBackend({});
-    return made.ok() ? std::move(*made) : nullptr;
-  }();
-  return backend.get();
-}
-Backend* Cpu() {
-  static std::unique_ptr<Backend> backend = MakeCpuBackend({});
-  return backend.get();
-}
 
 struct Answer {
   std::vector<std::byte> keys;
@@ -89,19 +81,12 @@ Answer OnCpu(SortSpec spec, const std::vector<std::byte>& keys) {
 }
 
 template <typename T>
-std::vector<std::byte> Bytes(const std::vector<T>& v) {
-  std::vector<std::byte> b(v.size() * sizeof(T));
-  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
-template <typename T>
 class SortIngestVsCpu : public ::testing::Test {};
 using AllKeyTypes = ::testing::Types<int32_t, uint32_t, int64_t, uint64_t, float, double>;
 TYPED_TEST_SUITE(SortIngestVsCpu, AllKeyTypes);
 
 TYPED_TEST(SortIngestVsCpu, PiecesOfOddSizesOnEveryPattern) {
-  if (Cuda() == nullptr) GTEST_SKIP() << "no usable GPU";
+  SKIP_WITHOUT_GPU();
   using T = TypeParam;
   // Below, at and above the host-to-GPU switch, and large enough that the device buffer grows twice.
   const std::size_t sizes[] = {0, 1, kAutoSortCpuBelowKeys - 1, kAutoSortCpuBelowKeys, (std::size_t{3} << 20) + 7};
@@ -135,7 +120,7 @@ TYPED_TEST(SortIngestVsCpu, PiecesOfOddSizesOnEveryPattern) {
 }
 
 TEST(SortIngest, ValuesAndCpuByNameKeepTheCollectingPath) {
-  if (Cuda() == nullptr) GTEST_SKIP() << "no usable GPU";
+  SKIP_WITHOUT_GPU();
   SortSpec values;
   values.payload = SortPayload::kValues;
   values.value_width = 4;
@@ -146,7 +131,7 @@ TEST(SortIngest, ValuesAndCpuByNameKeepTheCollectingPath) {
 }
 
 TEST(SortIngest, ManyStreamsAtOnceKeepTheirOwnKeys) {
-  if (Cuda() == nullptr) GTEST_SKIP() << "no usable GPU";
+  SKIP_WITHOUT_GPU();
   // More concurrent ingests than the backend has stream slots: pieces interleave on shared slots.
   constexpr int kStreams = 12;
   std::vector<std::vector<std::byte>> inputs;

@@ -14,15 +14,6 @@
 namespace gpusort::testing {
 namespace {
 
-double SeriesValue(const std::string& text, const std::string& series) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
-
 template <typename T>
 bool SortAndCheck(v1::SortService::Stub& stub, std::mt19937_64& rng, std::atomic<int>* batched, std::string* why) {
   const std::size_t n = std::uniform_int_distribution<std::size_t>(1, 3000)(rng);
@@ -102,13 +93,13 @@ TEST(DynamicBatching, EveryCallerGetsExactlyItsOwnKeysUnderConcurrentLoad) {
   EXPECT_EQ(failures.load(), 0) << "first failure: " << first_failure;
   EXPECT_EQ(batched.load(), kClients * kCallsEach) << "every call should have gone through the batcher";
   const std::string metrics = HttpGet(server.server().metrics_port(), "/metrics");
-  const double batches = SeriesValue(metrics, "gpusort_batch_size_count");
-  const double requests = SeriesValue(metrics, "gpusort_batch_size_sum");
+  const double batches = MetricValue(metrics, "gpusort_batch_size_count");
+  const double requests = MetricValue(metrics, "gpusort_batch_size_sum");
   EXPECT_EQ(requests, kClients * kCallsEach);
   EXPECT_GT(batches, 0);
   EXPECT_LT(batches, requests) << "no batch held more than one request";
-  EXPECT_EQ(SeriesValue(metrics, "gpusort_batch_queue_depth"), 0);
-  EXPECT_GT(SeriesValue(metrics, "gpusort_batch_wait_seconds_count"), 0);
+  EXPECT_EQ(MetricValue(metrics, "gpusort_batch_queue_depth"), 0);
+  EXPECT_GT(MetricValue(metrics, "gpusort_batch_wait_seconds_count"), 0);
 }
 
 TEST(DynamicBatching, RequestsOverTheKeyLimitRunAlone) {

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sstream>
 #include <string>
 
 namespace gpusort::testing {
@@ -30,6 +31,17 @@ inline std::string HttpGet(int port, const std::string& path) {
   ::close(fd);
   const auto body = response.find("\r\n\r\n");
   return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
+// The value of one series in Prometheus text ("name{labels} value" lines, matched exactly up to the
+// value), or -1 when it is absent.
+inline double MetricValue(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
 }
 
 }  // namespace gpusort::testing

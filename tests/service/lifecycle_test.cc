@@ -90,15 +90,6 @@ TEST(RequestId, CallerIdIsUsedAndReturned) {
   EXPECT_GT(response.info().server_seconds(), 0);
 }
 
-double MetricValue(const std::string& text, const std::string& series) {
-  // "name{labels} value" lines; the series is matched exactly up to the value.
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
 
 ServerConfig WithMetrics() {
   ServerConfig config = LoopbackConfig();
