@@ -174,8 +174,8 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
       absl::Status run = call_.cancellation.Check();
       if (run.ok()) run = Execute();
       if (!run.ok()) return Reply(run);
-      if (!ChunksNeedWorker()) return WriteNext();
       sending_ = StageClock();
+      if (!ChunksNeedWorker()) return WriteNext();
       {
         std::lock_guard lock(answer_mutex_);
         filling_ = true;
@@ -263,10 +263,6 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
   bool replied() const { return replied_.load(); }
 
   void WriteNext() {
-    if (first_write_) {
-      sending_ = StageClock();
-      first_write_ = false;
-    }
     response_.Clear();
     bool more = false;
     absl::Status chunk = NextChunk(&response_, &more);
@@ -302,7 +298,6 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
   std::size_t received_bytes_ = 0;
   StageClock receiving_;
   StageClock sending_;  // from the first answer chunk to the last (the GPU copies back ride on it)
-  bool first_write_ = true;
 };
 
 // Cuts [0, count) into runs of elements that each fit in about chunk_bytes.

@@ -1,6 +1,5 @@
 #include "server/backend/cuda/cuda_backend.h"
 
-#include <bit>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -27,15 +26,6 @@ kernels::KeyWidth WidthOf(DType dtype) {
   return ElementSize(dtype) == 4 ? kernels::KeyWidth::k32 : kernels::KeyWidth::k64;
 }
 
-// The radix sort runs over the bits that vary: [lowest varying bit, highest varying bit + 1).
-void VaryingBitRange(std::uint64_t varying, int* begin_bit, int* end_bit) {
-  if (varying == 0) {
-    *begin_bit = *end_bit = 0;
-    return;
-  }
-  *begin_bit = std::countr_zero(varying);
-  *end_bit = 64 - std::countl_zero(varying);
-}
 
 // Who answers a request: the CPU backend (asked for by name, or AUTO's choice for small work) or the
 // GPU's radix engine; any other algorithm is UNIMPLEMENTED with the list this backend has.

@@ -1,6 +1,5 @@
 #include "server/backend/cuda/pinned_sort.h"
 
-#include <bit>
 #include <cstring>
 #include <vector>
 
@@ -10,6 +9,7 @@
 #include "gpusort/kernels/radix_sort.h"
 #include "gpusort/kernels/runtime.h"
 #include "server/backend/cuda/kernel_status.h"
+#include "server/backend/cuda/staging.h"
 #include "server/core/status_macros.h"
 
 namespace gpusort {
@@ -104,13 +104,7 @@ absl::Status SortPinnedOnGpu(DeviceContext& context, const SortSpec& spec, std::
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.staging_free[0].Synchronize(), "reading the varying bits");
   report.AddStage("h2d", h2d.Seconds());
   RETURN_IF_ERROR(cancellation.Check());
-  const std::uint64_t varying = or_and_host[0] ^ or_and_host[1];
-  if (varying == 0) {
-    args.begin_bit = args.end_bit = 0;
-  } else {
-    args.begin_bit = std::countr_zero(varying);
-    args.end_bit = 64 - std::countl_zero(varying);
-  }
+  VaryingBitRange(or_and_host[0] ^ or_and_host[1], &args.begin_bit, &args.end_bit);
 
   int result = 0;
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSort(args, mem[kTemp].data(), temp_bytes, slot.stream, &result),

@@ -1,7 +1,6 @@
 #include "server/backend/cuda/sort_ingest.h"
 
 #include <algorithm>
-#include <bit>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,13 +77,7 @@ class CudaSortIngest final : public SortIngest {
     args.keys[1] = mem[0].data();
     args.values[0] = mem[1].data();
     args.values[1] = mem[2].data();
-    const std::uint64_t varying = scan_.varying();
-    if (varying != 0) {
-      args.begin_bit = std::countr_zero(varying);
-      args.end_bit = 64 - std::countl_zero(varying);
-    } else {
-      args.end_bit = 0;  // every key is the same: nothing to sort (positions still come out in order)
-    }
+    VaryingBitRange(scan_.varying(), &args.begin_bit, &args.end_bit);
 
     GPUSORT_RETURN_IF_KERNEL_ERROR(slot.kernel_start.Record(slot.stream), "recording an event");
     int result = 0;

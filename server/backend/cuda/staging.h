@@ -5,6 +5,7 @@
 // in, and back on the way out.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -32,6 +33,17 @@ struct KeyBitsScan {
   std::uint64_t and_bits = ~std::uint64_t{0};
   std::uint64_t varying() const { return or_bits ^ and_bits; }
 };
+// The radix sort runs over the bits that vary: [lowest varying bit, highest varying bit + 1); none
+// when nothing varies (every key is the same, and so is the answer).
+inline void VaryingBitRange(std::uint64_t varying, int* begin_bit, int* end_bit) {
+  if (varying == 0) {
+    *begin_bit = *end_bit = 0;
+    return;
+  }
+  *begin_bit = std::countr_zero(varying);
+  *end_bit = 64 - std::countl_zero(varying);
+}
+
 ChunkFn ToOrderedBitsFn(DType dtype, bool descending, KeyBitsScan* scan);
 ChunkFn FromOrderedBitsFn(DType dtype, bool descending);
 ChunkFn PlainCopyFn();
