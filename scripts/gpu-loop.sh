@@ -33,7 +33,7 @@ device() {
   for a in "$@"; do
     case $a in
       --quick) quick=1 ;; --skip-bench) skip_bench=1 ;; --only-bench) only_bench=1 ;;
-      --service) service=1; only_bench=1 ;; sizes|chunks|small|stream16) service_parts="$service_parts $a" ;;
+      --service) service=1; only_bench=1 ;; sizes|chunks|small|stream16|split) service_parts="$service_parts $a" ;;
       *) echo "unknown option $a" >&2; exit 2 ;;
     esac
   done

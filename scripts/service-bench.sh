@@ -3,17 +3,17 @@
 # (BENCHMARKS.md "Service"). Starts CUDA servers on loopback and writes one JSON file per measurement
 # into OUT_DIR; bench/service_report.py turns them into the tables.
 #
-#   scripts/service-bench.sh BIN_DIR OUT_DIR [--quick] [sizes] [chunks] [small] [stream16]
+#   scripts/service-bench.sh BIN_DIR OUT_DIR [--quick] [sizes] [chunks] [small] [stream16] [split]
 #
 # BIN_DIR holds gpusort-server and gpusort (build/bin here, build/device on the GPU machine). The named
 # parts run (sizes, chunks and small when none is named; stream16 repeats the 16M streaming figures with
-# more requests). After each measurement OUT_DIR/service-json.tar.gz holds
+# more requests; split measures where a streamed sort's time goes). After each measurement OUT_DIR/service-json.tar.gz holds
 # every JSON so far, so that a run cut short still brings back what it measured.
 set -uo pipefail
 bin=$1 out=$2; shift 2
 quick="" parts=""
 for a in "$@"; do
-  case $a in --quick) quick=1 ;; sizes|chunks|small|stream16) parts="$parts $a" ;; *) echo "unknown: $a" >&2; exit 2 ;; esac
+  case $a in --quick) quick=1 ;; sizes|chunks|small|stream16|split) parts="$parts $a" ;; *) echo "unknown: $a" >&2; exit 2 ;; esac
 done
 [ -z "$parts" ] && parts=" sizes chunks small"
 want() { [[ " $parts " == *" $1 "* ]]; }
@@ -73,6 +73,20 @@ if want stream16; then
       run "s16-r$round-$chunk-echo-stream" --method echo --transport stream --count 16M --chunk-bytes "$chunk" --requests 20 --warmup 0.5 --payloads 2
     done
     run "s16-r$round-sort-unary" --method sort --transport unary --count 16M --requests 10 --warmup 0.5 --payloads 2
+  done
+fi
+
+# 1c. Where a streamed 16M sort's time goes. A TopK with k = 1 streams the same 64 MiB up and answers
+# with one key, so it is the upload alone; the sort is upload + device + download; the echo overlaps its
+# upload with its download. Then the same 64 MiB split over 4 and 8 streamed echoes in flight at once,
+# on as many connections, to see whether more streams move the bytes faster than one.
+if want split; then
+  for round in 1 2; do
+    run "split-r$round-topk1-stream" --method topk -k 1 --transport stream --count 16M --requests 10 --warmup 0.5 --payloads 2
+    run "split-r$round-sort-stream" --method sort --transport stream --count 16M --requests 10 --warmup 0.5 --payloads 2
+    run "split-r$round-echo-stream" --method echo --transport stream --count 16M --requests 10 --warmup 0.5 --payloads 2
+    run "split-r$round-echo-stream-4x4M" --method echo --transport stream --count 4M --concurrency 4 --connections 4 --requests 40 --warmup 0.5 --payloads 4
+    run "split-r$round-echo-stream-8x2M" --method echo --transport stream --count 2M --concurrency 8 --connections 8 --requests 80 --warmup 0.5 --payloads 8
   done
 fi
 

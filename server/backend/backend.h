@@ -33,6 +33,21 @@ class SortIngest {
   virtual absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) = 0;
 };
 
+// The keys of one Sort that arrive on several streams at once (SortStream parts): the total is known
+// up front and each part writes its own range from its own thread while the others write theirs, so
+// that the bytes are not limited by what one connection carries.
+class PartedSortIngest {
+ public:
+  virtual ~PartedSortIngest() = default;
+  // Keys [first_key, first_key + keys.size() / key width); whole keys. Safe to call from several
+  // threads at once for disjoint ranges.
+  virtual absl::Status Write(std::size_t first_key, std::span<const std::byte> keys) = 0;
+  // Once, after every range has been written.
+  virtual absl::Status Sort(const Cancellation& cancellation, ExecutionReport& report) = 0;
+  // As SortIngest::Read; safe to call from several threads at once after Sort.
+  virtual absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) = 0;
+};
+
 // Keeps host memory registered with a device while it lives (see Backend::PinHostMemory).
 class HostMemoryPin {
  public:
@@ -88,6 +103,10 @@ class Backend {
   // A streamed Sort's keys, taken as they arrive; nullptr when this backend does no better than being
   // handed the whole array (the stream call then collects it and calls Sort). Never for kValues.
   virtual std::unique_ptr<SortIngest> StartSortIngest(const SortSpec&) { return nullptr; }
+  // A Sort of `total_keys` keys that arrive in parts (see PartedSortIngest). Never kValues. This default
+  // gathers them in host memory and calls Sort; the CUDA backend copies each part to the GPU as it comes.
+  virtual absl::StatusOr<std::unique_ptr<PartedSortIngest>> StartPartedSortIngest(const SortSpec& spec,
+                                                                                  std::size_t total_keys);
   // Fills values_out / indices_out with each row's top-k, as the proto defines it.
   virtual absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers,
                             const Cancellation& cancellation, ExecutionReport& report) = 0;

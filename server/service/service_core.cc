@@ -39,6 +39,7 @@ ServiceCore::ServiceCore(const ServerConfig& config, Backend& backend, Metrics& 
       metrics_(metrics),
       admission_(config.max_inflight),
       regions_(backend, {.max_regions = config.shm_max_regions, .max_total_bytes = config.shm_max_bytes}),
+      parted_sorts_(static_cast<std::size_t>(std::max(1, config.max_inflight))),
       pool_(config.workers, [&metrics](std::size_t depth) {
         metrics.queue_depth().Set(static_cast<double>(depth));
       }),

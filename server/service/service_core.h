@@ -16,6 +16,7 @@
 #include "server/service/metrics.h"
 #include "server/service/shared_regions.h"
 #include "server/service/sort_batcher.h"
+#include "server/service/sort_parts.h"
 #include "server/service/worker_pool.h"
 
 namespace gpusort {
@@ -29,6 +30,7 @@ class ServiceCore {
   Backend& backend() { return backend_; }
   SharedRegions& regions() { return regions_; }
   SortBatcher& batcher() { return *batcher_; }
+  PartedSorts& parted_sorts() { return parted_sorts_; }
 
   // Takes an in-flight ticket for the call: UNAVAILABLE while draining, RESOURCE_EXHAUSTED when
   // max_inflight calls are already in flight.
@@ -60,6 +62,7 @@ class ServiceCore {
   Admission admission_;
   std::atomic<bool> draining_{false};
   SharedRegions regions_;
+  PartedSorts parted_sorts_;  // every part is an admitted call, so max_inflight bounds the jobs too
   WorkerPool pool_;  // its threads stop before the rest goes away
   std::unique_ptr<SortBatcher> batcher_;  // reset first: it hands what still waits to the pool
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <memory>
 #include <span>
@@ -11,6 +12,7 @@
 #include "server/core/status_macros.h"
 #include "server/service/grpc_status.h"
 #include "server/service/request_decode.h"
+#include "server/service/sort_parts.h"
 
 namespace gpusort {
 namespace {
@@ -27,7 +29,10 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
     context_->AddInitialMetadata("x-request-id", call_.request_id);
   }
 
-  void OnCancel() override { call_.cancellation.Cancel(); }
+  void OnCancel() override {
+    call_.cancellation.Cancel();
+    OnFailure(absl::CancelledError("the caller cancelled"));
+  }
   // gRPC is done with the call; a worker may still be inside it (it marks itself idle as its very last
   // touch of the call), so wait for that before the call goes.
   void OnDone() override {
@@ -101,6 +106,11 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
   virtual absl::Status NextChunk(Response* out, bool* more) = 0;
   // Whether NextChunk may block (it copies from the GPU), so it must not run on gRPC's threads.
   virtual bool ChunksNeedWorker() const { return false; }
+  // Runs the job (Execute, then the answer) once the input is complete. A part of a parted Sort waits
+  // for its sibling parts here first.
+  virtual void Schedule(std::function<void()> run) { core_.Submit(call_, std::move(run)); }
+  // The call failed or was cancelled (may come more than once, and from any thread).
+  virtual void OnFailure(const absl::Status&) {}
 
   // Adds `bytes` to what the call holds, within the server's request limit.
   absl::Status Reserve(std::size_t bytes) {
@@ -170,7 +180,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
     call_.report.AddStage("receive", receiving_.Seconds());
     absl::Status status = EndOfInput();
     if (!status.ok()) return Reply(status);
-    core_.Submit(call_, [this] {
+    Schedule([this] {
       absl::Status run = call_.cancellation.Check();
       if (run.ok()) run = Execute();
       if (!run.ok()) return Reply(run);
@@ -277,6 +287,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
 
   // Finishes the call with `status`, once; later calls do nothing.
   void Reply(const absl::Status& status) {
+    if (!status.ok()) OnFailure(status);
     if (replied_.exchange(true)) return;
     core_.Complete(call_, status);
     this->Finish(ToGrpcStatus(status));
@@ -300,16 +311,16 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
   StageClock sending_;  // from the first answer chunk to the last (the GPU copies back ride on it)
 };
 
-// Cuts [0, count) into runs of elements that each fit in about chunk_bytes.
+// Cuts [first, first + n) into runs of elements that each fit in about chunk_bytes.
 struct ChunkCursor {
-  std::size_t count = 0;
+  std::size_t count = 0;  // one past the last element
   std::size_t elements_per_chunk = 1;
   std::size_t next = 0;
 
-  void Reset(std::size_t n, std::size_t chunk_bytes, std::size_t bytes_per_element) {
-    count = n;
+  void Reset(std::size_t n, std::size_t chunk_bytes, std::size_t bytes_per_element, std::size_t first = 0) {
+    count = first + n;
     elements_per_chunk = std::max<std::size_t>(1, chunk_bytes / std::max<std::size_t>(1, bytes_per_element));
-    next = 0;
+    next = first;
   }
   // The next run [begin, end); true when more runs follow it.
   bool Take(std::size_t* begin, std::size_t* end) {
@@ -343,15 +354,23 @@ class SortStreamCall final
       call_.requested = spec_.algorithm;
       RETURN_IF_ERROR(core_.CheckSortAlgorithm(spec_.algorithm));
       chunk_bytes_ = ChunkBytes(m.response_chunk_bytes());
-      ingest_ = core_.backend().StartSortIngest(spec_);
-    } else if (m.has_options() || m.response_chunk_bytes() != 0) {
+      if (m.has_part()) {
+        RETURN_IF_ERROR(JoinParts(m.part()));
+      } else {
+        ingest_ = core_.backend().StartSortIngest(spec_);
+      }
+    } else if (m.has_options() || m.response_chunk_bytes() != 0 || m.has_part()) {
       return absl::InvalidArgumentError(
-          "options may only be sent in the first SortStream message; they came again");
+          "options and part may only be sent in the first SortStream message; they came again");
     }
     RETURN_IF_ERROR(Reserve(m.keys().size() + m.values().size()));
     key_bytes_ += m.keys().size();
     values_.append(m.values());
-    if (ingest_ == nullptr) {
+    if (job_ != nullptr && key_bytes_ > part_keys_ * ElementSize(spec_.dtype)) {
+      return absl::InvalidArgumentError("part " + std::to_string(part_index_) + " carries more than its " +
+                                        std::to_string(part_keys_) + " keys");
+    }
+    if (!Streaming()) {
       keys_.append(m.keys());
     } else if (pending_.empty()) {
       pending_.swap(*m.mutable_keys());  // no copy: the message is cleared before the next read
@@ -361,7 +380,24 @@ class SortStreamCall final
     return absl::OkStatus();
   }
 
-  bool HasPendingWork() const override { return ingest_ != nullptr && !pending_.empty(); }
+  // Whether keys go to the backend as they come (one ingest, or this part's range of a parted one).
+  bool Streaming() const { return ingest_ != nullptr || job_ != nullptr; }
+
+  absl::Status JoinParts(const v1::StreamPart& part) {
+    const PartRef ref{.job = part.job(), .index = part.index(), .count = part.count(),
+                      .total_keys = part.total_keys()};
+    ASSIGN_OR_RETURN(std::shared_ptr<PartedSort> job,
+                     core_.parted_sorts().Join(PeerHost(context_->peer()), spec_, ref, core_.backend(),
+                                               core_.config().max_request_bytes));
+    part_index_ = ref.index;
+    part_first_ = job->Begin(ref.index);
+    part_keys_ = job->Begin(ref.index + 1) - part_first_;
+    std::lock_guard lock(job_mutex_);
+    job_ = std::move(job);
+    return absl::OkStatus();
+  }
+
+  bool HasPendingWork() const override { return Streaming() && !pending_.empty(); }
 
   // Hands the whole keys received so far to the ingest; a piece of a key waits for the rest of it.
   absl::Status DoPendingWork() override {
@@ -377,18 +413,54 @@ class SortStreamCall final
     }
     const std::size_t width = ElementSize(spec_.dtype);
     const std::size_t whole = carry_.size() / width * width;
-    RETURN_IF_ERROR(ingest_->Append(std::as_bytes(std::span(carry_.data(), whole))));
+    const auto keys = std::as_bytes(std::span(carry_.data(), whole));
+    if (job_ != nullptr) {
+      RETURN_IF_ERROR(job_->ingest().Write(part_first_ + part_written_, keys));
+      part_written_ += whole / width;
+    } else {
+      RETURN_IF_ERROR(ingest_->Append(keys));
+    }
     carry_.erase(0, whole);
     return absl::OkStatus();
   }
 
   absl::Status EndOfInput() override {
     ASSIGN_OR_RETURN(call_.keys, CheckSortSizes(spec_, key_bytes_, values_.size()));
+    if (job_ != nullptr && call_.keys != part_keys_) {
+      return absl::InvalidArgumentError("part " + std::to_string(part_index_) + " carried " +
+                                        std::to_string(call_.keys) + " keys; its range of the " +
+                                        std::to_string(job_->total_keys()) + " holds " +
+                                        std::to_string(part_keys_));
+    }
     return absl::OkStatus();
+  }
+
+  // A part waits until every part of its Sort has all its keys in; the waiting shows as "parts_wait".
+  void Schedule(std::function<void()> run) override {
+    if (job_ == nullptr) return StreamCall::Schedule(std::move(run));
+    job_->Arrive([this, run = std::move(run), clock = StageClock()]() mutable {
+      call_.report.AddStage("parts_wait", clock.Seconds());
+      core_.Submit(call_, std::move(run));
+    });
+  }
+
+  // A part that fails before the sort fails its whole Sort, so that the other parts do not wait forever.
+  void OnFailure(const absl::Status& status) override {
+    std::shared_ptr<PartedSort> job;
+    {
+      std::lock_guard lock(job_mutex_);
+      job = job_;
+    }
+    if (job != nullptr) job->Fail(part_index_, status);
   }
 
   absl::Status Execute() override {
     const std::size_t n = call_.keys;
+    if (job_ != nullptr) {
+      RETURN_IF_ERROR(job_->SortOnce(call_.cancellation, call_.report));
+      cursor_.Reset(n, chunk_bytes_, BytesPerElement(), part_first_);
+      return absl::OkStatus();
+    }
     if (ingest_ != nullptr) {
       RETURN_IF_ERROR(ingest_->Sort(call_.cancellation, call_.report));
       cursor_.Reset(n, chunk_bytes_, BytesPerElement());
@@ -418,21 +490,22 @@ class SortStreamCall final
     return per_element;
   }
 
-  bool ChunksNeedWorker() const override { return ingest_ != nullptr; }
+  bool ChunksNeedWorker() const override { return Streaming(); }
 
   absl::Status NextChunk(v1::SortStreamResponse* out, bool* more) override {
     std::size_t begin, end;
     *more = cursor_.Take(&begin, &end);
     out->set_offset(begin);
     const std::size_t width = ElementSize(spec_.dtype);
-    if (ingest_ != nullptr) {
+    if (Streaming()) {
       out->mutable_keys()->resize((end - begin) * width);
       int64_t* indices = nullptr;
       if (spec_.payload == SortPayload::kIndices) {
         out->mutable_indices()->resize((end - begin) * sizeof(int64_t));
         indices = reinterpret_cast<int64_t*>(out->mutable_indices()->data());
       }
-      return ingest_->Read(begin, end, reinterpret_cast<std::byte*>(out->mutable_keys()->data()), indices);
+      auto* keys = reinterpret_cast<std::byte*>(out->mutable_keys()->data());
+      return job_ != nullptr ? job_->ingest().Read(begin, end, keys, indices) : ingest_->Read(begin, end, keys, indices);
     }
     AppendSlice(keys_, begin, end, width, out->mutable_keys());
     if (spec_.payload == SortPayload::kValues)
@@ -446,6 +519,11 @@ class SortStreamCall final
   std::size_t chunk_bytes_ = 0;
   std::size_t key_bytes_ = 0;  // received so far
   std::unique_ptr<SortIngest> ingest_;  // when the backend takes keys as they come
+  // A part of a parted Sort (proto StreamPart): its job, and its range [part_first_, + part_keys_).
+  std::mutex job_mutex_;  // job_ as OnFailure reads it (from any thread); set once, in the first Accept
+  std::shared_ptr<PartedSort> job_;
+  uint32_t part_index_ = 0;
+  std::size_t part_first_ = 0, part_keys_ = 0, part_written_ = 0;
   std::string pending_;                 // keys received, not yet taken by the worker (work_mutex_)
   std::string carry_;                   // the worker's: a piece of a key waiting for the rest
   std::string keys_, values_, values_out_, indices_out_;

@@ -133,6 +133,16 @@ class CudaBackend final : public Backend {
     return MakeCudaSortIngest(*context_, *this, spec, device_);
   }
 
+  absl::StatusOr<std::unique_ptr<PartedSortIngest>> StartPartedSortIngest(const SortSpec& spec,
+                                                                          std::size_t total_keys) override {
+    // As StartSortIngest; arrays AUTO leaves on the CPU gather on the host.
+    if (spec.payload == SortPayload::kValues || total_keys < kAutoSortCpuBelowKeys ||
+        (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix)) {
+      return Backend::StartPartedSortIngest(spec, total_keys);
+    }
+    return MakeCudaPartedSortIngest(*context_, *this, spec, device_, total_keys);
+  }
+
   absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                     ExecutionReport& report) override {
     ASSIGN_OR_RETURN(const Route route,

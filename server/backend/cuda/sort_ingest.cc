@@ -1,6 +1,7 @@
 #include "server/backend/cuda/sort_ingest.h"
 
 #include <algorithm>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,7 +20,9 @@ namespace {
 // The first device buffer holds this much; it doubles from there.
 constexpr std::size_t kFirstDeviceBytes = std::size_t{8} << 20;
 
-class CudaSortIngest final : public SortIngest {
+// One class for both forms: a single stream appends in order (SortIngest), parts write their own ranges
+// of a buffer sized up front (PartedSortIngest); the sort and the reads are the same.
+class CudaSortIngest final : public SortIngest, public PartedSortIngest {
  public:
   CudaSortIngest(DeviceContext& context, Backend& host_sort, const SortSpec& spec, std::string device_name)
       : context_(context),
@@ -41,6 +44,37 @@ class CudaSortIngest final : public SortIngest {
       return ToDevice(std::as_bytes(std::span(held.data(), held.size())));
     }
     return ToDevice(keys);
+  }
+
+  // Parted form: the whole array's device buffer, at once (the parts then only write into it).
+  absl::Status Reserve(std::size_t total_keys) {
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_.ordinal()), "selecting the GPU");
+    DeviceContext::Lease lease = context_.Acquire();
+    StreamSlot& slot = lease.slot();
+    std::vector<kernels::DeviceAllocation> buffer;
+    RETURN_IF_ERROR(context_.AllocateAll(slot.stream, {std::max<std::size_t>(1, total_keys * key_bytes_)}, &buffer));
+    keys_ = std::move(buffer[0]);
+    bytes_ = total_keys * key_bytes_;
+    on_device_ = true;
+    return absl::OkStatus();
+  }
+
+  // Parted form: converts one part's piece on a slot of its own, so that parts cross side by side.
+  absl::Status Write(std::size_t first_key, std::span<const std::byte> keys) override {
+    if (keys.empty()) return absl::OkStatus();
+    StageClock clock;
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_.ordinal()), "selecting the GPU");
+    DeviceContext::Lease lease = context_.Acquire();
+    StreamSlot& slot = lease.slot();
+    KeyBitsScan scan;
+    RETURN_IF_ERROR(Upload(slot, keys.data(), keys_.as<std::byte>() + first_key * key_bytes_, keys.size(),
+                           key_bytes_, ToOrderedBitsFn(spec_.dtype, descending_, &scan)));
+    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "host to device");
+    std::lock_guard lock(parts_mutex_);
+    scan_.or_bits |= scan.or_bits;
+    scan_.and_bits &= scan.and_bits;
+    h2d_seconds_ += clock.Seconds();  // summed over the parts: the GPU copy time, not wall time
+    return absl::OkStatus();
   }
 
   absl::Status Sort(const Cancellation& cancellation, ExecutionReport& report) override {
@@ -180,6 +214,7 @@ class CudaSortIngest final : public SortIngest {
   kernels::DeviceAllocation positions_;
   KeyBitsScan scan_;
   double h2d_seconds_ = 0;
+  std::mutex parts_mutex_;  // parted form: scan_ and h2d_seconds_, which every part adds to
 };
 
 }  // namespace
@@ -187,6 +222,14 @@ class CudaSortIngest final : public SortIngest {
 std::unique_ptr<SortIngest> MakeCudaSortIngest(DeviceContext& context, Backend& host_sort, const SortSpec& spec,
                                                std::string device_name) {
   return std::make_unique<CudaSortIngest>(context, host_sort, spec, std::move(device_name));
+}
+
+absl::StatusOr<std::unique_ptr<PartedSortIngest>> MakeCudaPartedSortIngest(DeviceContext& context, Backend& host_sort,
+                                                                         const SortSpec& spec, std::string device_name,
+                                                                         std::size_t total_keys) {
+  auto ingest = std::make_unique<CudaSortIngest>(context, host_sort, spec, std::move(device_name));
+  RETURN_IF_ERROR(ingest->Reserve(total_keys));
+  return ingest;
 }
 
 }  // namespace gpusort

@@ -17,5 +17,9 @@ namespace gpusort {
 // `host_sort` answers arrays that never reach the GPU (the CUDA backend itself: its AUTO picks the CPU).
 std::unique_ptr<SortIngest> MakeCudaSortIngest(DeviceContext& context, Backend& host_sort,
                                                const SortSpec& spec, std::string device_name);
+// The parted form, for arrays that go to the GPU: the device buffer for all `total_keys` is taken now.
+absl::StatusOr<std::unique_ptr<PartedSortIngest>> MakeCudaPartedSortIngest(DeviceContext& context, Backend& host_sort,
+                                                                         const SortSpec& spec, std::string device_name,
+                                                                         std::size_t total_keys);
 
 }  // namespace gpusort

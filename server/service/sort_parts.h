@@ -1,0 +1,95 @@
+// Sorts whose keys travel on several SortStream calls at once (proto StreamPart): one stream moves
+// about 0.5-1 GB/s, several connections several times that. The parts of one Sort find each other
+// here by the caller's job id, write their ranges of one PartedSortIngest side by side, wait for each
+// other, and each sends back its own range of the sorted array.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/backend/backend.h"
+
+namespace gpusort {
+
+// What a part's first message says about the job (proto StreamPart).
+struct PartRef {
+  std::string job;
+  uint32_t index = 0;
+  uint32_t count = 0;
+  uint64_t total_keys = 0;
+};
+
+class PartedSort {
+ public:
+  PartedSort(const SortSpec& spec, const PartRef& first, std::unique_ptr<PartedSortIngest> ingest);
+
+  const SortSpec& spec() const { return spec_; }
+  uint32_t count() const { return count_; }
+  uint64_t total_keys() const { return total_keys_; }
+  // Part `index` carries keys [Begin(index), Begin(index + 1)).
+  std::size_t Begin(uint32_t index) const { return static_cast<std::size_t>(total_keys_ * index / count_); }
+  PartedSortIngest& ingest() { return *ingest_; }
+
+  // Part `index` has written all its keys. `resume` runs once every part has (on the thread of the
+  // last one to arrive), or once the job fails, or at once if it already has.
+  void Arrive(std::function<void()> resume);
+  // Part `index` failed with `status` before the sort: every part resumes and fails (ABORTED, naming
+  // the part, for the others). Nothing once every part has arrived: the sort no longer needs it.
+  void Fail(uint32_t index, const absl::Status& status);
+  // The first caller sorts, with its own cancellation; the others wait for it. Each adds the sort's
+  // report (algorithm, device, stages) to its own. A failed job answers with its failure.
+  absl::Status SortOnce(const Cancellation& cancellation, ExecutionReport& report);
+
+ private:
+  friend class PartedSorts;
+  bool AllArrived();
+  // Registers part `index` of `part`'s job; INVALID_ARGUMENT when it does not fit the job.
+  absl::Status Join(const SortSpec& spec, const PartRef& part);
+
+  const SortSpec spec_;
+  const uint32_t count_;
+  const uint64_t total_keys_;
+  std::unique_ptr<PartedSortIngest> ingest_;
+
+  std::mutex mutex_;
+  std::vector<bool> joined_;
+  uint32_t arrived_ = 0;
+  std::vector<std::function<void()>> waiting_;
+  absl::Status failed_;  // the first part failure before the sort
+  absl::Status failure_for_others_;
+
+  std::mutex sort_mutex_;  // held while the sort runs
+  bool sorted_ = false;
+  absl::Status sort_status_;
+  ExecutionReport sort_report_;
+};
+
+// The jobs whose parts are still running, by caller host and job id.
+class PartedSorts {
+ public:
+  explicit PartedSorts(std::size_t max_jobs) : max_jobs_(max_jobs) {}
+
+  // The job `part` belongs to, started by whichever of its parts comes first. `caller_host` scopes job
+  // ids, so that callers on other hosts cannot join a job even if they learn its id.
+  absl::StatusOr<std::shared_ptr<PartedSort>> Join(const std::string& caller_host, const SortSpec& spec,
+                                                   const PartRef& part, Backend& backend,
+                                                   std::size_t max_request_bytes);
+
+ private:
+  const std::size_t max_jobs_;
+  std::mutex mutex_;
+  // weak: a job lives as long as its parts' calls hold it; expired entries are swept on the next Join.
+  std::map<std::string, std::weak_ptr<PartedSort>> jobs_;
+};
+
+// The host part of a gRPC peer string ("ipv4:127.0.0.1:5000" -> "ipv4:127.0.0.1").
+std::string PeerHost(const std::string& peer);
+
+}  // namespace gpusort

@@ -1,0 +1,277 @@
+// One Sort sent on several SortStream calls at once (proto StreamPart), through the raw stubs: every
+// part gets back its range of the whole sorted array, and a part that misbehaves or goes away fails
+// every part of its Sort with a status (never a hang: each call here has a deadline).
+#include <chrono>
+#include <future>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/service/test_server.h"
+#include "tests/support/inputs.h"
+#include "tests/support/reference.h"
+
+namespace gpusort::testing {
+namespace {
+
+constexpr auto kDeadline = std::chrono::seconds(30);
+
+std::string JobId(int salt) {
+  std::mt19937_64 random(std::random_device{}() + salt);
+  std::string id(16, '\0');
+  for (char& c : id) c = static_cast<char>(random());
+  return id;
+}
+
+struct PartAnswer {
+  grpc::Status status;
+  uint64_t first_offset = 0;
+  std::string keys, indices;
+  bool contiguous = true;  // each response chunk started where the previous one ended
+};
+
+// Sends one part: `options` and `part` in the first message, then `keys` in pieces of `chunk` bytes
+// (cut anywhere, also inside a key), and collects the answer.
+PartAnswer SendPart(v1::SortService::Stub& stub, const v1::SortOptions& options, const v1::StreamPart& part,
+                    const std::string& keys, std::size_t chunk, std::size_t key_width,
+                    grpc::ClientContext* context = nullptr) {
+  grpc::ClientContext own;
+  if (context == nullptr) context = &own;
+  context->set_deadline(std::chrono::system_clock::now() + kDeadline);
+  auto stream = stub.SortStream(context);
+  v1::SortStreamRequest m;
+  *m.mutable_options() = options;
+  *m.mutable_part() = part;
+  m.set_response_chunk_bytes(4096 + 8);
+  std::size_t pos = 0;
+  do {
+    m.set_keys(keys.substr(pos, chunk));
+    pos += chunk;
+    if (!stream->Write(m)) break;
+    m.Clear();
+  } while (pos < keys.size());
+  stream->WritesDone();
+  PartAnswer answer;
+  v1::SortStreamResponse r;
+  bool first = true;
+  while (stream->Read(&r)) {
+    if (first) answer.first_offset = r.offset();
+    else if (r.offset() != answer.first_offset + answer.keys.size() / key_width) answer.contiguous = false;
+    first = false;
+    answer.keys += r.keys();
+    answer.indices += r.indices();
+  }
+  answer.status = stream->Finish();
+  return answer;
+}
+
+v1::SortOptions Options(v1::DType dtype, bool descending = false, v1::Payload payload = v1::PAYLOAD_NONE) {
+  v1::SortOptions o;
+  o.set_dtype(dtype);
+  o.set_order(descending ? v1::ORDER_DESCENDING : v1::ORDER_ASCENDING);
+  o.set_payload(payload);
+  o.set_algorithm(TestAlgorithm());
+  return o;
+}
+
+v1::StreamPart Part(const std::string& job, uint32_t index, uint32_t count, uint64_t total) {
+  v1::StreamPart p;
+  p.set_job(job);
+  p.set_index(index);
+  p.set_count(count);
+  p.set_total_keys(total);
+  return p;
+}
+
+class StreamParts : public ::testing::Test {
+ protected:
+  // Sorts `keys` in `count` parts, each on its own connection, and checks the joined answer.
+  template <typename T>
+  void SortInParts(const std::vector<T>& keys, uint32_t count, std::size_t chunk, bool descending,
+                   bool with_indices) {
+    const std::size_t n = keys.size();
+    const std::string job = JobId(static_cast<int>(n + count));
+    const std::string bytes = ToBytes(keys);
+    const auto options = Options(WireDType<T>(), descending, with_indices ? v1::PAYLOAD_INDICES : v1::PAYLOAD_NONE);
+    std::vector<std::unique_ptr<v1::SortService::Stub>> stubs;
+    std::vector<std::future<PartAnswer>> parts;
+    for (uint32_t i = 0; i < count; ++i) {
+      const std::size_t begin = n * i / count, end = n * (i + 1) / count;
+      stubs.push_back(server_.NewStub());
+      parts.push_back(std::async(std::launch::async, [&, i, begin, end] {
+        return SendPart(*stubs[i], options, Part(job, i, count, n),
+                        bytes.substr(begin * sizeof(T), (end - begin) * sizeof(T)), chunk, sizeof(T));
+      }));
+    }
+    std::string sorted, indices;
+    for (uint32_t i = 0; i < count; ++i) {
+      PartAnswer answer = parts[i].get();
+      ASSERT_TRUE(answer.status.ok()) << "part " << i << ": " << answer.status.error_message();
+      EXPECT_TRUE(answer.contiguous) << "part " << i;
+      if (!answer.keys.empty()) EXPECT_EQ(answer.first_offset, n * i / count) << "part " << i;
+      EXPECT_EQ(answer.keys.size(), (n * (i + 1) / count - n * i / count) * sizeof(T)) << "part " << i;
+      sorted += answer.keys;
+      indices += answer.indices;
+    }
+    const SortOrder order = descending ? SortOrder::kDescending : SortOrder::kAscending;
+    EXPECT_TRUE(SameBits(FromBytes<T>(sorted), ReferenceSort(keys, order)));
+    if (with_indices) {
+      // Positions in the whole array, in the order a stable sort gives (the CPU and radix paths are both
+      // stable).
+      EXPECT_EQ(FromBytes<int64_t>(indices), ReferenceStableArgsort(keys, order));
+    }
+  }
+
+  TestServer server_;
+};
+
+TEST_F(StreamParts, ThreePartsCutInsideKeysSortTheWholeArray) {
+  SortInParts(MakeInput<uint32_t>(Pattern::kRandom, 100003), 3, 1001, false, false);
+}
+
+TEST_F(StreamParts, FloatsWithSpecialValuesDescendingWithIndices) {
+  std::vector<float> keys = MakeInput<float>(Pattern::kRandom, 70001, 3);
+  const std::vector<float> special = SpecialValues<float>();
+  for (std::size_t i = 0; i < keys.size(); i += 97) keys[i] = special[i % special.size()];
+  SortInParts(keys, 4, 4099, true, true);
+}
+
+TEST_F(StreamParts, SixtyFourBitKeysFewDistinct) {
+  SortInParts(MakeInput<int64_t>(Pattern::kFewDistinct, 50001, 5), 2, 8 * 1000 + 3, false, true);
+  SortInParts(MakeInput<double>(Pattern::kReversed, 40000, 6), 5, 65536, false, false);
+}
+
+TEST_F(StreamParts, PartsSmallerThanAChunkAndEmptyParts) {
+  SortInParts(MakeInput<uint32_t>(Pattern::kRandom, 7, 9), 3, 1 << 20, false, false);
+  SortInParts(MakeInput<uint32_t>(Pattern::kRandom, 2, 9), 4, 1 << 20, false, true);  // two parts empty
+}
+
+TEST_F(StreamParts, LargeArrayInEightParts) {
+  SortInParts(MakeInput<uint32_t>(Pattern::kRandom, (1 << 20) + 1, 11), 8, 960 << 10, false, false);
+}
+
+// --- misuse ----------------------------------------------------------------------------------------
+
+TEST_F(StreamParts, BadPartFieldsAreInvalidArgument) {
+  const auto options = Options(v1::DTYPE_UINT32);
+  const std::string keys(40, '\1');
+  auto expect = [&](const v1::SortOptions& o, const v1::StreamPart& part, const char* text) {
+    PartAnswer a = SendPart(server_.stub(), o, part, keys, 40, 4);
+    EXPECT_EQ(a.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << text;
+    EXPECT_THAT(a.status.error_message(), ::testing::HasSubstr(text));
+  };
+  expect(options, Part("short", 0, 2, 20), "16 to 64 random bytes");
+  expect(options, Part(JobId(1), 0, 1, 20), "part.count must be 2 to 64");
+  expect(options, Part(JobId(2), 0, 65, 20), "part.count must be 2 to 64");
+  expect(options, Part(JobId(3), 2, 2, 20), "not below part.count");
+  auto with_values = options;
+  with_values.set_payload(v1::PAYLOAD_VALUES);
+  with_values.set_value_width(4);
+  expect(with_values, Part(JobId(4), 0, 2, 20), "keys only");
+}
+
+TEST_F(StreamParts, OverTheRequestLimitIsResourceExhausted) {
+  PartAnswer a = SendPart(server_.stub(), Options(v1::DTYPE_UINT64), Part(JobId(5), 0, 2, uint64_t{1} << 40),
+                          std::string(8, '\0'), 8, 8);
+  EXPECT_EQ(a.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(a.status.error_message(), ::testing::HasSubstr("request limit"));
+}
+
+// A part that breaks the job fails it; the part that already sent everything and waits gets ABORTED.
+struct BrokenJobCase {
+  const char* what;
+  std::function<PartAnswer(v1::SortService::Stub&, const std::string& job)> second_part;
+  grpc::StatusCode second_code;
+  const char* second_text;
+};
+
+TEST_F(StreamParts, APartThatBreaksTheJobFailsTheWaitingPart) {
+  const auto options = Options(v1::DTYPE_UINT32);
+  const std::string half(40, '\2');  // 10 keys: total 20 in 2 parts
+  const std::vector<BrokenJobCase> cases = {
+      {"too many keys",
+       [&](auto& stub, const std::string& job) { return SendPart(stub, options, Part(job, 1, 2, 20), half + "xxxx", 44, 4); },
+       grpc::StatusCode::INVALID_ARGUMENT, "more than its 10 keys"},
+      {"too few keys",
+       [&](auto& stub, const std::string& job) { return SendPart(stub, options, Part(job, 1, 2, 20), half.substr(4), 36, 4); },
+       grpc::StatusCode::INVALID_ARGUMENT, "carried 9 keys"},
+      {"other options",
+       [&](auto& stub, const std::string& job) {
+         return SendPart(stub, Options(v1::DTYPE_UINT32, true), Part(job, 1, 2, 20), half, 40, 4);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "disagrees"},
+      {"other total",
+       [&](auto& stub, const std::string& job) { return SendPart(stub, options, Part(job, 1, 2, 21), half, 40, 4); },
+       grpc::StatusCode::INVALID_ARGUMENT, "disagrees"},
+      {"same index twice",
+       [&](auto& stub, const std::string& job) { return SendPart(stub, options, Part(job, 0, 2, 20), half, 40, 4); },
+       grpc::StatusCode::INVALID_ARGUMENT, "came twice"},
+  };
+  int salt = 100;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    const std::string job = JobId(++salt);
+    auto first_stub = server_.NewStub();
+    auto first = std::async(std::launch::async, [&] {
+      return SendPart(*first_stub, options, Part(job, 0, 2, 20), half, 40, 4);
+    });
+    // Let the first part arrive and wait before the second one breaks the job.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto second_stub = server_.NewStub();
+    PartAnswer second = c.second_part(*second_stub, job);
+    EXPECT_EQ(second.status.error_code(), c.second_code) << second.status.error_message();
+    EXPECT_THAT(second.status.error_message(), ::testing::HasSubstr(c.second_text));
+    PartAnswer a = first.get();
+    EXPECT_EQ(a.status.error_code(), grpc::StatusCode::ABORTED) << a.status.error_message();
+    EXPECT_THAT(a.status.error_message(), ::testing::HasSubstr(c.second_text));
+  }
+}
+
+TEST_F(StreamParts, APartCancelledByItsCallerFailsTheWaitingPart) {
+  const auto options = Options(v1::DTYPE_UINT32);
+  const std::string job = JobId(7);
+  const std::string half(40, '\3');
+  auto first_stub = server_.NewStub();
+  auto first = std::async(std::launch::async, [&] {
+    return SendPart(*first_stub, options, Part(job, 0, 2, 20), half, 40, 4);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto second_stub = server_.NewStub();
+  grpc::ClientContext context;
+  auto stream = second_stub->SortStream(&context);
+  v1::SortStreamRequest m;
+  *m.mutable_options() = options;
+  *m.mutable_part() = Part(job, 1, 2, 20);
+  m.set_keys(half.substr(0, 8));
+  ASSERT_TRUE(stream->Write(m));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  context.TryCancel();
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  PartAnswer a = first.get();
+  EXPECT_EQ(a.status.error_code(), grpc::StatusCode::ABORTED) << a.status.error_message();
+  EXPECT_THAT(a.status.error_message(), ::testing::HasSubstr("part 1 of this sort failed"));
+}
+
+// Job ids are the caller's: the same id used again after its Sort finished starts a new Sort.
+TEST_F(StreamParts, AJobIdCanBeUsedAgainAfterItsSortFinished) {
+  const std::string job = JobId(8);
+  const std::vector<uint32_t> first_keys = {5, 4, 3, 2}, second_keys = {9, 1, 8, 2};
+  for (const auto& keys : {first_keys, second_keys}) {
+    const std::string bytes = ToBytes(keys);
+    auto other = server_.NewStub();
+    auto part1 = std::async(std::launch::async, [&] {
+      return SendPart(*other, Options(v1::DTYPE_UINT32), Part(job, 1, 2, 4), bytes.substr(8), 8, 4);
+    });
+    PartAnswer part0 = SendPart(server_.stub(), Options(v1::DTYPE_UINT32), Part(job, 0, 2, 4), bytes.substr(0, 8), 8, 4);
+    PartAnswer a1 = part1.get();
+    ASSERT_TRUE(part0.status.ok()) << part0.status.error_message();
+    ASSERT_TRUE(a1.status.ok()) << a1.status.error_message();
+    std::vector<uint32_t> expected = keys;
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(FromBytes<uint32_t>(part0.keys + a1.keys), expected);
+  }
+}
+
+}  // namespace
+}  // namespace gpusort::testing
