@@ -64,14 +64,17 @@ for n in $sizes; do
   run "size-$n-sort-shm" --method sort --transport shm --count "$n" --requests "$reqs" --warmup 0.5 --payloads 2
 done
 
-# 1b. The streaming figures alone, with more requests: 16M u32 sort streamed, beside the
-# streamed echo and the unary sort, alternating so that drift hits both.
+# 1b. The streaming figures alone, with more requests: 16M u32 sort streamed on one stream and
+# split over 4 and 8 streams on as many connections (--stream-parts; the client's default is 4), beside
+# the streamed echo on one stream, the same bytes echoed as 4 streams at once, and the unary sort;
+# alternating so that drift hits all of them.
 if want stream16; then
-  for round in 1 2; do
-    for chunk in 1M 16M; do
-      run "s16-r$round-$chunk-sort-stream" --method sort --transport stream --count 16M --chunk-bytes "$chunk" --requests 20 --warmup 0.5 --payloads 2
-      run "s16-r$round-$chunk-echo-stream" --method echo --transport stream --count 16M --chunk-bytes "$chunk" --requests 20 --warmup 0.5 --payloads 2
+  for round in 1 2 3; do
+    for parts in 1 4 8; do
+      run "s16-r$round-sort-stream-p$parts" --method sort --transport stream --stream-parts "$parts" --count 16M --requests 20 --warmup 0.5 --payloads 2
     done
+    run "s16-r$round-echo-stream" --method echo --transport stream --count 16M --requests 20 --warmup 0.5 --payloads 2
+    run "s16-r$round-echo-stream-4x4M" --method echo --transport stream --count 4M --concurrency 4 --connections 4 --requests 80 --warmup 0.5 --payloads 4
     run "s16-r$round-sort-unary" --method sort --transport unary --count 16M --requests 10 --warmup 0.5 --payloads 2
   done
 fi
@@ -83,7 +86,7 @@ fi
 if want split; then
   for round in 1 2; do
     run "split-r$round-topk1-stream" --method topk -k 1 --transport stream --count 16M --requests 10 --warmup 0.5 --payloads 2
-    run "split-r$round-sort-stream" --method sort --transport stream --count 16M --requests 10 --warmup 0.5 --payloads 2
+    run "split-r$round-sort-stream" --method sort --transport stream --stream-parts 1 --count 16M --requests 10 --warmup 0.5 --payloads 2
     run "split-r$round-echo-stream" --method echo --transport stream --count 16M --requests 10 --warmup 0.5 --payloads 2
     run "split-r$round-echo-stream-4x4M" --method echo --transport stream --count 4M --concurrency 4 --connections 4 --requests 40 --warmup 0.5 --payloads 4
     run "split-r$round-echo-stream-8x2M" --method echo --transport stream --count 2M --concurrency 8 --connections 8 --requests 80 --warmup 0.5 --payloads 8

@@ -47,6 +47,9 @@ struct BenchConfig {
   bool argsort = false;         // sort: PAYLOAD_INDICES; topk: values and indices
   v1::Algorithm algorithm = v1::ALGORITHM_AUTO;
   std::size_t chunk_bytes = ClientOptions{}.stream_chunk_bytes;  // streaming transports
+  // sort over --transport stream: SortStream calls, each on its own connection, that carry one sort
+  // whose keys reach ClientOptions::stream_parts_from_bytes (1: always one stream)
+  int stream_parts = ClientOptions{}.stream_parts;
 
   // Closed loop: one measurement (one row) per level, each level that many requests in flight.
   std::vector<int> concurrency = {1};
@@ -75,6 +78,7 @@ inline absl::Status ValidateBenchConfig(const BenchConfig& c) {
   if (c.method == BenchMethod::kTopK && (c.k < 1 || c.k > c.count))
     return invalid("-k must be between 1 and --count");
   if (c.chunk_bytes < 1) return invalid("--chunk-bytes must be at least 1");
+  if (c.stream_parts < 1 || c.stream_parts > 64) return invalid("--stream-parts must be 1 to 64");
   if (c.method == BenchMethod::kEcho && c.transport == BenchTransport::kShm)
     return invalid("echo has no shared-memory form: it measures gRPC itself");
   if (c.rate < 0) return invalid("--rate must be positive");

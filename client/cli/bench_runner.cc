@@ -65,6 +65,7 @@ std::vector<Connection> OpenConnections(const BenchConfig& config) {
     options.transport =
         config.transport == BenchTransport::kStream ? Transport::kStream : Transport::kUnary;
     options.stream_chunk_bytes = config.chunk_bytes;
+    options.stream_parts = config.stream_parts;
     options.max_message_bytes = std::size_t{1} << 30;  // the server's --max-message-bytes is the limit
     options.channel_arguments = {{kConnectionArgument, id}};
     c.client = std::make_unique<Client>(options);

@@ -264,6 +264,13 @@ int main(int argc, char** argv) {
   bench->add_option("--chunk-bytes", bench_config.chunk_bytes, "chunk size of --transport stream")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
+  bench->add_option("--stream-parts", bench_config.stream_parts,
+                    "sort over --transport stream: a sort of " +
+                        std::to_string(ClientOptions{}.stream_parts_from_bytes >> 20) +
+                        " MiB of keys or more goes on this many streams at once, each on its own "
+                        "connection (1: one stream)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   auto* concurrency_flag =
       bench->add_option("--concurrency,-c", bench_concurrency, "closed loop: requests in flight")
           ->check(CLI::PositiveNumber)

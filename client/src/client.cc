@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
+#include <thread>
 
 #include <grpcpp/grpcpp.h>
 
@@ -78,16 +80,214 @@ absl::Status CheckOffset(uint64_t offset, std::size_t expected) {
                              std::to_string(offset) + ", expected " + std::to_string(expected));
 }
 
+// The proto's limit on StreamPart.count.
+constexpr int kMaxStreamParts = 64;
+// The integer channel argument that gives each part channel a connection of its own: gRPC shares one
+// connection among channels whose target and arguments are equal.
+constexpr char kStreamPartArgument[] = "gpusort.stream_part";
+
+// A job id for StreamPart.job: 16 random bytes (the proto asks for 16 to 64), so that concurrent
+// split Sorts from one host do not join each other's jobs.
+std::string RandomJobId() {
+  std::random_device random;
+  std::string job(16, '\0');
+  for (std::size_t i = 0; i < job.size(); i += sizeof(uint32_t)) {
+    const uint32_t word = random();
+    std::memcpy(job.data() + i, &word, sizeof word);
+  }
+  return job;
+}
+
+// What the parts of one split Sort share: the request, where the answer goes, progress and failure.
+// Each part writes only its own range of result->keys and result->indices, sized up front, so the
+// parts need no lock for the arrays.
+class SplitSort {
+ public:
+  SplitSort(const RawSortRequest& request, const ClientOptions& options, uint32_t count,
+            RawSortResult* result)
+      : request_(request),
+        options_(options),
+        job_(RandomJobId()),
+        count_(count),
+        width_(ElementBytes(request.dtype)),
+        total_keys_(request.keys.size() / width_),
+        answer_bytes_(SortAnswerBytes(request)),
+        result_(result) {
+    result_->keys.resize(request.keys.size());
+    if (request.payload == v1::PAYLOAD_INDICES) result_->indices.resize(total_keys_ * sizeof(int64_t));
+    contexts_.resize(count);
+    cancelled_.resize(count);
+  }
+
+  // Part `index` carries keys [Begin(index), Begin(index + 1)) and gets back that range sorted.
+  std::size_t Begin(uint32_t index) const { return total_keys_ * index / count_; }
+
+  // Every part's context is made before any part starts, so that a failing part can cancel all.
+  void SetContext(uint32_t index, std::unique_ptr<grpc::ClientContext> context) {
+    contexts_[index] = std::move(context);
+  }
+
+  // Runs part `index` on `stub` to its end; a failure is recorded (Fail) before it returns.
+  void Run(uint32_t index, v1::SortService::Stub& stub) {
+    absl::Status status = RunPart(index, stub);
+    if (!status.ok()) Fail(index, status);
+  }
+
+  // OK, or why the Sort failed: the first failure that is neither a CANCELLED we caused nor an ABORTED
+  // (what the server answers the other parts of a Sort whose part failed), else the first recorded.
+  absl::Status status() {
+    std::lock_guard lock(mutex_);
+    for (const Failure& f : failures_)
+      if (!f.cancelled_by_us && f.status.code() != absl::StatusCode::kAborted) return f.status;
+    return failures_.empty() ? absl::OkStatus() : failures_.front().status;
+  }
+
+ private:
+  absl::Status RunPart(uint32_t index, v1::SortService::Stub& stub) {
+    grpc::ClientContext& context = *contexts_[index];
+    auto call = stub.SortStream(&context);
+    SendPart(index, *call);
+    v1::SortStreamResponse in;
+    std::size_t next = Begin(index);
+    const std::size_t end = Begin(index + 1);
+    absl::Status placed;
+    while (placed.ok() && call->Read(&in)) {
+      placed = Place(in, &next, end);
+      if (in.has_info() && index == 0) result_->info = std::move(*in.mutable_info());
+    }
+    if (!placed.ok()) context.TryCancel();
+    grpc::Status status = call->Finish();
+    if (!placed.ok()) return placed;
+    if (!status.ok()) return ToAbsl(status);
+    if (next != end) {
+      return absl::DataLossError("part " + std::to_string(index) + " got back elements [" +
+                                 std::to_string(Begin(index)) + ", " + std::to_string(next) +
+                                 ") of its [" + std::to_string(Begin(index)) + ", " +
+                                 std::to_string(end) + ")");
+    }
+    return absl::OkStatus();
+  }
+
+  // The first message carries the options and the part (and the first keys); then keys in chunks.
+  using Call = grpc::ClientReaderWriter<v1::SortStreamRequest, v1::SortStreamResponse>;
+  void SendPart(uint32_t index, Call& call) {
+    const std::size_t chunk = options_.stream_chunk_bytes;
+    v1::SortStreamRequest message;
+    FillSortOptions(request_, message.mutable_options());
+    message.set_response_chunk_bytes(static_cast<uint32_t>(std::min(chunk, options_.max_message_bytes / 2)));
+    v1::StreamPart* part = message.mutable_part();
+    part->set_job(job_);
+    part->set_index(index);
+    part->set_count(count_);
+    part->set_total_keys(total_keys_);
+    const std::size_t begin = Begin(index) * width_;
+    const std::string_view keys = request_.keys.substr(begin, Begin(index + 1) * width_ - begin);
+    for (std::size_t pos = 0; pos < keys.size(); pos += chunk) {
+      const std::string_view piece = keys.substr(pos, chunk);
+      message.mutable_keys()->assign(piece);
+      if (!call.Write(message)) break;  // the call failed: Finish says why
+      message.Clear();
+      Progress("send", piece.size(), request_.keys.size());
+    }
+    call.WritesDone();
+  }
+
+  // Copies one answer chunk into its place in the result; it must start at *next and end by `end`.
+  absl::Status Place(const v1::SortStreamResponse& in, std::size_t* next, std::size_t end) {
+    if (absl::Status offset_ok = CheckOffset(in.offset(), *next); !offset_ok.ok()) return offset_ok;
+    const std::size_t n = in.keys().size() / width_;
+    if (in.keys().size() % width_ != 0 || n > end - *next) {
+      return absl::DataLossError("the server's answer chunk at " + std::to_string(in.offset()) + " holds " +
+                                 std::to_string(in.keys().size()) + " key bytes; the part ends at element " +
+                                 std::to_string(end));
+    }
+    const bool indices = request_.payload == v1::PAYLOAD_INDICES;
+    if (indices && in.indices().size() != n * sizeof(int64_t)) {
+      return absl::DataLossError("the server's answer chunk at " + std::to_string(in.offset()) + " holds " +
+                                 std::to_string(n) + " keys but " + std::to_string(in.indices().size()) +
+                                 " index bytes");
+    }
+    std::memcpy(result_->keys.data() + *next * width_, in.keys().data(), in.keys().size());
+    if (indices) {
+      std::memcpy(result_->indices.data() + *next * sizeof(int64_t), in.indices().data(), in.indices().size());
+    }
+    *next += n;
+    Progress("receive", in.keys().size() + in.indices().size(), answer_bytes_);
+    return absl::OkStatus();
+  }
+
+  // Progress over all parts, one call at a time so that the callback need not be thread-safe.
+  void Progress(std::string_view stage, std::size_t bytes, std::size_t total) {
+    if (!options_.progress) return;
+    std::lock_guard lock(progress_mutex_);
+    std::size_t& done = stage == "send" ? sent_ : received_;
+    done += bytes;
+    options_.progress(stage, done, total);
+  }
+
+  // Records a failure. The first one that is not ABORTED cancels every other part: the server would
+  // fail them anyway, and a part that has sent everything would otherwise wait for the sort until its
+  // deadline. ABORTED cancels nothing: the server answers it when another part failed, and then ends
+  // every part by itself; cancelling could hide the failure that caused it, which the server often
+  // sends after the ABORTEDs.
+  void Fail(uint32_t index, const absl::Status& status) {
+    std::lock_guard lock(mutex_);
+    failures_.push_back({status, cancelled_[index] && status.code() == absl::StatusCode::kCancelled});
+    if (cancelling_ || status.code() == absl::StatusCode::kAborted) return;
+    cancelling_ = true;
+    for (uint32_t i = 0; i < count_; ++i) {
+      if (i == index) continue;
+      cancelled_[i] = true;
+      contexts_[i]->TryCancel();  // also before its call starts: the call then starts cancelled
+    }
+  }
+
+  const RawSortRequest& request_;
+  const ClientOptions& options_;
+  const std::string job_;
+  const uint32_t count_;
+  const std::size_t width_, total_keys_, answer_bytes_;
+  RawSortResult* const result_;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts_;  // set before any part starts
+
+  struct Failure {
+    absl::Status status;
+    bool cancelled_by_us;
+  };
+  std::mutex mutex_;  // failures_, cancelled_, cancelling_
+  std::vector<Failure> failures_;
+  std::vector<bool> cancelled_;
+  bool cancelling_ = false;
+  std::mutex progress_mutex_;
+  std::size_t sent_ = 0, received_ = 0;
+};
+
 }  // namespace
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {
+  channel_ = MakeChannel(nullptr);
+  stub_ = v1::SortService::NewStub(channel_);
+}
+
+std::shared_ptr<grpc::Channel> Client::MakeChannel(const std::pair<std::string, int>* extra_argument) const {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes + kMessageHeadroom));
   args.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
   for (const auto& [name, value] : options_.channel_arguments) args.SetInt(name, value);
+  if (extra_argument != nullptr) args.SetInt(extra_argument->first, extra_argument->second);
   auto credentials = options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials();
-  channel_ = grpc::CreateCustomChannel(options_.target, credentials, args);
-  stub_ = v1::SortService::NewStub(channel_);
+  return grpc::CreateCustomChannel(options_.target, credentials, args);
+}
+
+std::vector<v1::SortService::Stub*> Client::PartStubs(std::size_t count) {
+  std::lock_guard lock(part_stubs_mutex_);
+  while (part_stubs_.size() < count) {
+    const std::pair<std::string, int> argument{kStreamPartArgument, static_cast<int>(part_stubs_.size())};
+    part_stubs_.push_back(v1::SortService::NewStub(MakeChannel(&argument)));
+  }
+  std::vector<v1::SortService::Stub*> stubs;
+  for (std::size_t i = 0; i < count; ++i) stubs.push_back(part_stubs_[i].get());
+  return stubs;
 }
 
 std::unique_ptr<grpc::ClientContext> Client::NewContext() const {
@@ -133,7 +333,32 @@ absl::StatusOr<RawSortResult> Client::SortRaw(const RawSortRequest& r) {
   return result;
 }
 
+bool Client::ShouldSplit(const RawSortRequest& r) const {
+  // Every part must carry at least one key; values would need their own ranges (the proto has none).
+  return options_.stream_parts > 1 && r.payload != v1::PAYLOAD_VALUES &&
+         r.keys.size() >= options_.stream_parts_from_bytes &&
+         r.keys.size() / ElementBytes(r.dtype) >= static_cast<std::size_t>(options_.stream_parts);
+}
+
+absl::StatusOr<RawSortResult> Client::SortStreamedInParts(const RawSortRequest& r) {
+  RawSortResult result;
+  result.streamed = true;
+  const auto count = static_cast<uint32_t>(std::min(options_.stream_parts, kMaxStreamParts));
+  const std::vector<v1::SortService::Stub*> stubs = PartStubs(count);
+  SplitSort split(r, options_, count, &result);
+  for (uint32_t i = 0; i < count; ++i) split.SetContext(i, NewContext());
+  // A thread per part: each call writes all its keys before it reads, and the server answers no part
+  // before every part has sent everything. This thread runs part 0.
+  std::vector<std::thread> threads;
+  for (uint32_t i = 1; i < count; ++i) threads.emplace_back([&split, &stubs, i] { split.Run(i, *stubs[i]); });
+  split.Run(0, *stubs[0]);
+  for (std::thread& t : threads) t.join();
+  if (absl::Status status = split.status(); !status.ok()) return status;
+  return result;
+}
+
 absl::StatusOr<RawSortResult> Client::SortStreamed(const RawSortRequest& r) {
+  if (ShouldSplit(r)) return SortStreamedInParts(r);
   const std::size_t answer_bytes = SortAnswerBytes(r);
   RawSortResult result;
   result.streamed = true;

@@ -327,6 +327,10 @@ TEST(BenchErrors, ConfigurationsThatCannotRunFailUpFront) {
   topk.method = BenchMethod::kTopK;
   topk.k = 2000;  // more than --count
   EXPECT_EQ(RunBench(topk).status().code(), absl::StatusCode::kInvalidArgument);
+
+  BenchConfig no_parts;
+  no_parts.stream_parts = 0;
+  EXPECT_THAT(RunBench(no_parts).status().message(), HasSubstr("--stream-parts"));
 }
 
 }  // namespace
