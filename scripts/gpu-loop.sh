@@ -9,6 +9,8 @@
 #   options for device: --quick (benchmarks at 1M and 16M only), --skip-bench, --only-bench,
 #                       --service [sizes] [chunks] [small] (scripts/service-bench.sh only; kernel times
 #                       for its table come from a kernel_bench run's kernel.json)
+#                       --comparison (comparison_bench, comparison_anchor.py, comparison_report.py only)
+#                       --kernels (the comparison-sort kernel tests and cuda_backend_test only)
 #
 # What comes back from the GPU machine is at most 8 files: summary.txt (one line per step, pass/fail),
 # logs.tar.gz (every step's full log), and the benchmark JSON files.
@@ -20,8 +22,14 @@ bundle() {
   scripts/build.sh -DCMAKE_BUILD_TYPE=Release
   rm -rf build/device
   local exes=()
-  for exe in cuda_backend_test sort_ingest_test service_tests client_tests gpusort-server gpusort kernel_bench sort_rpc_bench \
-             backend_crossover_bench; do
+  # Everything fits no longer in the 64 MiB a device call carries: GPUSORT_BUNDLE names a subset
+  # ("tests" or "bench"), and the device steps skip what is not there.
+  local tests="cuda_backend_test sort_ingest_test service_tests client_tests merge_sort_test bitonic_sort_test
+               odd_even_sort_test quicksort_test"
+  local benches="kernel_bench sort_rpc_bench backend_crossover_bench comparison_bench"
+  local chosen="$tests $benches"
+  case ${GPUSORT_BUNDLE:-all} in tests) chosen=$tests ;; bench) chosen=$benches ;; esac
+  for exe in gpusort-server gpusort $chosen; do
     if [ -x "build/bin/$exe" ]; then exes+=("build/bin/$exe"); else echo "not built, left out: $exe" >&2; fi
   done
   ../shared/tools/device-bundle.sh build/device "${exes[@]}"
@@ -29,11 +37,12 @@ bundle() {
 
 device() {
   local out=$1; shift
-  local quick="" skip_bench="" only_bench="" service="" service_parts=""
+  local quick="" skip_bench="" only_bench="" service="" service_parts="" comparison="" kernels_only=""
   for a in "$@"; do
     case $a in
       --quick) quick=1 ;; --skip-bench) skip_bench=1 ;; --only-bench) only_bench=1 ;;
-      --service) service=1; only_bench=1 ;; sizes|chunks|small|stream16|split) service_parts="$service_parts $a" ;;
+      --kernels) kernels_only=1; skip_bench=1 ;;
+      --service) service=1; only_bench=1 ;; --comparison) comparison=1; only_bench=1 ;; sizes|chunks|small|stream16|split) service_parts="$service_parts $a" ;;
       *) echo "unknown option $a" >&2; exit 2 ;;
     esac
   done
@@ -44,6 +53,7 @@ device() {
   local bin=build/device
   step() {  # step NAME COMMAND...: full log to $logs/NAME.log, one line to summary.txt
     local name=$1; shift
+    if [[ $1 == "$bin/"* && ! -x $1 ]]; then echo "$name: not in this bundle, skipped" | tee -a "$out/summary.txt"; return; fi
     local t0=$SECONDS
     "$@" >"$logs/$name.log" 2>&1
     local rc=$?
@@ -54,7 +64,12 @@ device() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$out/summary.txt"
 
   if [ -z "$only_bench" ]; then
+    for t in merge_sort_test bitonic_sort_test odd_even_sort_test quicksort_test; do
+      step "$t" "$bin/$t" --gtest_brief=1
+    done
     step cuda_backend_test "$bin/cuda_backend_test" --gtest_brief=1
+  fi
+  if [ -z "$only_bench" ] && [ -z "$kernels_only" ]; then
     step sort_ingest_test "$bin/sort_ingest_test" --gtest_brief=1
     step service_tests_cuda env GPUSORT_TEST_BACKEND=cuda "$bin/service_tests" --gtest_brief=1
     step service_tests_cpu env GPUSORT_TEST_BACKEND=cpu "$bin/service_tests" --gtest_brief=1
@@ -67,6 +82,12 @@ device() {
     # shellcheck disable=SC2086
     step service_bench scripts/service-bench.sh "$bin" "$out" ${quick:+--quick} $service_parts
     rm -rf "$out/json"  # service-json.tar.gz holds them
+  elif [ -n "$comparison" ]; then  # the comparison sorts (issue 6) beside CUB and torch, JSON into $out
+    step comparison_bench "$bin/comparison_bench" ${quick:+--quick} --json "$out/comparison.json"
+    step comparison_anchor python3 bench/comparison_anchor.py ${quick:+--quick} --json "$out/comparison_torch.json"
+    step comparison_report python3 bench/comparison_report.py --bench "$out/comparison.json" \
+      --torch "$out/comparison_torch.json"
+    cp "$logs/comparison_report.log" "$out/comparison.md"
   elif [ -z "$skip_bench" ]; then
     local max=""; [ -n "$quick" ] && max="--quick"
     step kernel_bench "$bin/kernel_bench" $max --json "$out/kernel.json"
@@ -133,5 +154,5 @@ sort_rpc_bench() {
 case ${1:-} in
   bundle) bundle ;;
   device) shift; device "$@" ;;
-  *) sed -n '2,13p' "$0"; exit 2 ;;
+  *) sed -n '2,15p' "$0"; exit 2 ;;
 esac

@@ -8,7 +8,13 @@ bin=$1
 cli=$bin/gpusort
 work=$(mktemp -d)
 server_pid=""
-cleanup() { [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" || true; rm -rf "$work"; }
+cleanup() {
+  local rc=$?
+  # A failure shows the server's side too (a server that died says why only there).
+  [ "$rc" -ne 0 ] && [ -f "$work/server.log" ] && { echo "--- server.log"; tail -n 30 "$work/server.log"; } >&2
+  [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" || true
+  rm -rf "$work"
+}
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 py() { "${PYTHON:-/usr/bin/python3}" -c "import numpy as np, sys; $1" "${@:2}" || fail "check failed: $1"; }

@@ -100,7 +100,7 @@ void ExpectSameSort(const SortSpec& spec, const std::vector<std::byte>& keys, co
   SortOutput cpu = RunSort(*Cpu(), reference, keys, values);
   ASSERT_TRUE(gpu.status.ok()) << what << ": " << gpu.status;
   ASSERT_TRUE(cpu.status.ok()) << what << ": " << cpu.status;
-  EXPECT_EQ(gpu.report.algorithm, Algorithm::kRadix) << what;
+  EXPECT_EQ(gpu.report.algorithm, spec.algorithm == Algorithm::kAuto ? Algorithm::kRadix : spec.algorithm) << what;
   EXPECT_FALSE(gpu.report.backend.has_value()) << what << ": expected the GPU to run it";
   ASSERT_TRUE(gpu.keys == cpu.keys) << what << ": keys differ";
   // Positions and values are fully determined: the sort is stable on both backends.
@@ -279,11 +279,66 @@ TEST(CudaBackend, AutoTopKTakesSmallKOnTheCpuAndLargeKOnTheGpu) {
 
 TEST(CudaBackend, AlgorithmsItLacksAreUnimplementedWithTheList) {
   SKIP_WITHOUT_GPU();
-  SortSpec spec;
+  TopKSpec spec;
+  spec.k = 1;
   spec.algorithm = Algorithm::kBitonic;
-  SortOutput out = RunSort(*Cuda(), spec, Bytes(MakeInput<uint32_t>(Pattern::kRandom, 10, 1)), {});
+  const auto keys = Bytes(MakeInput<uint32_t>(Pattern::kRandom, 10, 1));
+  TopKResultBytes out = RunTopK(*Cuda(), spec, keys);
   EXPECT_EQ(out.status.code(), absl::StatusCode::kUnimplemented);
   EXPECT_NE(std::string(out.status.message()).find("radix"), std::string::npos) << out.status;
+}
+
+// The comparison sorts a caller can name, bit for bit against the CPU: every dtype, order and payload
+// on every pattern at the edge sizes, and 2^20+1 random keys (ODD_EVEN up to its limit).
+TYPED_TEST(CudaVsCpu, NamedComparisonSortsMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const std::pair<SortPayload, std::size_t> payloads[] = {
+      {SortPayload::kNone, 0}, {SortPayload::kIndices, 0}, {SortPayload::kValues, 4}, {SortPayload::kValues, 12}};
+  for (Algorithm algorithm : {Algorithm::kMerge, Algorithm::kBitonic, Algorithm::kOddEven, Algorithm::kQuicksort}) {
+    const std::size_t limit = algorithm == Algorithm::kOddEven ? 4096 : std::size_t{1} << 40;
+    auto run = [&](Pattern pattern, std::size_t n, SortPayload payload, std::size_t width) {
+      const std::vector<std::byte> keys = Bytes(MakeInput<T>(pattern, n, n + 5));
+      for (SortOrder order : {SortOrder::kAscending, SortOrder::kDescending}) {
+        SortSpec spec;
+        spec.dtype = DTypeOf<T>::value;
+        spec.order = order;
+        spec.payload = payload;
+        spec.value_width = width;
+        spec.stable = true;
+        spec.algorithm = algorithm;
+        ExpectSameSort(spec, keys,
+                       std::string(AlgorithmName(algorithm)) + " " + PatternName(pattern) + " n=" + std::to_string(n) +
+                           (order == SortOrder::kAscending ? " asc" : " desc") +
+                           " payload=" + std::to_string(static_cast<int>(payload)) + " width=" + std::to_string(width));
+      }
+    };
+    for (Pattern pattern : kAllPatterns) {
+      for (std::size_t n : EdgeSizes()) {
+        if (n > limit) continue;
+        for (const auto& [payload, width] : payloads) {
+          run(pattern, n, payload, width);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+    }
+    if (limit >= (std::size_t{1} << 20) + 1) {
+      run(Pattern::kRandom, (std::size_t{1} << 20) + 1, SortPayload::kNone, 0);
+      run(Pattern::kFewDistinct, (std::size_t{1} << 20) + 1, SortPayload::kIndices, 0);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(CudaBackend, OddEvenOverItsLimitIsInvalidArgumentSayingSo) {
+  SKIP_WITHOUT_GPU();
+  SortSpec spec;
+  spec.algorithm = Algorithm::kOddEven;
+  SortOutput at_limit = RunSort(*Cuda(), spec, Bytes(MakeInput<uint32_t>(Pattern::kRandom, 4096, 1)), {});
+  EXPECT_TRUE(at_limit.status.ok()) << at_limit.status;
+  SortOutput over = RunSort(*Cuda(), spec, Bytes(MakeInput<uint32_t>(Pattern::kRandom, 4097, 1)), {});
+  EXPECT_EQ(over.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(over.status.message()).find("at most 4096"), std::string::npos) << over.status;
 }
 
 // A request larger than the device memory it may use is refused with RESOURCE_EXHAUSTED and a message

@@ -1,5 +1,6 @@
 #include "server/backend/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "gpusort/kernels/segmented_sort.h"
 #include "server/backend/cpu/cpu_backend.h"
 #include "server/backend/cuda/auto_policy.h"
+#include "server/backend/cuda/comparison_sort.h"
 #include "server/backend/cuda/batch_sort.h"
 #include "server/backend/cuda/device_context.h"
 #include "server/backend/cuda/kernel_status.h"
@@ -28,16 +30,22 @@ kernels::KeyWidth WidthOf(DType dtype) {
 
 
 // Who answers a request: the CPU backend (asked for by name, or AUTO's choice for small work) or the
-// GPU's radix engine; any other algorithm is UNIMPLEMENTED with the list this backend has.
+// GPU (AUTO's radix engine, or the GPU algorithm named); any other algorithm is UNIMPLEMENTED with the
+// list this backend has for the method.
 enum class Route { kCpu, kGpu };
 absl::StatusOr<Route> RouteFor(std::string_view method, Algorithm asked, AutoChoice auto_choice,
                                const std::vector<Algorithm>& available) {
   if (asked == Algorithm::kCpu || (asked == Algorithm::kAuto && auto_choice == AutoChoice::kCpu)) {
     return Route::kCpu;
   }
-  if (asked == Algorithm::kAuto || asked == Algorithm::kRadix) return Route::kGpu;
+  if (asked == Algorithm::kAuto || std::find(available.begin(), available.end(), asked) != available.end()) {
+    return Route::kGpu;
+  }
   return AlgorithmUnavailable(method, asked, available, "cuda");
 }
+
+// The GPU algorithm a routed request runs: the one named, or radix for AUTO.
+Algorithm GpuAlgorithm(Algorithm asked) { return asked == Algorithm::kAuto ? Algorithm::kRadix : asked; }
 
 // Times the kernels of one job with the slot's events and adds the stages to the report.
 class JobTimer {
@@ -73,7 +81,10 @@ class CudaBackend final : public Backend {
   BackendKind kind() const override { return BackendKind::kCuda; }
   bool SmallCallsAreCheap() const override { return true; }  // AUTO answers them on its CPU backend
   std::string device() const override { return device_; }
-  std::vector<Algorithm> sort_algorithms() const override { return {Algorithm::kRadix, Algorithm::kCpu}; }
+  std::vector<Algorithm> sort_algorithms() const override {
+    return {Algorithm::kRadix, Algorithm::kMerge, Algorithm::kBitonic, Algorithm::kOddEven, Algorithm::kQuicksort,
+            Algorithm::kCpu};
+  }
   std::vector<Algorithm> topk_algorithms() const override { return {Algorithm::kRadix, Algorithm::kCpu}; }
 
   std::vector<MemoryReading> memory() const override {
@@ -94,7 +105,8 @@ class CudaBackend final : public Backend {
     if (route == Route::kCpu) {
       return OnCpu(report, [&] { return cpu_->Sort(spec, buffers, cancellation, report); });
     }
-    report.algorithm = Algorithm::kRadix;
+    RETURN_IF_ERROR(CheckComparisonSortSize(spec.algorithm, buffers.count));
+    report.algorithm = GpuAlgorithm(spec.algorithm);
     return SortOnGpu(spec, buffers, cancellation, report);
   }
 
@@ -104,7 +116,8 @@ class CudaBackend final : public Backend {
     ASSIGN_OR_RETURN(const Route route, RouteFor("Sort", spec.algorithm, ChooseSort(spec, total), sort_algorithms()));
     // One launch for 32-bit keys; 64-bit keys (no room for the request number) and the CPU's share go
     // one request at a time, each by its own AUTO choice.
-    if (route == Route::kCpu || ElementSize(spec.dtype) != 4 || spec.payload == SortPayload::kValues) {
+    if (route == Route::kCpu || ElementSize(spec.dtype) != 4 || spec.payload == SortPayload::kValues ||
+        IsComparisonSort(spec.algorithm)) {
       return Backend::SortBatch(spec, items, cancellation);
     }
     return SortBatchOnGpu(*context_, spec, items, device_);
@@ -119,7 +132,8 @@ class CudaBackend final : public Backend {
                           const Cancellation& cancellation, ExecutionReport& report) override {
     ASSIGN_OR_RETURN(const Route route,
                      RouteFor("Sort", spec.algorithm, ChooseSort(spec, buffers.count), sort_algorithms()));
-    if (route == Route::kCpu || spec.payload == SortPayload::kValues) {
+    // The named comparison sorts take the ordinary path (copy in, Sort): regions are a radix fast path.
+    if (route == Route::kCpu || spec.payload == SortPayload::kValues || IsComparisonSort(spec.algorithm)) {
       return Backend::SortPinned(spec, keys_in, buffers, cancellation, report);
     }
     report.algorithm = Algorithm::kRadix;
@@ -176,10 +190,17 @@ class CudaBackend final : public Backend {
 
     // The payload that rides with the keys: 4- and 8-byte values directly, positions for argsort and
     // for values of any other width (gathered by those positions after the sort).
+    // The comparison sorts carry positions only, so values of every width are gathered by them.
+    const Algorithm algorithm = GpuAlgorithm(spec.algorithm);
+    const bool comparison = IsComparisonSort(algorithm);
     kernels::Payload payload = kernels::Payload::kNone;
     std::size_t payload_bytes = 0;
     bool gather_values = false;
-    if (spec.payload == SortPayload::kIndices) {
+    if (comparison && spec.payload == SortPayload::kValues) {
+      payload = kernels::Payload::kIndexU32;
+      payload_bytes = 4;
+      gather_values = true;
+    } else if (spec.payload == SortPayload::kIndices) {
       payload = kernels::Payload::kIndexU32;
       payload_bytes = 4;
     } else if (spec.payload == SortPayload::kValues) {
@@ -205,10 +226,17 @@ class CudaBackend final : public Backend {
     args.begin_bit = 0;
     args.end_bit = static_cast<int>(key_bytes * 8);
     std::size_t temp_bytes = 0;
-    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSortTempBytes(args, &temp_bytes), "sizing the sort");
+    if (comparison) {
+      RETURN_IF_ERROR(ComparisonSortTempBytes(algorithm, args.key_width, n, payload != kernels::Payload::kNone,
+                                              &temp_bytes));
+    } else {
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSortTempBytes(args, &temp_bytes), "sizing the sort");
+    }
     enum { kKeys0, kKeys1, kPay0, kPay1, kTemp, kValuesIn, kValuesOut };
-    std::vector<std::size_t> sizes = {n * key_bytes, n * key_bytes, n * payload_bytes, n * payload_bytes,
-                                      temp_bytes};
+    // The comparison sorts work in place (their scratch is in temp): no second buffers.
+    const std::size_t second = comparison ? 0 : 1;
+    std::vector<std::size_t> sizes = {n * key_bytes, second * n * key_bytes, n * payload_bytes,
+                                      second * n * payload_bytes, temp_bytes};
     if (gather_values) {
       sizes.push_back(n * spec.value_width);
       sizes.push_back(n * spec.value_width);
@@ -238,8 +266,15 @@ class CudaBackend final : public Backend {
     JobTimer timer(slot);
     RETURN_IF_ERROR(timer.KernelStart());
     int result = 0;
-    GPUSORT_RETURN_IF_KERNEL_ERROR(
-        kernels::RadixSort(args, mem[kTemp].data(), temp_bytes, slot.stream, &result), "radix sort");
+    if (comparison) {
+      // Every bit is compared: the varying-bit range is a radix sort's shortcut.
+      auto* positions = payload == kernels::Payload::kNone ? nullptr : static_cast<std::uint32_t*>(args.values[0]);
+      RETURN_IF_ERROR(ComparisonSort(algorithm, args.key_width, n, args.keys[0], positions, mem[kTemp].data(),
+                                     temp_bytes, slot.stream));
+    } else {
+      GPUSORT_RETURN_IF_KERNEL_ERROR(
+          kernels::RadixSort(args, mem[kTemp].data(), temp_bytes, slot.stream, &result), "radix sort");
+    }
     if (gather_values) {
       GPUSORT_RETURN_IF_KERNEL_ERROR(
           kernels::GatherAsync(mem[kValuesIn].data(), static_cast<const std::uint32_t*>(args.values[result]),

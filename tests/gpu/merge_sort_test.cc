@@ -1,0 +1,121 @@
+// MergeSort (kernels/comparison_sorts.h) against std::stable_sort: every pattern and edge size, sizes
+// around the block-sort tile (where the global merge passes begin and where a pair of runs is short
+// or alone), 64M random 32-bit keys, and 16M 64-bit keys full of ties with positions, where any
+// unstable merge would show. Skips when no GPU is usable.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpusort/kernels/comparison_sorts.h"
+#include "tests/gpu/key_sort_harness.h"
+#include "tests/support/inputs.h"
+
+namespace gpusort {
+namespace {
+
+using testing::ExpectSortsLikeStableSort;
+using testing::KeySortResult;
+using testing::MakeInput;
+using testing::Pattern;
+using testing::PatternName;
+using testing::ReferenceKeySort;
+using testing::RunKeySort;
+
+// The block-sort tile in keys (256 threads times 17 or 11 keys, merge_sort.cu): sizes are chosen
+// around its multiples. If the kernel's tile changes, these cases still check correctness.
+constexpr std::size_t kTile32 = 256 * 17;
+constexpr std::size_t kTile64 = 256 * 11;
+
+template <typename Key>
+void ExpectMatchesReference(const std::vector<Key>& keys, bool with_positions) {
+  const KeySortResult<Key> got = RunKeySort<Key>(kernels::MergeSortTempBytes, kernels::MergeSort, keys, with_positions);
+  ASSERT_TRUE(got.status.ok()) << got.status.message();
+  const KeySortResult<Key> want = ReferenceKeySort(keys, with_positions);
+  ASSERT_EQ(got.keys, want.keys);
+  ASSERT_EQ(got.positions, want.positions);
+}
+
+TEST(MergeSortTest, SortsLikeStableSort) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  ExpectSortsLikeStableSort(kernels::MergeSortTempBytes, kernels::MergeSort, (1 << 20) + 1);
+}
+
+template <typename Key>
+void ExpectTileEdgesSort(std::size_t tile) {
+  // One tile, the first merge pass, an odd run with no partner, short last runs, several passes.
+  const std::size_t sizes[] = {tile - 1, tile,         tile + 1,         2 * tile,          2 * tile + 1,
+                               3 * tile, 5 * tile - 7, 8 * tile,         9 * tile + 3,      33 * tile + 100};
+  for (Pattern pattern : {Pattern::kRandom, Pattern::kFewDistinct, Pattern::kReversed, Pattern::kOrganPipe}) {
+    for (std::size_t n : sizes) {
+      for (bool with_positions : {false, true}) {
+        SCOPED_TRACE(PatternName(pattern) + " n=" + std::to_string(n) + " bits=" +
+                     std::to_string(sizeof(Key) * 8) + (with_positions ? " positions" : ""));
+        ExpectMatchesReference(MakeInput<Key>(pattern, n, n + 5), with_positions);
+      }
+    }
+  }
+}
+
+TEST(MergeSortTest, SizesAroundTheTile) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  ExpectTileEdgesSort<std::uint32_t>(kTile32);
+  ExpectTileEdgesSort<std::uint64_t>(kTile64);
+}
+
+TEST(MergeSortTest, Random64MU32) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  const std::vector<std::uint32_t> keys = MakeInput<std::uint32_t>(Pattern::kRandom, std::size_t{64} << 20, 64);
+  const KeySortResult<std::uint32_t> got =
+      RunKeySort<std::uint32_t>(kernels::MergeSortTempBytes, kernels::MergeSort, keys, false);
+  ASSERT_TRUE(got.status.ok()) << got.status.message();
+  std::vector<std::uint32_t> want = keys;
+  std::sort(want.begin(), want.end());  // keys alone: any sort's answer is the stable one
+  ASSERT_EQ(got.keys, want);
+}
+
+TEST(MergeSortTest, TiedU64WithPositions16M) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  // Only the top 20 bits vary: about 16 copies of each key, spread over every merge pass, with the
+  // high word deciding (the 64-bit comparison's upper half).
+  std::mt19937_64 rng(16);
+  std::vector<std::uint64_t> keys(std::size_t{16} << 20);
+  for (auto& k : keys) k = rng() & ~((std::uint64_t{1} << 44) - 1);
+  ExpectMatchesReference(keys, true);
+}
+
+TEST(MergeSortTest, SingleTileNeedsNoTemp) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  kernels::KeySortArgs args;
+  args.count = kTile32;
+  std::size_t bytes = 1;
+  ASSERT_TRUE(kernels::MergeSortTempBytes(args, &bytes).ok());
+  EXPECT_EQ(bytes, 0u);
+  args.count = kTile32 + 1;
+  ASSERT_TRUE(kernels::MergeSortTempBytes(args, &bytes).ok());
+  EXPECT_GE(bytes, (kTile32 + 1) * sizeof(std::uint32_t));
+}
+
+TEST(MergeSortTest, RejectsShortTempAndTooManyKeys) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  const std::vector<std::uint32_t> keys = MakeInput<std::uint32_t>(Pattern::kRandom, 3 * kTile32, 3);
+  auto short_temp = [](const kernels::KeySortArgs& args, std::size_t* bytes) {
+    kernels::Status s = kernels::MergeSortTempBytes(args, bytes);
+    *bytes -= 1;
+    return s;
+  };
+  const KeySortResult<std::uint32_t> got = RunKeySort<std::uint32_t>(short_temp, kernels::MergeSort, keys, true);
+  EXPECT_EQ(got.status.code(), kernels::StatusCode::kInvalidArgument);
+
+  kernels::KeySortArgs args;
+  args.count = static_cast<std::size_t>(INT_MAX) + 1;
+  std::size_t bytes = 0;
+  EXPECT_EQ(kernels::MergeSortTempBytes(args, &bytes).code(), kernels::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gpusort
