@@ -65,13 +65,13 @@ for n in $sizes; do
 done
 
 # 1b. The streaming figures alone, with more requests: 16M u32 sort streamed on one stream and
-# split over 4 and 8 streams on as many connections (--stream-parts; the client's default is 4), beside
+# split over 4 and 8 streams on as many connections (--stream-parts; the client's default is 8), beside
 # the streamed echo on one stream, the same bytes echoed as 4 streams at once, and the unary sort;
 # alternating so that drift hits all of them.
 if want stream16; then
   for round in 1 2 3; do
-    for parts in 1 4 8; do
-      run "s16-r$round-sort-stream-p$parts" --method sort --transport stream --stream-parts "$parts" --count 16M --requests 20 --warmup 0.5 --payloads 2
+    for n_parts in 1 4 8; do
+      run "s16-r$round-sort-stream-p$n_parts" --method sort --transport stream --stream-parts "$n_parts" --count 16M --requests 20 --warmup 0.5 --payloads 2
     done
     run "s16-r$round-echo-stream" --method echo --transport stream --count 16M --requests 20 --warmup 0.5 --payloads 2
     run "s16-r$round-echo-stream-4x4M" --method echo --transport stream --count 4M --concurrency 4 --connections 4 --requests 80 --warmup 0.5 --payloads 4

@@ -53,10 +53,11 @@ struct ClientOptions {
   // transfer with the server's work and avoids gRPC's slow path for very large messages (BENCHMARKS.md).
   std::size_t stream_from_bytes = 4u << 20;
   // A large streamed Sort travels on this many SortStream calls at once, each on a connection of its
-  // own (proto StreamPart), because one HTTP/2 connection moves only about 0.5-1 GB/s: on the GPU
-  // machine a 64 MiB streamed echo takes 125-143 ms on one stream, the same bytes as four 16 MiB
-  // echoes on four connections about 17 ms. 1: always one stream; at most 64 (the proto's limit).
-  int stream_parts = 4;
+  // own (proto StreamPart), because one HTTP/2 connection moves only about 0.5-1 GB/s. On the GPU
+  // machine a 16M-key (64 MiB) streamed sort took 123-126 ms on one stream, 61-62 ms in 4 parts and
+  // 54-56 ms in 8 (unary: 237-257 ms; BENCHMARKS.md). 1: always one stream; at most 64 (the proto's
+  // limit).
+  int stream_parts = 8;
   // A streamed Sort whose keys are at least this many bytes is split into stream_parts (keys only or
   // PAYLOAD_INDICES; PAYLOAD_VALUES always takes one stream). Smaller Sorts keep to one stream: a split
   // costs a thread and a call per part, and each part's connection is opened on its first use.
