@@ -85,6 +85,8 @@ constexpr int kMaxStreamParts = 64;
 // The integer channel argument that gives each part channel a connection of its own: gRPC shares one
 // connection among channels whose target and arguments are equal.
 constexpr char kStreamPartArgument[] = "gpusort.stream_part";
+// How long a part connection may take to connect (at most the call's own timeout).
+constexpr std::chrono::milliseconds kPartConnectTimeout{10000};
 
 // A job id for StreamPart.job: 16 random bytes (the proto asks for 16 to 64), so that concurrent
 // split Sorts from one host do not join each other's jobs.
@@ -279,11 +281,27 @@ std::shared_ptr<grpc::Channel> Client::MakeChannel(const std::pair<std::string, 
   return grpc::CreateCustomChannel(options_.target, credentials, args);
 }
 
-std::vector<v1::SortService::Stub*> Client::PartStubs(std::size_t count) {
+absl::StatusOr<std::vector<v1::SortService::Stub*>> Client::PartStubs(std::size_t count) {
   std::lock_guard lock(part_stubs_mutex_);
   while (part_stubs_.size() < count) {
     const std::pair<std::string, int> argument{kStreamPartArgument, static_cast<int>(part_stubs_.size())};
-    part_stubs_.push_back(v1::SortService::NewStub(MakeChannel(&argument)));
+    part_channels_.push_back(MakeChannel(&argument));
+    part_stubs_.push_back(v1::SortService::NewStub(part_channels_.back()));
+  }
+  // Connected before any part starts. A part call on a channel still connecting fails at once with
+  // UNAVAILABLE when its first connection attempt fails (seen on loopback as a spurious "failed to
+  // connect to all addresses" when eight connections open at once), and one failed part fails the
+  // whole Sort. Here every channel gets the time to connect, or its retries, within the call's timeout
+  // or kPartConnectTimeout.
+  const auto timeout = options_.timeout.count() > 0 ? std::min<std::chrono::milliseconds>(options_.timeout, kPartConnectTimeout)
+                                                    : kPartConnectTimeout;
+  const auto deadline = std::chrono::system_clock::now() + timeout;
+  for (std::size_t i = 0; i < count; ++i) part_channels_[i]->GetState(/*try_to_connect=*/true);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!part_channels_[i]->WaitForConnected(deadline)) {
+      return absl::UnavailableError("stream part connection " + std::to_string(i) + " to " + options_.target +
+                                    " did not connect within " + std::to_string(timeout.count()) + " ms");
+    }
   }
   std::vector<v1::SortService::Stub*> stubs;
   for (std::size_t i = 0; i < count; ++i) stubs.push_back(part_stubs_[i].get());
@@ -344,7 +362,9 @@ absl::StatusOr<RawSortResult> Client::SortStreamedInParts(const RawSortRequest& 
   RawSortResult result;
   result.streamed = true;
   const auto count = static_cast<uint32_t>(std::min(options_.stream_parts, kMaxStreamParts));
-  const std::vector<v1::SortService::Stub*> stubs = PartStubs(count);
+  auto part_stubs = PartStubs(count);
+  if (!part_stubs.ok()) return part_stubs.status();
+  const std::vector<v1::SortService::Stub*>& stubs = *part_stubs;
   SplitSort split(r, options_, count, &result);
   for (uint32_t i = 0; i < count; ++i) split.SetContext(i, NewContext());
   // A thread per part: each call writes all its keys before it reads, and the server answers no part

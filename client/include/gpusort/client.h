@@ -190,7 +190,8 @@ class Client {
   // integer channel argument) gives it a connection of its own.
   std::shared_ptr<grpc::Channel> MakeChannel(const std::pair<std::string, int>* extra_argument) const;
   // The stubs of the part channels, `count` of them, made on first use.
-  std::vector<v1::SortService::Stub*> PartStubs(std::size_t count);
+  // UNAVAILABLE when one does not connect in time.
+  absl::StatusOr<std::vector<v1::SortService::Stub*>> PartStubs(std::size_t count);
   absl::StatusOr<RawTopKResult> TopKStreamed(v1::DType dtype, std::string_view keys,
                                              const TopKOptions& options);
 
@@ -205,7 +206,8 @@ class Client {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::SortService::Stub> stub_;
   std::mutex part_stubs_mutex_;
-  std::vector<std::unique_ptr<v1::SortService::Stub>> part_stubs_;  // one per part, each its own connection
+  std::vector<std::shared_ptr<grpc::Channel>> part_channels_;        // one per part, each its own connection
+  std::vector<std::unique_ptr<v1::SortService::Stub>> part_stubs_;  // on part_channels_
   std::mutex regions_mutex_;
   std::vector<std::unique_ptr<SharedMemoryRegion>> free_regions_;
 };
