@@ -330,6 +330,35 @@ TYPED_TEST(CudaVsCpu, NamedComparisonSortsMatchTheCpu) {
   }
 }
 
+// AUTO's top-k over rows short enough for one bitonic tile sorts them with the bitonic row kernel; the
+// answer (values, and row positions by the tie rule) is the CPU's, bit for bit.
+TEST(CudaBackend, AutoTopKOverShortRowsUsesTheBitonicRowSort) {
+  SKIP_WITHOUT_GPU();
+  struct Shape {
+    std::size_t rows, length, k;
+  };
+  for (const Shape& shape : {Shape{64, 1024, 512}, Shape{16, 4096, 200}, Shape{1024, 257, 129}, Shape{8, 4097, 300}}) {
+    for (Pattern pattern : kAllPatterns) {
+      for (bool largest : {true, false}) {
+        TopKSpec spec;
+        spec.dtype = DType::kFloat32;
+        spec.rows = shape.rows;
+        spec.k = shape.k;
+        spec.largest = largest;
+        spec.sorted = true;
+        spec.algorithm = Algorithm::kAuto;
+        const auto keys = Bytes(MakeInput<float>(pattern, shape.rows * shape.length, shape.length));
+        const std::string what = "rows=" + std::to_string(shape.rows) + " length=" + std::to_string(shape.length) +
+                                 " " + PatternName(pattern) + (largest ? " largest" : " smallest");
+        ExpectSameTopK(spec, keys, what);
+        TopKResultBytes gpu = RunTopK(*Cuda(), spec, keys);
+        EXPECT_EQ(gpu.report.algorithm, shape.length <= 4096 ? Algorithm::kBitonic : Algorithm::kRadix) << what;
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
 TEST(CudaBackend, OddEvenOverItsLimitIsInvalidArgumentSayingSo) {
   SKIP_WITHOUT_GPU();
   SortSpec spec;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "gpusort/kernels/comparison_sorts.h"
 #include "gpusort/kernels/gather.h"
 #include "gpusort/kernels/memory.h"
 #include "gpusort/kernels/radix_sort.h"
@@ -164,7 +165,6 @@ class CudaBackend final : public Backend {
     if (route == Route::kCpu) {
       return OnCpu(report, [&] { return cpu_->TopK(spec, buffers, cancellation, report); });
     }
-    report.algorithm = Algorithm::kRadix;
     return TopKOnGpu(spec, buffers, cancellation, report);
   }
 
@@ -330,8 +330,15 @@ class CudaBackend final : public Backend {
     const kernels::KeyWidth width = WidthOf(spec.dtype);
     kernels::RadixSortArgs whole;  // rows == 1
     kernels::RowSortArgs rows;     // rows > 1
+    // Rows short enough for one bitonic tile sort far faster that way than through CUB's segmented
+    // sort (65536 rows of 256 keys: 0.17 ms against 5.0 ms; BENCHMARKS.md), so AUTO takes it. The
+    // bitonic network compares (key, position), which gives the stable order the tie rule needs.
+    const bool bitonic_rows = spec.rows > 1 && spec.algorithm == Algorithm::kAuto && m <= kernels::kBitonicRowsMaxLength;
+    report.algorithm = bitonic_rows ? Algorithm::kBitonic : Algorithm::kRadix;
     std::size_t temp_bytes = 0;
-    if (spec.rows == 1) {
+    if (bitonic_rows) {
+      // In place, no temporary storage.
+    } else if (spec.rows == 1) {
       whole.key_width = width;
       whole.payload = kernels::Payload::kIndexU32;
       whole.count = n;
@@ -345,9 +352,11 @@ class CudaBackend final : public Backend {
     }
     enum { kKeys0, kKeys1, kPos0, kPos1, kTemp, kOutKeys, kOutPos };
     std::vector<kernels::DeviceAllocation> mem;
-    RETURN_IF_ERROR(context_->AllocateAll(
-        slot.stream, {n * key_bytes, n * key_bytes, n * 4, n * 4, temp_bytes, results * key_bytes, results * 8},
-        &mem));
+    const std::size_t second = bitonic_rows ? 0 : 1;  // the bitonic rows sort in place
+    RETURN_IF_ERROR(context_->AllocateAll(slot.stream,
+                                          {n * key_bytes, second * n * key_bytes, n * 4, second * n * 4, temp_bytes,
+                                           results * key_bytes, results * 8},
+                                          &mem));
     StageClock h2d;
     KeyBitsScan scan;
     RETURN_IF_ERROR(Upload(slot, buffers.keys.data(), mem[kKeys0].data(), n * key_bytes, key_bytes,
@@ -367,6 +376,14 @@ class CudaBackend final : public Backend {
       GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSort(whole, mem[kTemp].data(), temp_bytes, slot.stream,
                                                         &result),
                                      "radix sort");
+    } else if (bitonic_rows) {
+      kernels::KeyRowsArgs args;
+      args.key_width = width;
+      args.rows = spec.rows;
+      args.row_length = m;
+      args.keys = mem[kKeys0].data();
+      args.positions = mem[kPos0].as<std::uint32_t>();
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::BitonicSortRows(args, nullptr, 0, slot.stream), "bitonic row sort");
     } else {
       rows.keys[0] = mem[kKeys0].data();
       rows.keys[1] = mem[kKeys1].data();
