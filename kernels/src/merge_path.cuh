@@ -1,9 +1,9 @@
 // Merge Path (Odeh, Green, Mwassi, Shmueli, Birk 2012): the k-th output of merging two sorted runs is
 // found by one binary search along the k-th cross diagonal, so any number of threads can each merge an
 // equal share without looking at the others. Merge sort uses it twice: threads of a block splitting
-// runs in shared memory, and blocks splitting runs in global memory.
+// runs in shared memory, and blocks splitting runs in global memory (there a warp searches together).
 //
-// Both functions merge stably: on equal keys the item of run a (the left one) comes first.
+// All functions merge stably: on equal keys the item of run a (the left one) comes first.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -30,28 +30,56 @@ __device__ __forceinline__ Index MergePath(const Key* a, Index a_len, const Key*
   return lo;
 }
 
+// MergePath's answer found by a whole warp (all 32 lanes call it with the same arguments and all get
+// the answer): each round the lanes probe 32 evenly spaced points of the remaining range at once and
+// keep the one chunk where the predicate turns, so a range of length L takes about log32(L) rounds of
+// independent loads instead of log2(L) dependent ones. For searches in global memory, where each
+// round costs a memory latency.
+template <typename Key>
+__device__ __forceinline__ int WarpMergePath(const Key* a, int a_len, const Key* b, int b_len, int diag) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  int lo = diag > b_len ? diag - b_len : 0;
+  int hi = diag < a_len ? diag : a_len;
+  // The answer is the first i in [lo, hi] where b[diag - 1 - i] < a[i], taken as true at i == hi.
+  while (lo < hi) {
+    const int step = (hi - lo + 31) / 32;
+    const int probe = lo + lane * step + (step - 1);  // the last point of this lane's chunk
+    const bool turned = probe >= hi || b[diag - 1 - probe] < a[probe];
+    const unsigned ballot = __ballot_sync(0xffffffffu, turned);
+    if (ballot == 0) return hi;  // every chunk's last point is before the turn: only hi is left
+    const int chunk = __ffs(ballot) - 1;
+    // Chunk `chunk` holds the turn: its points before lo + chunk * step are all false.
+    const int chunk_last = lo + chunk * step + (step - 1);
+    lo += chunk * step;
+    hi = chunk_last < hi ? chunk_last : hi;
+  }
+  return lo;
+}
+
 // Merges kItems outputs of the stable merge of s[a, a_end) and s[b, b_end), starting where MergePath
 // split them, into registers: keys[i] and from[i], the index in s it came from (to move a payload
-// with it). Both runs lie in one array s of `size` >= 1 items; reads are clamped to it, so a thread
-// whose share runs past both ends reads nothing outside s (its surplus outputs are garbage, for the
-// caller to drop).
-template <int kItems, typename Key>
+// with it). Both runs lie in one array s. Without kClamp every one of the kItems outputs must exist
+// (a + b + kItems <= a_end + b_end counted from the split), and s must have one readable item after
+// b_end (the merge reads one ahead). With kClamp a thread may run past both runs: reads are clamped to
+// s[0, size) and its surplus outputs are garbage, for the caller to drop.
+template <bool kClamp, int kItems, typename Key>
 __device__ __forceinline__ void SerialMerge(const Key* s, int size, int a, int a_end, int b, int b_end,
                                             Key (&keys)[kItems], int (&from)[kItems]) {
-  Key key_a = s[min(a, size - 1)];
-  Key key_b = s[min(b, size - 1)];
+  auto at = [&](int i) { return kClamp ? (i < size ? i : size - 1) : i; };
+  Key key_a = s[at(a)];
+  Key key_b = s[at(b)];
 #pragma unroll
   for (int i = 0; i < kItems; ++i) {
     const bool take_b = b < b_end && (a >= a_end || key_b < key_a);
     keys[i] = take_b ? key_b : key_a;
-    from[i] = min(take_b ? b : a, size - 1);
+    from[i] = at(take_b ? b : a);
     // One shared-memory load per output, into whichever run advanced: selects, not branches.
     if (take_b) {
       ++b;
     } else {
       ++a;
     }
-    const Key next = s[min(take_b ? b : a, size - 1)];
+    const Key next = s[at(take_b ? b : a)];
     key_b = take_b ? next : key_b;
     key_a = take_b ? key_a : next;
   }

@@ -1,7 +1,8 @@
 // MergeSort (kernels/comparison_sorts.h) against std::stable_sort: every pattern and edge size, sizes
-// around the block-sort tile (where the global merge passes begin and where a pair of runs is short
-// or alone), 64M random 32-bit keys, and 16M 64-bit keys full of ties with positions, where any
-// unstable merge would show. Skips when no GPU is usable.
+// around the merge tile (where the global merge passes begin and where a pair of runs is short or
+// alone), sizes around where the large block-sort tile takes over, 64M random 32-bit keys, and 16M
+// 64-bit keys full of ties with positions, where any unstable merge would show. Skips when no GPU is
+// usable.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,10 +27,15 @@ using testing::PatternName;
 using testing::ReferenceKeySort;
 using testing::RunKeySort;
 
-// The block-sort tile in keys (256 threads times 17 or 11 keys, merge_sort.cu): sizes are chosen
-// around its multiples. If the kernel's tile changes, these cases still check correctness.
+// The merge tile in keys (256 threads times 17 or 11 keys, merge_sort.cu), which is also the block-sort
+// tile of small inputs: sizes are chosen around its multiples. From 128 * 1024 * (17 or 11) keys on,
+// the block sort takes large tiles (1024 or 512 threads times 17 or 11 keys, both dividing kLargeTile).
+// If the kernel's tiles change, these cases still check correctness.
 constexpr std::size_t kTile32 = 256 * 17;
 constexpr std::size_t kTile64 = 256 * 11;
+constexpr std::size_t kLargeTile32 = 1024 * 17;
+constexpr std::size_t kLargeTile64 = 1024 * 11;
+constexpr std::size_t kLargeFromTiles = 128;
 
 template <typename Key>
 void ExpectMatchesReference(const std::vector<Key>& keys, bool with_positions) {
@@ -65,6 +71,30 @@ TEST(MergeSortTest, SizesAroundTheTile) {
   SKIP_WITHOUT_KERNEL_DEVICE();
   ExpectTileEdgesSort<std::uint32_t>(kTile32);
   ExpectTileEdgesSort<std::uint64_t>(kTile64);
+}
+
+template <typename Key>
+void ExpectLargeTilesSort(std::size_t large_tile) {
+  // Just below the large block sort, exactly its first size, one key more (a partial last tile), and
+  // an odd number of tiles with a short last one.
+  const std::size_t from = kLargeFromTiles * large_tile;
+  const std::size_t sizes[] = {from - 1, from, from + 1, from + 3 * large_tile - 7};
+  for (Pattern pattern : {Pattern::kRandom, Pattern::kFewDistinct}) {
+    for (std::size_t n : sizes) {
+      for (bool with_positions : {false, true}) {
+        if (pattern != Pattern::kRandom && !with_positions) continue;
+        SCOPED_TRACE(PatternName(pattern) + " n=" + std::to_string(n) + " bits=" +
+                     std::to_string(sizeof(Key) * 8) + (with_positions ? " positions" : ""));
+        ExpectMatchesReference(MakeInput<Key>(pattern, n, n + 11), with_positions);
+      }
+    }
+  }
+}
+
+TEST(MergeSortTest, SizesAroundTheLargeTile) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  ExpectLargeTilesSort<std::uint32_t>(kLargeTile32);
+  ExpectLargeTilesSort<std::uint64_t>(kLargeTile64);
 }
 
 TEST(MergeSortTest, Random64MU32) {
