@@ -36,12 +36,7 @@ using testing::RunKeySort;
 
 template <typename Key>
 void ExpectMatchesReference(const std::vector<Key>& keys, bool with_positions) {
-  const KeySortResult<Key> got =
-      RunKeySort<Key>(kernels::BitonicSortTempBytes, kernels::BitonicSort, keys, with_positions);
-  ASSERT_TRUE(got.status.ok()) << got.status.message();
-  const KeySortResult<Key> want = ReferenceKeySort(keys, with_positions);
-  ASSERT_EQ(got.keys, want.keys);
-  ASSERT_EQ(got.positions, want.positions);
+  testing::ExpectKeySortMatchesReference<Key>(kernels::BitonicSortTempBytes, kernels::BitonicSort, keys, with_positions);
 }
 
 TEST(BitonicSortTest, SortsLikeStableSort) {

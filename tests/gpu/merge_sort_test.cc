@@ -39,11 +39,7 @@ constexpr std::size_t kLargeFromTiles = 128;
 
 template <typename Key>
 void ExpectMatchesReference(const std::vector<Key>& keys, bool with_positions) {
-  const KeySortResult<Key> got = RunKeySort<Key>(kernels::MergeSortTempBytes, kernels::MergeSort, keys, with_positions);
-  ASSERT_TRUE(got.status.ok()) << got.status.message();
-  const KeySortResult<Key> want = ReferenceKeySort(keys, with_positions);
-  ASSERT_EQ(got.keys, want.keys);
-  ASSERT_EQ(got.positions, want.positions);
+  testing::ExpectKeySortMatchesReference<Key>(kernels::MergeSortTempBytes, kernels::MergeSort, keys, with_positions);
 }
 
 TEST(MergeSortTest, SortsLikeStableSort) {

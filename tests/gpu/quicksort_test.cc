@@ -45,17 +45,7 @@ class ScopedLimits {
 
 template <typename Key>
 void ExpectMatchesReference(const std::vector<Key>& keys, bool with_positions) {
-  const KeySortResult<Key> got = RunKeySort<Key>(kernels::QuicksortTempBytes, kernels::Quicksort, keys, with_positions);
-  ASSERT_TRUE(got.status.ok()) << got.status.message();
-  if (!with_positions) {
-    std::vector<Key> want = keys;
-    std::sort(want.begin(), want.end());  // keys alone: any sort's answer is the stable one
-    ASSERT_EQ(got.keys, want);
-    return;
-  }
-  const KeySortResult<Key> want = ReferenceKeySort(keys, true);
-  ASSERT_EQ(got.keys, want.keys);
-  ASSERT_EQ(got.positions, want.positions);
+  testing::ExpectKeySortMatchesReference<Key>(kernels::QuicksortTempBytes, kernels::Quicksort, keys, with_positions);
 }
 
 TEST(QuicksortTest, SortsLikeStableSort) {
