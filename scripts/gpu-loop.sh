@@ -10,6 +10,7 @@
 #                       --service [sizes] [chunks] [small] (scripts/service-bench.sh only; kernel times
 #                       for its table come from a kernel_bench run's kernel.json)
 #                       --comparison (comparison_bench, comparison_anchor.py, comparison_report.py only)
+#                       --topk (top_k_bench, top_k_anchor.py, top_k_report.py only; issue 7)
 #                       --kernels (the comparison-sort kernel tests and cuda_backend_test only)
 #
 # What comes back from the GPU machine is at most 8 files: summary.txt (one line per step, pass/fail),
@@ -25,8 +26,8 @@ bundle() {
   # Everything fits no longer in the 64 MiB a device call carries: GPUSORT_BUNDLE names a subset
   # ("tests" or "bench"), and the device steps skip what is not there.
   local tests="cuda_backend_test sort_ingest_test service_tests client_tests merge_sort_test bitonic_sort_test
-               odd_even_sort_test quicksort_test"
-  local benches="kernel_bench sort_rpc_bench backend_crossover_bench comparison_bench"
+               odd_even_sort_test quicksort_test batch_sort_test"
+  local benches="kernel_bench sort_rpc_bench backend_crossover_bench comparison_bench batch_forms_bench top_k_bench"
   local chosen="$tests $benches"
   case ${GPUSORT_BUNDLE:-all} in tests) chosen=$tests ;; bench) chosen=$benches ;; esac
   for exe in gpusort-server gpusort $chosen; do
@@ -37,12 +38,12 @@ bundle() {
 
 device() {
   local out=$1; shift
-  local quick="" skip_bench="" only_bench="" service="" service_parts="" comparison="" kernels_only=""
+  local quick="" skip_bench="" only_bench="" service="" service_parts="" comparison="" topk="" kernels_only=""
   for a in "$@"; do
     case $a in
       --quick) quick=1 ;; --skip-bench) skip_bench=1 ;; --only-bench) only_bench=1 ;;
       --kernels) kernels_only=1; skip_bench=1 ;;
-      --service) service=1; only_bench=1 ;; --comparison) comparison=1; only_bench=1 ;; sizes|chunks|small|stream16|split) service_parts="$service_parts $a" ;;
+      --service) service=1; only_bench=1 ;; --comparison) comparison=1; only_bench=1 ;; --topk) topk=1; only_bench=1 ;; sizes|chunks|small|stream16|split) service_parts="$service_parts $a" ;;
       *) echo "unknown option $a" >&2; exit 2 ;;
     esac
   done
@@ -64,7 +65,7 @@ device() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$out/summary.txt"
 
   if [ -z "$only_bench" ]; then
-    for t in merge_sort_test bitonic_sort_test odd_even_sort_test quicksort_test; do
+    for t in merge_sort_test bitonic_sort_test odd_even_sort_test quicksort_test batch_sort_test; do
       step "$t" "$bin/$t" --gtest_brief=1
     done
     step cuda_backend_test "$bin/cuda_backend_test" --gtest_brief=1
@@ -82,12 +83,19 @@ device() {
     # shellcheck disable=SC2086
     step service_bench scripts/service-bench.sh "$bin" "$out" ${quick:+--quick} $service_parts
     rm -rf "$out/json"  # service-json.tar.gz holds them
+  elif [ -n "$topk" ]; then  # the top-k kernels (issue 7) beside a full sort, a copy and torch.topk, JSON into $out
+    step top_k_bench "$bin/top_k_bench" ${quick:+--quick} --json "$out/topk.json"
+    step top_k_anchor python3 bench/top_k_anchor.py ${quick:+--quick} --json "$out/topk_torch.json"
+    step top_k_report python3 bench/top_k_report.py --bench "$out/topk.json" --torch "$out/topk_torch.json"
+    cp "$logs/top_k_report.log" "$out/topk.md"
   elif [ -n "$comparison" ]; then  # the comparison sorts (issue 6) beside CUB and torch, JSON into $out
     step comparison_bench "$bin/comparison_bench" ${quick:+--quick} --json "$out/comparison.json"
     step comparison_anchor python3 bench/comparison_anchor.py ${quick:+--quick} --json "$out/comparison_torch.json"
     step comparison_report python3 bench/comparison_report.py --bench "$out/comparison.json" \
       --torch "$out/comparison_torch.json"
     cp "$logs/comparison_report.log" "$out/comparison.md"
+    step batch_forms_bench "$bin/batch_forms_bench"  # the server batch's row form beside its radix form
+    cp "$logs/batch_forms_bench.log" "$out/batch_forms.md"
   elif [ -z "$skip_bench" ]; then
     local max=""; [ -n "$quick" ] && max="--quick"
     step kernel_bench "$bin/kernel_bench" $max --json "$out/kernel.json"

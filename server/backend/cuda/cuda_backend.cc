@@ -115,13 +115,20 @@ class CudaBackend final : public Backend {
     std::size_t total = 0;
     for (const BatchItem& item : items) total += item.buffers.count;
     ASSIGN_OR_RETURN(const Route route, RouteFor("Sort", spec.algorithm, ChooseSort(spec, total), sort_algorithms()));
-    // One launch for 32-bit keys; 64-bit keys (no room for the request number) and the CPU's share go
-    // one request at a time, each by its own AUTO choice.
-    if (route == Route::kCpu || ElementSize(spec.dtype) != 4 || spec.payload == SortPayload::kValues ||
-        IsComparisonSort(spec.algorithm)) {
-      return Backend::SortBatch(spec, items, cancellation);
+    // One launch per batch where a batched form fits (batch_sort.h): the segmented bitonic sort of one
+    // row per request (AUTO or BITONIC, requests of up to 4096 keys), else one composite radix sort
+    // (AUTO or RADIX, 32-bit keys). The rest (the CPU's share, values, 64-bit keys in long requests,
+    // the other comparison sorts) goes one request at a time, each by its own choice.
+    if (route == Route::kCpu || spec.payload == SortPayload::kValues) return Backend::SortBatch(spec, items, cancellation);
+    const std::span<const BatchItem> batch(items.data(), items.size());
+    if ((spec.algorithm == Algorithm::kAuto && BatchFitsRows(batch)) ||
+        (spec.algorithm == Algorithm::kBitonic && BatchRowLength(batch) <= kernels::kBitonicRowsMaxLength)) {
+      return SortBatchAsRowsOnGpu(*context_, spec, items, device_);
     }
-    return SortBatchOnGpu(*context_, spec, items, device_);
+    if ((spec.algorithm == Algorithm::kAuto || spec.algorithm == Algorithm::kRadix) && ElementSize(spec.dtype) == 4) {
+      return SortBatchOnGpu(*context_, spec, items, device_);
+    }
+    return Backend::SortBatch(spec, items, cancellation);
   }
 
   absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(std::span<std::byte> memory) override {
