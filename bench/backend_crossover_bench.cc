@@ -3,7 +3,7 @@
 // from 256 keys to 4M. Wall clock per call on the calling thread, median of many calls after warm-up.
 // The result justifies the thresholds in server/backend/cuda/auto_policy.h.
 //
-//   build/bin/backend_crossover_bench [--json PATH]
+//   build/bin/backend_crossover_bench [--json PATH] [--topk-only]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -70,7 +70,8 @@ Row TimeSort(Backend& cpu, Backend& gpu, std::size_t n, bool argsort) {
           run(cpu, Algorithm::kAuto), run(gpu, Algorithm::kRadix)};
 }
 
-Row TimeTopK(Backend& cpu, Backend& gpu, std::size_t n, std::size_t k) {
+// The GPU side runs `gpu_algorithm` by name (AUTO would hand small k to the CPU).
+Row TimeTopK(Backend& cpu, Backend& gpu, std::size_t n, std::size_t k, Algorithm gpu_algorithm) {
   const std::vector<float> input = testing::MakeInput<float>(testing::Pattern::kRandom, n, n);
   std::vector<std::byte> values(k * sizeof(float));
   std::vector<int64_t> indices(k);
@@ -90,7 +91,8 @@ Row TimeTopK(Backend& cpu, Backend& gpu, std::size_t n, std::size_t k) {
       if (!backend.TopK(spec, buffers, cancellation, report).ok()) std::exit(1);
     });
   };
-  return {"topk f32 k=" + std::to_string(k), n, run(cpu, Algorithm::kAuto), run(gpu, Algorithm::kRadix)};
+  return {"topk f32 k=" + std::to_string(k) + " " + std::string(AlgorithmName(gpu_algorithm)), n,
+          run(cpu, Algorithm::kAuto), run(gpu, gpu_algorithm)};
 }
 
 // Concurrent requests on different streams overlap: the same 16 sorts of 16M u32 keys from 4 threads,
@@ -129,35 +131,51 @@ double ConcurrentSortsMs(int streams) {
 int main(int argc, char** argv) {
   using namespace gpusort;
   std::string json_path;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--json") json_path = argv[i + 1];
+  bool topk_only = false;  // --topk-only: the TopK rows alone (AUTO's top-k thresholds)
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--json" && i + 1 < argc) json_path = argv[i + 1];
+    if (std::string(argv[i]) == "--topk-only") topk_only = true;
+  }
   auto gpu = MakeCudaBackend({});
   if (!gpu.ok()) {
     std::fprintf(stderr, "no GPU: %s\n", std::string(gpu.status().message()).c_str());
     return 2;
   }
   std::unique_ptr<Backend> cpu = MakeCpuBackend({});
+  // Each row is printed as soon as it is measured, so that a run cut short still reports what it has.
+  std::printf("%-32s %10s %12s %12s %10s\n", "case", "n", "cpu ms", "cuda ms", "cpu/cuda");
   std::vector<Row> rows;
+  auto add = [&](Row r) {
+    std::printf("%-32s %10zu %12.4f %12.4f %10.2f\n", r.what.c_str(), r.n, r.cpu_ms, r.gpu_ms, r.cpu_ms / r.gpu_ms);
+    std::fflush(stdout);
+    rows.push_back(std::move(r));
+  };
   for (std::size_t n = 256; n <= (std::size_t{1} << 22); n *= 2) {
-    rows.push_back(TimeSort<uint32_t>(*cpu, **gpu, n, false));
-    rows.push_back(TimeSort<float>(*cpu, **gpu, n, false));
-    rows.push_back(TimeSort<uint64_t>(*cpu, **gpu, n, false));
-    rows.push_back(TimeSort<float>(*cpu, **gpu, n, true));
-    rows.push_back(TimeTopK(*cpu, **gpu, n, std::min<std::size_t>(n, 100)));
-    if (n >= 4096) rows.push_back(TimeTopK(*cpu, **gpu, n, n / 8));
+    if (!topk_only) {
+      add(TimeSort<uint32_t>(*cpu, **gpu, n, false));
+      add(TimeSort<float>(*cpu, **gpu, n, false));
+      add(TimeSort<uint64_t>(*cpu, **gpu, n, false));
+      add(TimeSort<float>(*cpu, **gpu, n, true));
+    }
+    for (Algorithm a : {Algorithm::kRadix, Algorithm::kRadixSelect, Algorithm::kSmallK}) {
+      add(TimeTopK(*cpu, **gpu, n, std::min<std::size_t>(n, 100), a));
+    }
+    if (n >= 4096) {
+      for (Algorithm a : {Algorithm::kRadix, Algorithm::kRadixSelect}) add(TimeTopK(*cpu, **gpu, n, n / 8, a));
+    }
   }
   for (std::size_t n : {std::size_t{1} << 24, std::size_t{1} << 26}) {
-    rows.push_back(TimeSort<uint32_t>(*cpu, **gpu, n, false));
-    rows.push_back(TimeTopK(*cpu, **gpu, n, 100));
-    rows.push_back(TimeTopK(*cpu, **gpu, n, n / 8));
+    if (!topk_only) add(TimeSort<uint32_t>(*cpu, **gpu, n, false));
+    for (Algorithm a : {Algorithm::kRadix, Algorithm::kRadixSelect, Algorithm::kSmallK}) {
+      add(TimeTopK(*cpu, **gpu, n, 100, a));
+    }
+    for (Algorithm a : {Algorithm::kRadix, Algorithm::kRadixSelect}) add(TimeTopK(*cpu, **gpu, n, n / 8, a));
   }
-  std::printf("%-20s %10s %12s %12s %10s\n", "case", "n", "cpu ms", "cuda ms", "cpu/cuda");
   std::ofstream json;
   if (!json_path.empty()) json.open(json_path);
   if (json) json << "[\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    std::printf("%-20s %10zu %12.4f %12.4f %10.2f\n", r.what.c_str(), r.n, r.cpu_ms, r.gpu_ms, r.cpu_ms / r.gpu_ms);
     if (json) {
       json << "  {\"case\": \"" << r.what << "\", \"n\": " << r.n << ", \"cpu_ms\": " << r.cpu_ms
            << ", \"cuda_ms\": " << r.gpu_ms << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
@@ -165,6 +183,7 @@ int main(int argc, char** argv) {
   }
   if (json) json << "]\n";
   std::printf("device: %s; cpu: %s\n", (*gpu)->device().c_str(), cpu->device().c_str());
+  if (topk_only) return 0;
   gpu->reset();  // one backend at a time owns the staging buffers
   const double one = ConcurrentSortsMs(1), four = ConcurrentSortsMs(4);
   std::printf("16 sorts of 16M u32 from 4 threads: 1 stream %.1f ms, 4 streams %.1f ms (%.2fx)\n", one, four,

@@ -116,11 +116,12 @@ v1::Algorithm ParseAlgorithmFlag(const std::string& name) {
       {"auto", v1::ALGORITHM_AUTO},       {"radix", v1::ALGORITHM_RADIX},
       {"merge", v1::ALGORITHM_MERGE},     {"bitonic", v1::ALGORITHM_BITONIC},
       {"odd_even", v1::ALGORITHM_ODD_EVEN}, {"quicksort", v1::ALGORITHM_QUICKSORT},
-      {"cpu", v1::ALGORITHM_CPU}};
+      {"cpu", v1::ALGORITHM_CPU},         {"radix_select", v1::ALGORITHM_RADIX_SELECT},
+      {"small_k", v1::ALGORITHM_SMALL_K}, {"thread_lists", v1::ALGORITHM_THREAD_LISTS}};
   return kNames.at(name);
 }
-const std::vector<std::string> kAlgorithmNames = {"auto",     "radix",     "merge", "bitonic",
-                                                  "odd_even", "quicksort", "cpu"};
+const std::vector<std::string> kAlgorithmNames = {"auto",     "radix",     "merge", "bitonic",      "odd_even",
+                                                  "quicksort", "cpu",      "radix_select", "small_k", "thread_lists"};
 
 struct BenchOutput {
   std::string format = "table", path;

@@ -7,7 +7,8 @@ constexpr AlgorithmAlias kAlgorithmNames[] = {
     {"auto", Algorithm::kAuto},       {"radix", Algorithm::kRadix},
     {"merge", Algorithm::kMerge},     {"bitonic", Algorithm::kBitonic},
     {"odd_even", Algorithm::kOddEven}, {"quicksort", Algorithm::kQuicksort},
-    {"cpu", Algorithm::kCpu}};
+    {"cpu", Algorithm::kCpu},         {"radix_select", Algorithm::kRadixSelect},
+    {"small_k", Algorithm::kSmallK},  {"thread_lists", Algorithm::kThreadLists}};
 }  // namespace
 
 std::string_view AlgorithmName(Algorithm a) {

@@ -18,7 +18,7 @@ enum class SortOrder { kAscending, kDescending };
 enum class BackendKind { kCpu, kCuda };
 
 // Mirrors gpusort.v1.Algorithm.
-enum class Algorithm { kAuto, kRadix, kMerge, kBitonic, kOddEven, kQuicksort, kCpu };
+enum class Algorithm { kAuto, kRadix, kMerge, kBitonic, kOddEven, kQuicksort, kCpu, kRadixSelect, kSmallK, kThreadLists };
 std::string_view AlgorithmName(Algorithm a);  // "auto", "radix", ... (metrics labels, logs, CLI)
 bool ParseAlgorithm(std::string_view name, Algorithm* out);
 

@@ -31,6 +31,9 @@ absl::StatusOr<Algorithm> DecodeAlgorithm(v1::Algorithm a) {
     case v1::ALGORITHM_ODD_EVEN: return Algorithm::kOddEven;
     case v1::ALGORITHM_QUICKSORT: return Algorithm::kQuicksort;
     case v1::ALGORITHM_CPU: return Algorithm::kCpu;
+    case v1::ALGORITHM_RADIX_SELECT: return Algorithm::kRadixSelect;
+    case v1::ALGORITHM_SMALL_K: return Algorithm::kSmallK;
+    case v1::ALGORITHM_THREAD_LISTS: return Algorithm::kThreadLists;
     default: break;
   }
   return absl::InvalidArgumentError("options.algorithm " + std::to_string(static_cast<int>(a)) +
@@ -48,6 +51,9 @@ v1::Algorithm ToProto(Algorithm a) {
     case Algorithm::kOddEven: return v1::ALGORITHM_ODD_EVEN;
     case Algorithm::kQuicksort: return v1::ALGORITHM_QUICKSORT;
     case Algorithm::kCpu: return v1::ALGORITHM_CPU;
+    case Algorithm::kRadixSelect: return v1::ALGORITHM_RADIX_SELECT;
+    case Algorithm::kSmallK: return v1::ALGORITHM_SMALL_K;
+    case Algorithm::kThreadLists: return v1::ALGORITHM_THREAD_LISTS;
   }
   return v1::ALGORITHM_AUTO;
 }

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gpusort/kernels/runtime.h"
@@ -121,6 +123,47 @@ void ExpectSameTopK(const TopKSpec& spec, const std::vector<std::byte>& keys, co
   ASSERT_TRUE(gpu.indices == cpu.indices) << what << ": indices differ";
 }
 
+// With sorted = false the k results of a row may come in any order: both answers are put in one
+// canonical order per row (by key bytes, then index; by index alone without values) before comparing.
+void CanonicalizeRows(const TopKSpec& spec, TopKResultBytes& r) {
+  const std::size_t w = ElementSize(spec.dtype), k = spec.k;
+  for (std::size_t row = 0; row < spec.rows; ++row) {
+    std::vector<std::size_t> order(k);
+    for (std::size_t i = 0; i < k; ++i) order[i] = row * k + i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      if (spec.wants_values()) {
+        const int c = std::memcmp(r.values.data() + a * w, r.values.data() + b * w, w);
+        if (c != 0) return c < 0;
+      }
+      return spec.wants_indices() ? r.indices[a] < r.indices[b] : false;
+    });
+    std::vector<std::byte> values(k * w);
+    std::vector<int64_t> indices(k);
+    for (std::size_t i = 0; i < k; ++i) {
+      if (spec.wants_values()) std::memcpy(values.data() + i * w, r.values.data() + order[i] * w, w);
+      if (spec.wants_indices()) indices[i] = r.indices[order[i]];
+    }
+    if (spec.wants_values()) std::memcpy(r.values.data() + row * k * w, values.data(), k * w);
+    if (spec.wants_indices()) std::copy(indices.begin(), indices.end(), r.indices.begin() + row * k);
+  }
+}
+
+// The GPU's answer with `spec` (any algorithm, sorted or not) against the CPU's sorted one.
+void ExpectSameTopKAnyOrder(const TopKSpec& spec, const std::vector<std::byte>& keys, const std::string& what) {
+  if (spec.sorted) return ExpectSameTopK(spec, keys, what);
+  TopKResultBytes gpu = RunTopK(*Cuda(), spec, keys);
+  TopKSpec reference = spec;
+  reference.algorithm = Algorithm::kAuto;
+  reference.sorted = true;
+  TopKResultBytes cpu = RunTopK(*Cpu(), reference, keys);
+  ASSERT_TRUE(gpu.status.ok()) << what << ": " << gpu.status;
+  ASSERT_TRUE(cpu.status.ok()) << what << ": " << cpu.status;
+  CanonicalizeRows(spec, gpu);
+  CanonicalizeRows(spec, cpu);
+  ASSERT_TRUE(gpu.values == cpu.values) << what << ": values differ";
+  ASSERT_TRUE(gpu.indices == cpu.indices) << what << ": indices differ";
+}
+
 template <typename T>
 class CudaVsCpu : public ::testing::Test {};
 using AllKeyTypes = ::testing::Types<int32_t, uint32_t, int64_t, uint64_t, float, double>;
@@ -170,28 +213,44 @@ TYPED_TEST(CudaVsCpu, TopKEveryOptionOnEveryPattern) {
     std::size_t rows, row_length;
   };
   const Shape shapes[] = {{1, 1}, {1, 33}, {1, 4097}, {1, (1u << 20) + 3}, {3, 257}, {16, 1025}, {1000, 8}};
+  // RADIX sorts; the selection kernels select, each up to its k limit (over it: the limit test below).
+  const std::pair<Algorithm, std::size_t> algorithms[] = {{Algorithm::kRadix, SIZE_MAX},
+                                                          {Algorithm::kRadixSelect, SIZE_MAX},
+                                                          {Algorithm::kSmallK, 1024},
+                                                          {Algorithm::kThreadLists, 128}};
   for (Pattern pattern : kAllPatterns) {
     for (const Shape& shape : shapes) {
       const std::size_t n = shape.rows * shape.row_length;
       const std::vector<std::byte> keys = Bytes(MakeInput<T>(pattern, n, n + 5));
       const std::size_t m = shape.row_length;
-      for (std::size_t k : {std::size_t{1}, std::min<std::size_t>(7, m), m}) {
-        for (bool largest : {true, false}) {
-          for (TopKOutput output : {TopKOutput::kValuesAndIndices, TopKOutput::kValues, TopKOutput::kIndices}) {
-            TopKSpec spec;
-            spec.dtype = DTypeOf<T>::value;
-            spec.k = k;
-            spec.largest = largest;
-            spec.sorted = true;
-            spec.output = output;
-            spec.rows = shape.rows;
-            spec.algorithm = Algorithm::kRadix;
-            ExpectSameTopK(spec, keys,
-                           PatternName(pattern) + " rows=" + std::to_string(shape.rows) +
-                               " m=" + std::to_string(m) + " k=" + std::to_string(k) +
-                               (largest ? " largest" : " smallest") +
-                               " output=" + std::to_string(static_cast<int>(output)));
-            if (::testing::Test::HasFatalFailure()) return;
+      for (const auto& [algorithm, max_k] : algorithms) {
+        // RADIX: every output; the selection kernels (whose outputs are two independent pointers, each
+        // covered by the kernel tests) both values and indices, sorted and unsorted. k = 2m/3 only on
+        // rows short enough for the CPU reference to stay quick.
+        const bool radix = algorithm == Algorithm::kRadix;
+        for (std::size_t k : {std::size_t{1}, std::min<std::size_t>(7, m), m <= 5000 ? m - m / 3 : m, m}) {
+          if (k > max_k) k = max_k;
+          for (bool largest : {true, false}) {
+            for (TopKOutput output : {TopKOutput::kValuesAndIndices, TopKOutput::kValues, TopKOutput::kIndices}) {
+              for (bool sorted : {true, false}) {
+                if (radix ? !sorted : output != TopKOutput::kValuesAndIndices) continue;
+                TopKSpec spec;
+                spec.dtype = DTypeOf<T>::value;
+                spec.k = k;
+                spec.largest = largest;
+                spec.sorted = sorted;
+                spec.output = output;
+                spec.rows = shape.rows;
+                spec.algorithm = algorithm;
+                ExpectSameTopKAnyOrder(spec, keys,
+                                       std::string(AlgorithmName(algorithm)) + " " + PatternName(pattern) +
+                                           " rows=" + std::to_string(shape.rows) + " m=" + std::to_string(m) +
+                                           " k=" + std::to_string(k) + (largest ? " largest" : " smallest") +
+                                           " output=" + std::to_string(static_cast<int>(output)) +
+                                           (sorted ? " sorted" : " unsorted"));
+                if (::testing::Test::HasFatalFailure()) return;
+              }
+            }
           }
         }
       }
@@ -332,12 +391,19 @@ TYPED_TEST(CudaVsCpu, NamedComparisonSortsMatchTheCpu) {
 
 // AUTO's top-k over rows short enough for one bitonic tile sorts them with the bitonic row kernel; the
 // answer (values, and row positions by the tie rule) is the CPU's, bit for bit.
-TEST(CudaBackend, AutoTopKOverShortRowsUsesTheBitonicRowSort) {
+// AUTO's TopK kernel on the GPU (auto_policy.h ChooseTopKKernel): radix select for one row, the small-k
+// selection for rows with k up to 1024, else the bitonic row sort for rows of up to 4096 keys and CUB's
+// segmented sort beyond. Each choice must give the CPU's answer.
+TEST(CudaBackend, AutoTopKPicksItsKernelByShape) {
   SKIP_WITHOUT_GPU();
   struct Shape {
     std::size_t rows, length, k;
+    Algorithm want;
   };
-  for (const Shape& shape : {Shape{64, 1024, 512}, Shape{16, 4096, 200}, Shape{1024, 257, 129}, Shape{8, 4097, 300}}) {
+  for (const Shape& shape : {Shape{1, 1 << 18, 1000, Algorithm::kRadixSelect}, Shape{64, 1024, 512, Algorithm::kSmallK},
+                             Shape{16, 4096, 200, Algorithm::kSmallK}, Shape{8, 4097, 300, Algorithm::kSmallK},
+                             Shape{16, 4096, 2000, Algorithm::kBitonic}, Shape{1024, 1030, 1029, Algorithm::kBitonic},
+                             Shape{8, 4097, 1500, Algorithm::kRadix}}) {
     for (Pattern pattern : kAllPatterns) {
       for (bool largest : {true, false}) {
         TopKSpec spec;
@@ -352,11 +418,33 @@ TEST(CudaBackend, AutoTopKOverShortRowsUsesTheBitonicRowSort) {
                                  " " + PatternName(pattern) + (largest ? " largest" : " smallest");
         ExpectSameTopK(spec, keys, what);
         TopKResultBytes gpu = RunTopK(*Cuda(), spec, keys);
-        EXPECT_EQ(gpu.report.algorithm, shape.length <= 4096 ? Algorithm::kBitonic : Algorithm::kRadix) << what;
+        EXPECT_EQ(gpu.report.algorithm, shape.want) << what;
         if (::testing::Test::HasFatalFailure()) return;
       }
     }
   }
+}
+
+TEST(CudaBackend, SelectionKernelsOverTheirKLimitAreInvalidArgumentSayingSo) {
+  SKIP_WITHOUT_GPU();
+  const auto keys = Bytes(MakeInput<float>(Pattern::kRandom, 4096, 1));
+  for (const auto& [algorithm, limit] : {std::pair{Algorithm::kSmallK, 1024}, std::pair{Algorithm::kThreadLists, 128}}) {
+    TopKSpec spec;
+    spec.dtype = DType::kFloat32;
+    spec.algorithm = algorithm;
+    spec.k = limit;
+    TopKResultBytes at_limit = RunTopK(*Cuda(), spec, keys);
+    EXPECT_TRUE(at_limit.status.ok()) << at_limit.status;
+    spec.k = limit + 1;
+    TopKResultBytes over = RunTopK(*Cuda(), spec, keys);
+    EXPECT_EQ(over.status.code(), absl::StatusCode::kInvalidArgument) << over.status;
+    EXPECT_NE(std::string(over.status.message()).find("at most " + std::to_string(limit)), std::string::npos)
+        << over.status;
+  }
+  SortSpec sort;
+  sort.algorithm = Algorithm::kRadixSelect;  // a top-k kernel cannot sort
+  SortOutput out = RunSort(*Cuda(), sort, Bytes(MakeInput<uint32_t>(Pattern::kRandom, 100, 1)), {});
+  EXPECT_EQ(out.status.code(), absl::StatusCode::kUnimplemented) << out.status;
 }
 
 TEST(CudaBackend, OddEvenOverItsLimitIsInvalidArgumentSayingSo) {

@@ -1,5 +1,8 @@
 #include "server/backend/cuda/auto_policy.h"
 
+#include "gpusort/kernels/comparison_sorts.h"
+#include "gpusort/kernels/top_k.h"
+
 namespace gpusort {
 
 AutoChoice ChooseSort(const SortSpec&, std::size_t count) {
@@ -9,6 +12,13 @@ AutoChoice ChooseSort(const SortSpec&, std::size_t count) {
 AutoChoice ChooseTopK(const TopKSpec& spec, std::size_t count) {
   if (count < kAutoTopKCpuBelowKeys || spec.k <= kAutoTopKCpuUpToK) return AutoChoice::kCpu;
   return AutoChoice::kGpuRadix;
+}
+
+Algorithm ChooseTopKKernel(const TopKSpec& spec, std::size_t count) {
+  const std::size_t row_length = count / spec.rows;
+  if (spec.rows == 1) return Algorithm::kRadixSelect;
+  if (spec.k <= kernels::kSmallTopKMaxK) return Algorithm::kSmallK;
+  return row_length <= kernels::kBitonicRowsMaxLength ? Algorithm::kBitonic : Algorithm::kRadix;
 }
 
 }  // namespace gpusort

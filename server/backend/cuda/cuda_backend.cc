@@ -20,6 +20,7 @@
 #include "server/backend/cuda/pinned_sort.h"
 #include "server/backend/cuda/sort_ingest.h"
 #include "server/backend/cuda/staging.h"
+#include "server/backend/cuda/top_k_select.h"
 #include "server/core/status_macros.h"
 
 namespace gpusort {
@@ -86,7 +87,10 @@ class CudaBackend final : public Backend {
     return {Algorithm::kRadix, Algorithm::kMerge, Algorithm::kBitonic, Algorithm::kOddEven, Algorithm::kQuicksort,
             Algorithm::kCpu};
   }
-  std::vector<Algorithm> topk_algorithms() const override { return {Algorithm::kRadix, Algorithm::kCpu}; }
+  std::vector<Algorithm> topk_algorithms() const override {
+    return {Algorithm::kRadix,  Algorithm::kRadixSelect, Algorithm::kSmallK, Algorithm::kThreadLists,
+            Algorithm::kCpu};
+  }
 
   std::vector<MemoryReading> memory() const override {
     const kernels::PoolCounters c = context_->pool().Counters();
@@ -172,7 +176,12 @@ class CudaBackend final : public Backend {
     if (route == Route::kCpu) {
       return OnCpu(report, [&] { return cpu_->TopK(spec, buffers, cancellation, report); });
     }
-    return TopKOnGpu(spec, buffers, cancellation, report);
+    const Algorithm algorithm =
+        spec.algorithm == Algorithm::kAuto ? ChooseTopKKernel(spec, buffers.count) : spec.algorithm;
+    if (IsTopKSelection(algorithm)) {
+      return SelectTopKOnGpu(*context_, algorithm, spec, buffers, cancellation, report);
+    }
+    return TopKOnGpu(spec, algorithm, buffers, cancellation, report);
   }
 
  private:
@@ -315,8 +324,10 @@ class CudaBackend final : public Backend {
     return absl::OkStatus();
   }
 
-  absl::Status TopKOnGpu(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                         ExecutionReport& report) {
+  // TopK by sorting: each row's (or the array's) stable sort, then its first k. `algorithm` is RADIX (CUB:
+  // a radix sort, or a segmented one for rows) or BITONIC (rows of up to 4096 keys).
+  absl::Status TopKOnGpu(const TopKSpec& spec, Algorithm algorithm, const TopKBuffers& buffers,
+                         const Cancellation& cancellation, ExecutionReport& report) {
     const std::size_t n = buffers.count;
     const std::size_t key_bytes = ElementSize(spec.dtype);
     const std::size_t m = n / spec.rows, k = spec.k, results = spec.rows * k;
@@ -337,10 +348,8 @@ class CudaBackend final : public Backend {
     const kernels::KeyWidth width = WidthOf(spec.dtype);
     kernels::RadixSortArgs whole;  // rows == 1
     kernels::RowSortArgs rows;     // rows > 1
-    // Rows short enough for one bitonic tile sort far faster that way than through CUB's segmented
-    // sort (65536 rows of 256 keys: 0.17 ms against 5.0 ms; BENCHMARKS.md), so AUTO takes it. The
-    // bitonic network compares (key, position), which gives the stable order the tie rule needs.
-    const bool bitonic_rows = spec.rows > 1 && spec.algorithm == Algorithm::kAuto && m <= kernels::kBitonicRowsMaxLength;
+    // The bitonic network compares (key, position), which gives the stable order the tie rule needs.
+    const bool bitonic_rows = algorithm == Algorithm::kBitonic && spec.rows > 1 && m <= kernels::kBitonicRowsMaxLength;
     report.algorithm = bitonic_rows ? Algorithm::kBitonic : Algorithm::kRadix;
     std::size_t temp_bytes = 0;
     if (bitonic_rows) {

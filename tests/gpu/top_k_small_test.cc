@@ -1,0 +1,71 @@
+// SmallTopK (kernels/top_k.h, SMALL_K) against the first k of a stable sort of each row: every input
+// pattern, both key widths, row lengths that pick each group shape (a warp of 1 to 16 entries a lane,
+// blocks of 128 x 8 to 512 x 16) and lengths past the largest tile (slices and candidate levels, up to
+// one row of 16M), k from 1 to the row length and the limit, sorted and not, ties at the k-th key,
+// float specials, either output alone, and bad arguments refused. Skips when no GPU is usable.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "gpusort/kernels/top_k.h"
+#include "tests/gpu/top_k_cases.h"
+
+namespace gpusort {
+namespace {
+
+const testing::TopKKernel kSmall{kernels::SmallTopKTempBytes, kernels::SmallTopK, kernels::kSmallTopKMaxK,
+                                 "kSmallTopKMaxK"};
+
+TEST(SmallTopKTest, EveryPatternAndLength32) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  testing::ExpectEveryPatternAndLength<std::uint32_t>(kSmall);
+}
+
+TEST(SmallTopKTest, EveryPatternAndLength64) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  testing::ExpectEveryPatternAndLength<std::uint64_t>(kSmall);
+}
+
+TEST(SmallTopKTest, ManyRows) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  testing::ExpectManyRows<std::uint32_t>(kSmall);
+  testing::ExpectManyRows<std::uint64_t>(kSmall);
+}
+
+TEST(SmallTopKTest, TiesAroundTheKth) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  testing::ExpectTiesAroundTheKth<std::uint32_t>(kSmall);
+  testing::ExpectTiesAroundTheKth<std::uint64_t>(kSmall);
+}
+
+TEST(SmallTopKTest, LongRows) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  testing::ExpectLongRows<std::uint32_t>(kSmall, (1 << 20) + 1);
+  testing::ExpectLongRows<std::uint64_t>(kSmall, (1 << 20) + 1);
+  testing::ExpectLongRows<std::uint32_t>(kSmall, 1 << 24);
+}
+
+TEST(SmallTopKTest, FloatSpecials) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  testing::ExpectFloatSpecials<float>(kSmall);
+  testing::ExpectFloatSpecials<double>(kSmall);
+}
+
+TEST(SmallTopKTest, BenchmarkShapes) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  testing::ExpectBenchmarkShapes(kSmall);
+}
+
+TEST(SmallTopKTest, EitherOutputAlone) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  testing::ExpectEitherOutputAlone<std::uint32_t>(kSmall);
+  testing::ExpectEitherOutputAlone<std::uint64_t>(kSmall);
+}
+
+TEST(SmallTopKTest, BadArgumentsRefused) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  testing::ExpectBadArgumentsRefused(kSmall);
+}
+
+}  // namespace
+}  // namespace gpusort
