@@ -8,11 +8,14 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   prometheus-cpp-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   nlohmann-json3-dev libboost-dev libtbb-dev
+  libssl-dev  # the server checks TLS files and hashes bearer tokens with OpenSSL (gRPC links it too)
 )
 # Tests also start a real Prometheus and check /metrics with promtool; the deploy/ checks
 # (tests/deploy/) lint YAML and validate the Kubernetes manifests with npm packages under Node.js.
 if [ "${GPUSORT_NO_TEST_DEPS:-0}" != 1 ]; then
   packages+=(prometheus yamllint python3-yaml)
+  # The TLS tests make their certificates with the openssl command.
+  packages+=(openssl)
   # Any Node.js with npm will do (the machine may have its own, which Debian's npm would conflict with).
   command -v npm >/dev/null || packages+=(nodejs npm)
 fi

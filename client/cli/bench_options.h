@@ -36,7 +36,12 @@ inline std::string TransportName(BenchTransport t) {
 }
 
 struct BenchConfig {
-  std::string server = "localhost:50051";
+  std::string server = "localhost:50051";  // one server, a comma-separated list, or a gRPC target
+  // How to reach it, as ClientOptions has them (the CLI fills them from --load-balancing, --tls-*,
+  // --token-file).
+  std::string load_balancing;
+  TlsOptions tls;
+  std::string bearer_token;
   double timeout_seconds = 0;  // deadline of each call; 0: none
   int connections = 1;         // separate gRPC connections; requests go round-robin over them
 

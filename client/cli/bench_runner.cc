@@ -43,24 +43,40 @@ struct ShmSlot {
 struct Connection {
   std::unique_ptr<Client> client;                // sort, topk
   std::unique_ptr<v1::EchoService::Stub> echo;   // echo
+  ClientOptions echo_options;                    // echo: the metadata its calls carry
   std::mutex shm_mutex;                          // --transport shm: regions not in use by a call
   std::vector<ShmSlot> shm_free;                 // (destroyed before the client that registered them)
 };
 
-std::vector<Connection> OpenConnections(const BenchConfig& config) {
+// The server(s), load balancing, TLS and token of the run, as every connection dials them.
+ClientOptions ConnectionOptions(const BenchConfig& config) {
+  ClientOptions options;
+  std::vector<std::string> servers = SplitServerList(config.server);
+  if (servers.size() == 1) {
+    options.target = servers.front();
+  } else {
+    options.targets = std::move(servers);
+  }
+  options.load_balancing = config.load_balancing;
+  options.tls = config.tls;
+  options.bearer_token = config.bearer_token;
+  return options;
+}
+
+absl::StatusOr<std::vector<Connection>> OpenConnections(const BenchConfig& config) {
   std::vector<Connection> connections(config.connections);
   for (Connection& c : connections) {
     const int id = next_connection.fetch_add(1);
+    ClientOptions options = ConnectionOptions(config);
     if (config.method == BenchMethod::kEcho) {
-      grpc::ChannelArguments args;
-      args.SetMaxReceiveMessageSize(-1);  // the server's --max-message-bytes is the limit
-      args.SetInt(kConnectionArgument, id);
-      c.echo = v1::EchoService::NewStub(
-          grpc::CreateCustomChannel(config.server, grpc::InsecureChannelCredentials(), args));
+      options.max_message_bytes = std::size_t{1} << 30;  // the server's --max-message-bytes is the limit
+      options.channel_arguments = {{kConnectionArgument, id}};
+      auto channel = CreateChannel(options);
+      if (!channel.ok()) return channel.status();
+      c.echo = v1::EchoService::NewStub(*channel);
+      c.echo_options = std::move(options);
       continue;
     }
-    ClientOptions options;
-    options.target = config.server;
     options.timeout = std::chrono::milliseconds(std::llround(config.timeout_seconds * 1000));
     options.transport =
         config.transport == BenchTransport::kStream ? Transport::kStream : Transport::kUnary;
@@ -69,6 +85,7 @@ std::vector<Connection> OpenConnections(const BenchConfig& config) {
     options.max_message_bytes = std::size_t{1} << 30;  // the server's --max-message-bytes is the limit
     options.channel_arguments = {{kConnectionArgument, id}};
     c.client = std::make_unique<Client>(options);
+    if (!c.client->status().ok()) return c.client->status();
   }
   return connections;
 }
@@ -104,11 +121,12 @@ absl::StatusOr<Answer> RunTopK(const BenchConfig& config, Connection& c, std::st
   return Answer{std::move(result->values), std::move(result->indices)};
 }
 
-std::unique_ptr<grpc::ClientContext> EchoContext(const BenchConfig& config) {
+std::unique_ptr<grpc::ClientContext> EchoContext(const BenchConfig& config, const Connection& c) {
   auto context = std::make_unique<grpc::ClientContext>();
   if (config.timeout_seconds > 0)
     context->set_deadline(std::chrono::system_clock::now() +
                           std::chrono::milliseconds(std::llround(config.timeout_seconds * 1000)));
+  AddCallMetadata(c.echo_options, *context);  // the bearer token
   return context;
 }
 
@@ -119,7 +137,7 @@ absl::Status ToAbsl(const grpc::Status& s) {
 absl::StatusOr<Answer> RunEchoUnary(const BenchConfig& config, Connection& c, std::string_view keys) {
   v1::EchoMessage request, response;
   request.set_data(std::string(keys));  // a copy, as Client::SortRaw makes one
-  auto context = EchoContext(config);
+  auto context = EchoContext(config, c);
   const grpc::Status status = c.echo->Echo(context.get(), request, &response);
   if (!status.ok()) return ToAbsl(status);
   return Answer{std::move(*response.mutable_data()), {}};
@@ -175,7 +193,7 @@ class TaskThread {
 // thread that makes calls keeps its own writer.
 absl::StatusOr<Answer> RunEchoStream(const BenchConfig& config, Connection& c, std::string_view keys) {
   thread_local TaskThread writer;
-  auto context = EchoContext(config);
+  auto context = EchoContext(config, c);
   auto stream = c.echo->EchoStream(context.get());
   writer.Start([&] {
     v1::EchoMessage out;
@@ -500,11 +518,15 @@ class Runner {
     auto workload = MakeWorkload(config_);
     if (!workload.ok()) return workload.status();
     workload_ = std::move(*workload);
-    connections_ = OpenConnections(config_);
+    auto connections = OpenConnections(config_);
+    if (!connections.ok()) return connections.status();
+    connections_ = std::move(*connections);
     // A request that fails like this would fail every time: stop instead of measuring refusals.
     auto first = request_(config_, connections_[0], workload_.payloads[0]);
     const absl::StatusCode code = first.status().code();
-    if (code == absl::StatusCode::kUnimplemented || code == absl::StatusCode::kInvalidArgument)
+    if (code == absl::StatusCode::kUnimplemented || code == absl::StatusCode::kInvalidArgument ||
+        code == absl::StatusCode::kUnauthenticated || code == absl::StatusCode::kPermissionDenied ||
+        code == absl::StatusCode::kFailedPrecondition)
       return absl::Status(code, "the first request failed: " + std::string(first.status().message()));
     return absl::OkStatus();
   }

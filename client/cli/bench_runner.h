@@ -32,7 +32,9 @@ using ProgressFn = std::function<void(const BenchProgress&)>;
 
 // One row per concurrency level, or one for the rate. Fails (without running the load) when the
 // configuration is invalid, the payload cannot be made, or the first request fails in a way every
-// request would (UNIMPLEMENTED, INVALID_ARGUMENT: a missing transport or algorithm, a bad -k).
+// request would (UNIMPLEMENTED, INVALID_ARGUMENT: a missing transport or algorithm, a bad -k;
+// UNAUTHENTICATED, PERMISSION_DENIED: no or a wrong token; FAILED_PRECONDITION: shared memory over
+// several servers), or the connection options are bad (an unreadable TLS file).
 // Failed requests otherwise are counted in the rows, by code.
 absl::StatusOr<std::vector<BenchRow>> RunBench(const BenchConfig& config,
                                                const ProgressFn& progress = nullptr);

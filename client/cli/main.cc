@@ -13,6 +13,7 @@
 #include "client/cli/array_file.h"
 #include "client/cli/bench_report.h"
 #include "client/cli/bench_runner.h"
+#include "client/cli/connection_flags.h"
 #include "client/cli/dtype_names.h"
 #include "client/cli/generate.h"
 #include "gpusort/client.h"
@@ -25,10 +26,12 @@ struct Connection {
   double timeout_seconds = 0;
   bool verbose = false;
   std::string transport = "auto";
+  SecurityFlags security;
 };
 
 void AddConnectionFlags(CLI::App* app, Connection* c) {
-  app->add_option("--server,-s", c->server, "server address (or env GPUSORT_SERVER)")
+  app->add_option("--server,-s", c->server,
+                  "server address, or several separated by commas to balance over (or env GPUSORT_SERVER)")
       ->envname("GPUSORT_SERVER")
       ->capture_default_str();
   app->add_option("--timeout", c->timeout_seconds, "deadline in seconds (0: none)");
@@ -37,6 +40,7 @@ void AddConnectionFlags(CLI::App* app, Connection* c) {
                   "auto (stream from 4 MiB), unary, stream, or shm (shared memory; server on this host)")
       ->check(CLI::IsMember({"auto", "unary", "stream", "shm"}))
       ->capture_default_str();
+  AddSecurityFlags(app, &c->security);
 }
 
 // A progress line on stderr for long transfers, only when stderr is a terminal.
@@ -53,16 +57,18 @@ std::function<void(std::string_view, std::size_t, std::size_t)> ProgressLine() {
   };
 }
 
-Client MakeClient(const Connection& c) {
+absl::StatusOr<std::unique_ptr<Client>> MakeClient(const Connection& c) {
   ClientOptions options;
-  options.target = c.server;
+  if (absl::Status applied = ApplyConnectionFlags(c.server, c.security, &options); !applied.ok()) return applied;
   options.timeout = std::chrono::milliseconds(static_cast<long long>(c.timeout_seconds * 1000));
   options.progress = ProgressLine();
   options.transport = c.transport == "unary"    ? Transport::kUnary
                       : c.transport == "stream" ? Transport::kStream
                       : c.transport == "shm"    ? Transport::kSharedMemory
                                                 : Transport::kAuto;
-  return Client(options);
+  auto client = std::make_unique<Client>(options);
+  if (!client->status().ok()) return client->status();
+  return client;
 }
 
 void PrintInfo(const v1::ExecutionInfo& info, bool streamed, const std::string& transport) {
@@ -243,9 +249,12 @@ int main(int argc, char** argv) {
   std::vector<int> bench_sweep;
   const CLI::Validator dtype_name(
       [](std::string& name) { return ParseDType(name) ? "" : "unknown dtype '" + name + "'"; }, "DTYPE");
-  bench->add_option("--server,-s", bench_config.server, "server address (or env GPUSORT_SERVER)")
+  bench->add_option("--server,-s", bench_config.server,
+                    "server address, or several separated by commas to balance over (or env GPUSORT_SERVER)")
       ->envname("GPUSORT_SERVER")
       ->capture_default_str();
+  SecurityFlags bench_security;
+  AddSecurityFlags(bench, &bench_security);
   bench->add_option("--timeout", bench_config.timeout_seconds, "deadline of each call in seconds (0: none)");
   bench->add_option("--connections", bench_config.connections, "gRPC connections, used round-robin")
       ->check(CLI::PositiveNumber)
@@ -345,7 +354,9 @@ int main(int argc, char** argv) {
   if (*sort) {
     auto input = ReadInput(sort_files);
     if (!input.ok()) return Fail(input.status());
-    Client client = MakeClient(sort_connection);
+    auto made = MakeClient(sort_connection);
+    if (!made.ok()) return Fail(made.status());
+    Client& client = **made;
     RawSortRequest request;
     request.dtype = input->dtype;
     request.keys = input->bytes;
@@ -371,7 +382,9 @@ int main(int argc, char** argv) {
     if (rows == 0) rows = input->shape.size() == 2 ? input->shape[0] : 1;
     if (topk_output == "both" && topk_indices_out.empty())
       return Fail(absl::InvalidArgumentError("--output both needs --indices-out"));
-    Client client = MakeClient(topk_connection);
+    auto made = MakeClient(topk_connection);
+    if (!made.ok()) return Fail(made.status());
+    Client& client = **made;
     TopKOptions options;
     options.k = k;
     options.largest = !smallest;
@@ -406,11 +419,22 @@ int main(int argc, char** argv) {
     bench_config.algorithm = ParseAlgorithmFlag(bench_algorithm);
     bench_config.dtype = *ParseDType(bench_dtype);
     bench_config.concurrency = bench_sweep.empty() ? std::vector<int>{bench_concurrency} : bench_sweep;
+    ClientOptions connection;
+    if (absl::Status applied = ApplyConnectionFlags(bench_config.server, bench_security, &connection);
+        !applied.ok()) {
+      Fail(applied);
+      return 2;
+    }
+    bench_config.load_balancing = connection.load_balancing;
+    bench_config.tls = connection.tls;
+    bench_config.bearer_token = connection.bearer_token;
     return Bench(bench_config, bench_output);
   }
 
   if (*health) {
-    Client client = MakeClient(health_connection);
+    auto made = MakeClient(health_connection);
+    if (!made.ok()) return Fail(made.status());
+    Client& client = **made;
     auto serving = client.Health(health_service);
     if (!serving.ok()) return Fail(serving.status());
     std::printf("%s\n", *serving ? "SERVING" : "NOT_SERVING");

@@ -7,6 +7,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "client/src/channel_config.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace gpusort {
@@ -267,25 +268,47 @@ class SplitSort {
 }  // namespace
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {
-  channel_ = MakeChannel(nullptr);
+  // Names resolve once, here: the part channels made later dial the same addresses.
+  auto target = client_internal::ResolveTarget(options_);
+  if (!target.ok()) {
+    init_status_ = target.status();
+    return;
+  }
+  target_uri_ = target->uri;
+  target_authority_ = target->authority;
+  target_servers_ = target->servers;
+  balancing_ = client_internal::LoadBalancingPolicy(options_, target_servers_) != "pick_first";
+  auto channel = MakeChannel(nullptr);
+  if (!channel.ok()) {
+    init_status_ = channel.status();
+    return;
+  }
+  channel_ = std::move(*channel);
   stub_ = v1::SortService::NewStub(channel_);
 }
 
-std::shared_ptr<grpc::Channel> Client::MakeChannel(const std::pair<std::string, int>* extra_argument) const {
+absl::StatusOr<std::shared_ptr<grpc::Channel>> Client::MakeChannel(
+    const std::pair<std::string, int>* extra_argument) const {
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes + kMessageHeadroom));
-  args.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
-  for (const auto& [name, value] : options_.channel_arguments) args.SetInt(name, value);
   if (extra_argument != nullptr) args.SetInt(extra_argument->first, extra_argument->second);
-  auto credentials = options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials();
-  return grpc::CreateCustomChannel(options_.target, credentials, args);
+  return client_internal::CreateChannelTo(
+      options_, {.uri = target_uri_, .authority = target_authority_, .servers = target_servers_}, args);
+}
+
+absl::Status Client::SharedMemoryAllowed() const {
+  if (!balancing_) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "shared memory needs one server (a region lives on the server that registered it); this client "
+      "balances its calls over several");
 }
 
 absl::StatusOr<std::vector<v1::SortService::Stub*>> Client::PartStubs(std::size_t count) {
   std::lock_guard lock(part_stubs_mutex_);
   while (part_stubs_.size() < count) {
     const std::pair<std::string, int> argument{kStreamPartArgument, static_cast<int>(part_stubs_.size())};
-    part_channels_.push_back(MakeChannel(&argument));
+    auto channel = MakeChannel(&argument);
+    if (!channel.ok()) return channel.status();
+    part_channels_.push_back(std::move(*channel));
     part_stubs_.push_back(v1::SortService::NewStub(part_channels_.back()));
   }
   // Connected before any part starts. A part call on a channel still connecting fails at once with
@@ -308,13 +331,7 @@ absl::StatusOr<std::vector<v1::SortService::Stub*>> Client::PartStubs(std::size_
   return stubs;
 }
 
-std::unique_ptr<grpc::ClientContext> Client::NewContext() const {
-  auto context = std::make_unique<grpc::ClientContext>();
-  if (options_.timeout.count() > 0)
-    context->set_deadline(std::chrono::system_clock::now() + options_.timeout);
-  if (!options_.request_id.empty()) context->AddMetadata("x-request-id", options_.request_id);
-  return context;
-}
+std::unique_ptr<grpc::ClientContext> Client::NewContext() const { return NewCallContext(options_); }
 
 std::size_t Client::UnaryLimit() const {
   return options_.max_message_bytes - std::min(options_.max_message_bytes / 2, kMessageHeadroom);
@@ -332,6 +349,7 @@ bool Client::ShouldStream(std::size_t request_bytes, std::size_t answer_bytes) c
 }
 
 absl::StatusOr<RawSortResult> Client::SortRaw(const RawSortRequest& r) {
+  if (!init_status_.ok()) return init_status_;
   if (options_.transport == Transport::kSharedMemory) return SortThroughRegion(r);
   if (ShouldStream(r.keys.size() + r.values.size(), SortAnswerBytes(r))) return SortStreamed(r);
   v1::SortRequest request;
@@ -353,7 +371,8 @@ absl::StatusOr<RawSortResult> Client::SortRaw(const RawSortRequest& r) {
 
 bool Client::ShouldSplit(const RawSortRequest& r) const {
   // Every part must carry at least one key; values would need their own ranges (the proto has none).
-  return options_.stream_parts > 1 && r.payload != v1::PAYLOAD_VALUES &&
+  // While balancing, the parts could reach different servers, and all must reach one.
+  return !balancing_ && options_.stream_parts > 1 && r.payload != v1::PAYLOAD_VALUES &&
          r.keys.size() >= options_.stream_parts_from_bytes &&
          r.keys.size() / ElementBytes(r.dtype) >= static_cast<std::size_t>(options_.stream_parts);
 }
@@ -432,6 +451,7 @@ absl::StatusOr<RawSortResult> Client::SortStreamed(const RawSortRequest& r) {
 
 absl::StatusOr<RawTopKResult> Client::TopKRaw(v1::DType dtype, std::string_view keys,
                                               const TopKOptions& o) {
+  if (!init_status_.ok()) return init_status_;
   if (options_.transport == Transport::kSharedMemory) return TopKThroughRegion(dtype, keys, o);
   if (ShouldStream(keys.size(), TopKAnswerBytes(dtype, o))) return TopKStreamed(dtype, keys, o);
   v1::TopKRequest request;
@@ -493,6 +513,7 @@ absl::StatusOr<RawTopKResult> Client::TopKStreamed(v1::DType dtype, std::string_
 }
 
 absl::StatusOr<bool> Client::Health(const std::string& service) {
+  if (!init_status_.ok()) return init_status_;
   auto stub = grpc::health::v1::Health::NewStub(channel_);
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(service);
@@ -510,12 +531,17 @@ absl::StatusOr<bool> Client::Health(const std::string& service) {
 namespace gpusort {
 
 absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> Client::CreateSharedMemory(std::size_t bytes) {
-  return SharedMemoryRegion::Create(*stub_, bytes);
+  if (!init_status_.ok()) return init_status_;
+  if (absl::Status allowed = SharedMemoryAllowed(); !allowed.ok()) return allowed;
+  return SharedMemoryRegion::Create(*stub_, bytes,
+                                    [this](grpc::ClientContext& context) { AddCallMetadata(options_, context); });
 }
 
 absl::StatusOr<v1::ExecutionInfo> Client::SortInRegion(v1::DType dtype, const SortOptions& options,
                                                        v1::Payload payload, const v1::RegionRef& keys,
                                                        const v1::RegionRef& output, const v1::RegionRef* indices) {
+  if (!init_status_.ok()) return init_status_;
+  if (absl::Status allowed = SharedMemoryAllowed(); !allowed.ok()) return allowed;
   v1::SortRequest request;
   RawSortRequest raw;
   raw.dtype = dtype;
@@ -535,6 +561,8 @@ absl::StatusOr<v1::ExecutionInfo> Client::SortInRegion(v1::DType dtype, const So
 absl::StatusOr<v1::ExecutionInfo> Client::TopKInRegion(v1::DType dtype, const TopKOptions& options,
                                                        const v1::RegionRef& keys, const v1::RegionRef* values,
                                                        const v1::RegionRef* indices) {
+  if (!init_status_.ok()) return init_status_;
+  if (absl::Status allowed = SharedMemoryAllowed(); !allowed.ok()) return allowed;
   v1::TopKRequest request;
   FillTopKOptions(dtype, options, request.mutable_options());
   *request.mutable_keys_region() = keys;
@@ -561,7 +589,8 @@ absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> Client::TakeRegion(std::size
   // Rounded up to a power of two so that a few sizes serve many calls; registering costs milliseconds.
   std::size_t size = 1u << 20;
   while (size < bytes) size *= 2;
-  return SharedMemoryRegion::Create(*stub_, size);
+  return SharedMemoryRegion::Create(*stub_, size,
+                                    [this](grpc::ClientContext& context) { AddCallMetadata(options_, context); });
 }
 
 void Client::ReleaseRegion(std::unique_ptr<SharedMemoryRegion> region) {
@@ -570,6 +599,7 @@ void Client::ReleaseRegion(std::unique_ptr<SharedMemoryRegion> region) {
 }
 
 absl::StatusOr<RawSortResult> Client::SortThroughRegion(const RawSortRequest& r) {
+  if (absl::Status allowed = SharedMemoryAllowed(); !allowed.ok()) return allowed;
   if (r.payload == v1::PAYLOAD_VALUES) {
     return absl::InvalidArgumentError("the shared-memory transport does not carry values; use unary or streaming");
   }
@@ -597,6 +627,7 @@ absl::StatusOr<RawSortResult> Client::SortThroughRegion(const RawSortRequest& r)
 
 absl::StatusOr<RawTopKResult> Client::TopKThroughRegion(v1::DType dtype, std::string_view keys,
                                                         const TopKOptions& o) {
+  if (absl::Status allowed = SharedMemoryAllowed(); !allowed.ok()) return allowed;
   const std::size_t results = std::max<uint64_t>(o.rows, 1) * o.k;
   const bool want_values = o.output != v1::TOPK_OUTPUT_INDICES;
   const bool want_indices = o.output != v1::TOPK_OUTPUT_VALUES;

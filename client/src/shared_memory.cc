@@ -17,8 +17,8 @@ absl::Status Errno(const std::string& what) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Create(v1::SortService::Stub& stub,
-                                                                              std::size_t bytes) {
+absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Create(
+    v1::SortService::Stub& stub, std::size_t bytes, const std::function<void(grpc::ClientContext&)>& prepare) {
   static std::atomic<unsigned> counter{0};
   if (bytes == 0) return absl::InvalidArgumentError("a shared-memory region needs at least 1 byte");
   std::unique_ptr<SharedMemoryRegion> region(new SharedMemoryRegion());
@@ -45,6 +45,7 @@ absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Create(v
   v1::RegisterRegionRequest request;
   request.set_name(region->name_);
   request.set_size(bytes);
+  if (prepare) prepare(region->context_);
   region->registration_ = stub.RegisterRegion(&region->context_, request);
   v1::RegisterRegionEvent event;
   if (!region->registration_->Read(&event)) {

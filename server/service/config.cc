@@ -83,7 +83,22 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
       ->capture_default_str();
   app.add_option("--port-file", c.port_file,
-                 "write 'grpc_port=N' and 'metrics_port=N' here once listening (for scripts)");
+                 "write 'grpc_port=N' and 'metrics_port=N' (and 'health_port=N' with --health-listen) here "
+                 "once listening (for scripts)");
+  app.add_option("--tls-cert", c.tls_cert, "PEM certificate (chain) of the gRPC port: TLS on (with --tls-key)")
+      ->group("Security");
+  app.add_option("--tls-key", c.tls_key, "PEM private key of --tls-cert")->group("Security");
+  app.add_option("--tls-client-ca", c.tls_client_ca,
+                 "mutual TLS: PEM CA certificates; every client must present a certificate they signed")
+      ->group("Security");
+  app.add_option("--auth-tokens-file", c.auth_tokens_file,
+                 "bearer tokens, one per line (# comments): SortService and EchoService calls must send "
+                 "'authorization: Bearer <token>'; health and reflection need none")
+      ->group("Security");
+  app.add_option("--health-listen", c.health_listen,
+                 "plaintext address serving only grpc.health.v1.Health, for probes that cannot speak TLS "
+                 "(Kubernetes gRPC probes); empty: none")
+      ->group("Security");
   try {
     app.parse(argc, argv);
     *exit_code = -1;

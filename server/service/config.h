@@ -33,6 +33,11 @@ struct ServerConfig {
   double drain_timeout_seconds = 30;             // SIGTERM: wait this long for in-flight calls
   std::string log_level = "info";                // trace | debug | info | warn | error | off
   std::string port_file;                         // if set, "grpc_port=N\nmetrics_port=N\n" is written here
+  // Security (README "Security"). Bad files stop the server at start.
+  std::string tls_cert, tls_key;                 // PEM: TLS on the gRPC port
+  std::string tls_client_ca;                     // PEM: mutual TLS, client certificates checked against it
+  std::string auth_tokens_file;                  // one bearer token per line: SortService/EchoService need one
+  std::string health_listen;                     // plaintext listener serving only grpc.health.v1.Health
 };
 
 // Parses argv. On --help or --version prints and returns the exit code in `exit_code` (>= 0);

@@ -1,5 +1,7 @@
 #include "server/service/echo_service.h"
 
+#include "server/service/refused_call.h"
+
 namespace gpusort {
 namespace {
 
@@ -32,6 +34,9 @@ class EchoStreamReactor final : public grpc::ServerBidiReactor<v1::EchoMessage, 
 
 grpc::ServerUnaryReactor* EchoService::Echo(grpc::CallbackServerContext* context, const v1::EchoMessage* request,
                                             v1::EchoMessage* response) {
+  if (auth_ != nullptr) {
+    if (absl::Status s = auth_->Check(*context); !s.ok()) return RefuseUnary(context, s);
+  }
   // gRPC built the request for this call alone and never reads it again: move its bytes, as Sort does.
   response->mutable_data()->swap(*const_cast<v1::EchoMessage*>(request)->mutable_data());
   auto* reactor = context->DefaultReactor();
@@ -39,7 +44,10 @@ grpc::ServerUnaryReactor* EchoService::Echo(grpc::CallbackServerContext* context
   return reactor;
 }
 
-grpc::ServerBidiReactor<v1::EchoMessage, v1::EchoMessage>* EchoService::EchoStream(grpc::CallbackServerContext*) {
+grpc::ServerBidiReactor<v1::EchoMessage, v1::EchoMessage>* EchoService::EchoStream(grpc::CallbackServerContext* context) {
+  if (auth_ != nullptr) {
+    if (absl::Status s = auth_->Check(*context); !s.ok()) return new RefusedBidiCall<v1::EchoMessage, v1::EchoMessage>(s);
+  }
   return new EchoStreamReactor();
 }
 

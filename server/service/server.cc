@@ -1,15 +1,21 @@
 #include "server/service/server.h"
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
 #include <prometheus/exposer.h>
 #include <spdlog/spdlog.h>
 
 #include "server/backend/backend_factory.h"
+#include "server/service/auth.h"
 #include "server/service/metrics.h"
+#include "server/service/tls.h"
 #include "server/service/echo_service.h"
 #include "server/service/service_core.h"
 #include "server/service/sort_service.h"
@@ -18,8 +24,39 @@ namespace gpusort {
 namespace {
 
 constexpr char kServiceName[] = "gpusort.v1.SortService";
+// A drain ends once no call has been refused for this long (Drain says why), or this long after the
+// calls in flight finished, whichever comes first.
+constexpr std::chrono::milliseconds kDrainQuietPeriod{100};
+constexpr std::chrono::milliseconds kDrainSettleMax{1000};
 // Room for a reply's ExecutionInfo beside arrays that fill max_message_bytes.
 constexpr int kReplyHeadroomBytes = 64 << 10;
+
+// Drops the reflection plugin (which gRPC adds to every server once any asked for it) from the health
+// listener's builder, so that the plaintext port serves grpc.health.v1.Health alone.
+class WithoutReflection final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    std::erase_if(*plugins, [](const std::unique_ptr<grpc::ServerBuilderPlugin>& p) {
+      return dynamic_cast<grpc::reflection::ProtoServerReflectionPlugin*>(p.get()) != nullptr;
+    });
+  }
+};
+
+// The health listener's answer to any method but the health service's.
+class HealthOnly final : public grpc::CallbackGenericService {
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
+    class Refusal final : public grpc::ServerGenericBidiReactor {
+     public:
+      Refusal() {
+        Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                            "this port (--health-listen) serves only grpc.health.v1.Health"));
+      }
+      void OnDone() override { delete this; }
+    };
+    return new Refusal;
+  }
+};
 
 }  // namespace
 
@@ -45,6 +82,14 @@ absl::StatusOr<std::unique_ptr<GpusortServer>> GpusortServer::Start(
 }
 
 absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
+  // Security first: a bad file must stop the server before it listens anywhere.
+  auto tls = MakeServerTls(config_);
+  if (!tls.ok()) return tls.status();
+  if (!config_.auth_tokens_file.empty()) {
+    auto auth = TokenAuth::FromFile(config_.auth_tokens_file);
+    if (!auth.ok()) return auth.status();
+    auth_ = std::move(*auth);
+  }
   backend_ = std::move(backend);
   metrics_ = std::make_unique<Metrics>(GPUSORT_VERSION, BackendKindName(backend_->kind()));
   if (!config_.metrics_listen.empty()) {
@@ -59,13 +104,13 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
     metrics_port_ = ports.empty() ? 0 : ports.front();
   }
   core_ = std::make_unique<ServiceCore>(config_, *backend_, *metrics_);
-  service_ = std::make_unique<SortService>(*core_);
-  echo_service_ = std::make_unique<EchoService>();
+  service_ = std::make_unique<SortService>(*core_, auth_.get());
+  echo_service_ = std::make_unique<EchoService>(auth_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config_.listen, grpc::InsecureServerCredentials(), &grpc_port_);
+  builder.AddListeningPort(config_.listen, tls->credentials, &grpc_port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes) + kReplyHeadroomBytes);
   if (config_.http2_lookahead_bytes > 0) {
@@ -76,27 +121,66 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || grpc_port_ == 0)
     return absl::UnavailableError("cannot listen for gRPC on " + config_.listen);
-  server_->GetHealthCheckService()->SetServingStatus(true);
-  server_->GetHealthCheckService()->SetServingStatus(kServiceName, true);
-  spdlog::info("gpusort-server {} listening on port {} (metrics port {}), backend {} on {}",
-               GPUSORT_VERSION, grpc_port_, metrics_port_, BackendKindName(backend_->kind()),
-               backend_->device());
+  if (!config_.health_listen.empty()) {
+    grpc::ServerBuilder health;
+    health.SetOption(std::make_unique<WithoutReflection>());
+    // gRPC builds no server without a callback or sync service of the caller's; this one answers
+    // every method but the health service's UNIMPLEMENTED.
+    health_fallback_ = std::make_unique<HealthOnly>();
+    health.RegisterCallbackGenericService(health_fallback_.get());
+    health.AddListeningPort(config_.health_listen, grpc::InsecureServerCredentials(), &health_port_);
+    health_server_ = health.BuildAndStart();
+    if (health_server_ == nullptr || health_port_ == 0)
+      return absl::UnavailableError("cannot listen for health checks on " + config_.health_listen);
+  }
+  SetServing(true);
+  spdlog::info("gpusort-server {} listening on port {} ({}{}), metrics port {}{}, backend {} on {}",
+               GPUSORT_VERSION, grpc_port_, tls->description, auth_ ? ", bearer tokens" : "", metrics_port_,
+               health_server_ ? ", plaintext health port " + std::to_string(health_port_) : "",
+               BackendKindName(backend_->kind()), backend_->device());
   return absl::OkStatus();
 }
 
+void GpusortServer::SetServing(bool serving) {
+  for (grpc::Server* s : {server_.get(), health_server_.get()}) {
+    if (s == nullptr) continue;
+    s->GetHealthCheckService()->SetServingStatus(serving);
+    s->GetHealthCheckService()->SetServingStatus(kServiceName, serving);
+  }
+}
+
 bool GpusortServer::Drain() {
-  server_->GetHealthCheckService()->SetServingStatus(false);
+  const auto start = std::chrono::steady_clock::now();
+  const auto timeout = std::chrono::duration<double>(config_.drain_timeout_seconds);
+  SetServing(false);
   core_->StartDraining();
   spdlog::info("draining: health NOT_SERVING, new calls refused, waiting up to {} s",
                config_.drain_timeout_seconds);
-  const bool idle =
-      core_->WaitIdle(std::chrono::duration<double>(config_.drain_timeout_seconds));
+  const bool idle = core_->WaitIdle(timeout);
   if (!idle) spdlog::warn("drain timeout: cancelling the calls still in flight");
+  // Callers that balance over replicas watch health and stop sending here within milliseconds of
+  // NOT_SERVING; until they do, their calls are refused with a retryable UNAVAILABLE. Shutdown must
+  // wait for that: a call that arrives once it has begun is taken in but never handled, and gRPC
+  // cancels it at the shutdown deadline, too late for the caller to retry it anywhere. So stop only
+  // after kDrainQuietPeriod without a refusal, and at most kDrainSettleMax after the work is done
+  // (callers that do not watch health, such as one connection through a Service, learn of the drain
+  // only from the GOAWAY that Shutdown sends).
+  const auto settle_end = std::min(std::chrono::steady_clock::now() + kDrainSettleMax,
+                                   start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout));
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= settle_end || now - std::max(start, core_->last_drain_refusal()) >= kDrainQuietPeriod) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  if (health_server_ != nullptr) health_server_->Shutdown(std::chrono::system_clock::now());
   return idle;
 }
 
-void GpusortServer::Wait() { server_->Wait(); }
+void GpusortServer::Wait() {
+  server_->Wait();
+  if (health_server_ != nullptr) health_server_->Wait();
+}
 
 GpusortServer::~GpusortServer() {
   if (server_ != nullptr) {
@@ -105,6 +189,9 @@ GpusortServer::~GpusortServer() {
     // Every call answers (cancelled ones quickly) before the workers and the server go away.
     core_->WaitIdle(std::chrono::seconds(30));
   }
+  if (health_server_ != nullptr) health_server_->Shutdown(std::chrono::system_clock::now());
+  health_server_.reset();
+  health_fallback_.reset();
   core_.reset();  // joins the worker threads
   server_.reset();
   service_.reset();

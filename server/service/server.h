@@ -9,7 +9,10 @@
 #include "server/backend/backend.h"
 #include "server/service/config.h"
 
-namespace grpc { class Server; }
+namespace grpc {
+class CallbackGenericService;
+class Server;
+}  // namespace grpc
 namespace prometheus { class Exposer; }
 
 namespace gpusort {
@@ -18,6 +21,7 @@ class Metrics;
 class ServiceCore;
 class SortService;
 class EchoService;
+class TokenAuth;
 
 class GpusortServer {
  public:
@@ -30,6 +34,7 @@ class GpusortServer {
 
   int grpc_port() const { return grpc_port_; }
   int metrics_port() const { return metrics_port_; }  // 0 when metrics are off
+  int health_port() const { return health_port_; }    // 0 without --health-listen
   const Backend& backend() const { return *backend_; }
 
   // Health turns NOT_SERVING, new calls get UNAVAILABLE, in-flight calls may finish for up to the
@@ -41,6 +46,8 @@ class GpusortServer {
  private:
   explicit GpusortServer(const ServerConfig& config);
   absl::Status Init(std::unique_ptr<Backend> backend);
+  // Health of the whole server and of gpusort.v1.SortService, on the gRPC port and the health port.
+  void SetServing(bool serving);
 
   ServerConfig config_;
   std::unique_ptr<Backend> backend_;
@@ -49,9 +56,13 @@ class GpusortServer {
   std::unique_ptr<ServiceCore> core_;
   std::unique_ptr<SortService> service_;
   std::unique_ptr<EchoService> echo_service_;
+  std::unique_ptr<TokenAuth> auth_;  // null without --auth-tokens-file
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::CallbackGenericService> health_fallback_;  // the health server's other methods
+  std::unique_ptr<grpc::Server> health_server_;  // --health-listen
   int grpc_port_ = 0;
   int metrics_port_ = 0;
+  int health_port_ = 0;
 };
 
 }  // namespace gpusort

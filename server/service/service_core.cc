@@ -52,8 +52,10 @@ ServiceCore::ServiceCore(const ServerConfig& config, Backend& backend, Metrics& 
 ServiceCore::~ServiceCore() { batcher_.reset(); }
 
 absl::Status ServiceCore::Admit(CallState& call) {
-  if (draining())
+  if (draining()) {
+    last_drain_refusal_.store(std::chrono::steady_clock::now().time_since_epoch().count());
     return absl::UnavailableError("the server is shutting down; retry on another replica");
+  }
   if (!admission_.TryAcquire())
     return absl::ResourceExhaustedError("too many requests in flight (limit " +
                                         std::to_string(config_.max_inflight) + "); retry later");

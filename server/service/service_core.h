@@ -53,6 +53,10 @@ class ServiceCore {
 
   void StartDraining() { draining_.store(true); }
   bool draining() const { return draining_.load(); }
+  // When Admit last refused a call for the drain (the epoch when it never did).
+  std::chrono::steady_clock::time_point last_drain_refusal() const {
+    return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(last_drain_refusal_.load()));
+  }
   bool WaitIdle(std::chrono::duration<double> timeout) { return admission_.WaitIdle(timeout); }
 
  private:
@@ -61,6 +65,7 @@ class ServiceCore {
   Metrics& metrics_;
   Admission admission_;
   std::atomic<bool> draining_{false};
+  std::atomic<std::chrono::steady_clock::rep> last_drain_refusal_{0};
   SharedRegions regions_;
   PartedSorts parted_sorts_;  // every part is an admitted call, so max_inflight bounds the jobs too
   WorkerPool pool_;  // its threads stop before the rest goes away

@@ -2,13 +2,15 @@
 #pragma once
 
 #include "gpusort/v1/sort.grpc.pb.h"
+#include "server/service/auth.h"
 #include "server/service/service_core.h"
 
 namespace gpusort {
 
 class SortService final : public v1::SortService::CallbackService {
  public:
-  explicit SortService(ServiceCore& core) : core_(core) {}
+  // `auth` (may be null: no tokens asked) must outlive the service.
+  SortService(ServiceCore& core, const TokenAuth* auth) : core_(core), auth_(auth) {}
 
   grpc::ServerUnaryReactor* Sort(grpc::CallbackServerContext* context,
                                  const v1::SortRequest* request,
@@ -24,7 +26,11 @@ class SortService final : public v1::SortService::CallbackService {
       grpc::CallbackServerContext* context, const v1::RegisterRegionRequest* request) override;
 
  private:
+  // OK without --auth-tokens-file; else whether the call carries a known bearer token.
+  absl::Status Authorize(grpc::CallbackServerContext* context) const;
+
   ServiceCore& core_;
+  const TokenAuth* auth_;
 };
 
 }  // namespace gpusort

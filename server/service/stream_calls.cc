@@ -25,9 +25,7 @@ template <typename Request, typename Response>
 class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
  public:
   StreamCall(ServiceCore& core, grpc::CallbackServerContext* context, std::string_view method)
-      : core_(core), context_(context), call_(method, context) {
-    context_->AddInitialMetadata("x-request-id", call_.request_id);
-  }
+      : core_(core), context_(context), call_(method, context) {}
 
   void OnCancel() override {
     call_.cancellation.Cancel();
@@ -90,7 +88,9 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
   // Starts the call; subclasses' constructors call it last.
   void Begin() {
     absl::Status status = core_.Admit(call_);
+    // Refused: Trailers-Only, so that the caller's retry policy may still retry it (as unary calls).
     if (!status.ok()) return Reply(status);
+    context_->AddInitialMetadata("x-request-id", call_.request_id);
     this->StartRead(&request_);
   }
 

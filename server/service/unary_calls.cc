@@ -14,9 +14,7 @@ namespace {
 class UnaryCall : public grpc::ServerUnaryReactor {
  public:
   UnaryCall(ServiceCore& core, grpc::CallbackServerContext* context, std::string_view method)
-      : core_(core), context_(context), call_(method, context) {
-    context_->AddInitialMetadata("x-request-id", call_.request_id);
-  }
+      : core_(core), context_(context), call_(method, context) {}
 
   void OnCancel() override { call_.cancellation.Cancel(); }
   void OnDone() override { delete this; }
@@ -50,6 +48,10 @@ class UnaryCall : public grpc::ServerUnaryReactor {
 
   // Last thing a call does: gRPC may delete it as soon as Finish is called.
   void Reply(const absl::Status& status) {
+    // A call refused at admission (draining, too many in flight) answers Trailers-Only, with no
+    // headers: gRPC commits a call, never to retry it, once its answer's headers arrive, so this
+    // keeps a refusal by a draining replica retryable on another (ClientOptions::retry).
+    if (call_.admitted) context_->AddInitialMetadata("x-request-id", call_.request_id);
     core_.Complete(call_, status);
     Finish(ToGrpcStatus(status));
   }

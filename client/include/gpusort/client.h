@@ -7,6 +7,11 @@
 // Arrays too large for one gRPC message go through the streaming RPCs by themselves, and large streamed
 // sorts over several connections at once (ClientOptions::stream_parts). Errors come back
 // as absl::Status with the server's gRPC code and message. One Client may be used from many threads.
+//
+// Several servers: ClientOptions::targets = {"10.0.0.1:50051", "10.0.0.2:50051"} (or a dns:/// target
+// with load_balancing = "round_robin") spreads the calls over them, and calls that fail UNAVAILABLE
+// because a server stopped are retried on another (ClientOptions::retry). ClientOptions::tls and
+// bearer_token match the server's --tls-* and --auth-tokens-file.
 #pragma once
 
 #include <chrono>
@@ -41,8 +46,53 @@ enum class Transport {
   kSharedMemory,
 };
 
+// Retries of calls that fail with UNAVAILABLE (a replica stopping, a connection lost, a server
+// draining), done by gRPC itself from the channel's service config. Every SortService call but
+// RegisterRegion, and EchoService's, are retried: Sort and TopK are pure functions of the request, so
+// running one twice is harmless. RegisterRegion is not: its answer (a region id) means something on
+// the one replica that made it, and a caller whose registration failed must learn of it, not get a
+// region elsewhere. gRPC retries only a call that is not yet committed: no answer headers received and
+// no more than its retry buffer (256 KiB by default) sent. So a unary call larger than that, or a
+// stream past its first 256 KiB, fails rather than being retried once its bytes are out.
+struct RetryOptions {
+  int max_attempts = 4;  // the first try included; 1 turns retries off (gRPC caps it at 5)
+  std::chrono::milliseconds initial_backoff{50};  // before the first retry, randomised by gRPC (0-100%)
+  std::chrono::milliseconds max_backoff{1000};
+  double backoff_multiplier = 2;
+};
+
+// TLS to the server (see README "Security"). Each PEM may come inline or from a file (the file wins).
+struct TlsOptions {
+  bool enabled = false;  // also on when any field below is set
+  std::string ca_file, ca_pem;  // roots that must sign the server's certificate; none: the system's roots
+  std::string cert_file, cert_pem;  // mutual TLS: this client's certificate chain ...
+  std::string key_file, key_pem;    // ... and its private key
+  // The name the server's certificate must hold, when it is not the target's host (an IP address,
+  // or several servers behind one name).
+  std::string server_name;
+  bool on() const {
+    return enabled || !ca_file.empty() || !ca_pem.empty() || !cert_file.empty() || !cert_pem.empty() ||
+           !key_file.empty() || !key_pem.empty() || !server_name.empty();
+  }
+};
+
 struct ClientOptions {
   std::string target = "localhost:50051";  // host:port, or any gRPC target (dns:///, ipv4:, ...)
+  // Several servers to spread the calls over (host:port each; names are resolved once, when the
+  // Client is made): used instead of `target` when it holds more than one. For a set of servers that
+  // changes, give a `dns:///name:port` target instead (and load_balancing "round_robin").
+  std::vector<std::string> targets;
+  // gRPC load-balancing policy: "round_robin" (each call to the next ready server; servers whose
+  // health is not SERVING for gpusort.v1.SortService are left out, so a draining replica stops getting
+  // calls) or "pick_first" (one server at a time). Empty: round_robin for several `targets`, else
+  // pick_first. While balancing, large Sorts are not split into stream parts (all parts of one Sort
+  // must reach one server) and shared memory is refused (a region lives on one server).
+  std::string load_balancing;
+  RetryOptions retry;
+  TlsOptions tls;
+  // Sent as "authorization: Bearer <token>" on every call (the server's --auth-tokens-file). Over a
+  // channel without TLS the token travels in clear text.
+  std::string bearer_token;
   std::chrono::milliseconds timeout{0};    // deadline of each call; 0: none
   std::size_t max_message_bytes = 64u << 20;  // must not exceed the server's --max-message-bytes
   // Chunk size of the streaming RPCs: under 1 MiB with room for framing, so that it also fits a
@@ -62,7 +112,7 @@ struct ClientOptions {
   // PAYLOAD_INDICES; PAYLOAD_VALUES always takes one stream). Smaller Sorts keep to one stream: a split
   // costs a thread and a call per part, and each part's connection is opened on its first use.
   std::size_t stream_parts_from_bytes = 16u << 20;
-  std::shared_ptr<grpc::ChannelCredentials> credentials;  // default: insecure
+  std::shared_ptr<grpc::ChannelCredentials> credentials;  // set: used instead of `tls`; default: insecure
   std::string request_id;  // sent as x-request-id when set
   // Extra integer channel arguments. gRPC shares one connection among channels whose target and
   // arguments are equal; a distinct argument gives a Client a connection of its own (gpusort bench
@@ -122,12 +172,28 @@ struct TopKResult {
   v1::ExecutionInfo info;
 };
 
+// A comma-separated server list ("h1:50051,h2:50051") as ClientOptions::targets; a string naming a gRPC
+// resolver ("dns:///...", "ipv4:...", "unix:...") stays one target, commas and all.
+std::vector<std::string> SplitServerList(std::string_view servers);
+
+// The channel a Client with these options dials: target(s), load balancing, retries, TLS, message
+// limits and channel arguments. For calling the server's other services (EchoService) alike.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(const ClientOptions& options);
+// A call context as a Client makes them: the deadline (options.timeout), x-request-id and the bearer
+// token.
+std::unique_ptr<grpc::ClientContext> NewCallContext(const ClientOptions& options);
+// The metadata every call carries (x-request-id, authorization), without a deadline.
+void AddCallMetadata(const ClientOptions& options, grpc::ClientContext& context);
+
 // The wire dtype of a C++ key type (int32_t, uint32_t, int64_t, uint64_t, float, double).
 template <typename T> constexpr v1::DType WireDTypeOf();
 
 class Client {
  public:
+  // A bad option (an unreadable TLS file, a server name that does not resolve) does not throw: every
+  // call then fails with it, and status() says so up front.
   explicit Client(ClientOptions options);
+  absl::Status status() const { return init_status_; }
 
   template <typename T>
   absl::StatusOr<SortResult<T>> Sort(std::span<const T> keys, const SortOptions& options = {});
@@ -175,6 +241,8 @@ class Client {
   absl::StatusOr<bool> Health(const std::string& service = "");
 
   const ClientOptions& options() const { return options_; }
+  // Whether calls are spread over several servers (a load-balancing policy other than pick_first).
+  bool balancing() const { return balancing_; }
 
  private:
   std::unique_ptr<grpc::ClientContext> NewContext() const;
@@ -188,7 +256,7 @@ class Client {
   absl::StatusOr<RawSortResult> SortStreamedInParts(const RawSortRequest& request);
   // A channel to the target with this client's credentials and arguments; `extra_argument` set (an
   // integer channel argument) gives it a connection of its own.
-  std::shared_ptr<grpc::Channel> MakeChannel(const std::pair<std::string, int>* extra_argument) const;
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::pair<std::string, int>* extra_argument) const;
   // The stubs of the part channels, `count` of them, made on first use.
   // UNAVAILABLE when one does not connect in time.
   absl::StatusOr<std::vector<v1::SortService::Stub*>> PartStubs(std::size_t count);
@@ -202,7 +270,14 @@ class Client {
   absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> TakeRegion(std::size_t bytes);
   void ReleaseRegion(std::unique_ptr<SharedMemoryRegion> region);
 
+  // FAILED_PRECONDITION for shared memory while balancing; else OK.
+  absl::Status SharedMemoryAllowed() const;
+
   ClientOptions options_;
+  absl::Status init_status_;
+  bool balancing_ = false;
+  std::string target_uri_, target_authority_;  // options_' target(s), resolved once
+  int target_servers_ = 1;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::SortService::Stub> stub_;
   std::mutex part_stubs_mutex_;

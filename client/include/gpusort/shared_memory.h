@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -25,8 +26,11 @@ namespace gpusort {
 class SharedMemoryRegion {
  public:
   // Creates a POSIX shared-memory object of `bytes` named "/gpusort-<pid>-<n>", maps it and registers it
-  // through `stub`. The registration is an open RegisterRegion call that this object holds.
-  static absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> Create(v1::SortService::Stub& stub, std::size_t bytes);
+  // through `stub`. The registration is an open RegisterRegion call that this object holds; `prepare`
+  // may add metadata to it (the bearer token), but no deadline: the call lasts as long as the region.
+  static absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> Create(
+      v1::SortService::Stub& stub, std::size_t bytes,
+      const std::function<void(grpc::ClientContext&)>& prepare = nullptr);
   ~SharedMemoryRegion();  // cancels the registration, unmaps, unlinks
   SharedMemoryRegion(const SharedMemoryRegion&) = delete;
   SharedMemoryRegion& operator=(const SharedMemoryRegion&) = delete;
