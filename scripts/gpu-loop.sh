@@ -11,7 +11,7 @@
 #                       for its table come from a kernel_bench run's kernel.json)
 #                       --comparison (comparison_bench, comparison_anchor.py, comparison_report.py only)
 #                       --topk (top_k_bench, top_k_anchor.py, top_k_report.py only; issue 7)
-#                       --kernels (the comparison-sort kernel tests and cuda_backend_test only)
+#                       --kernels (the kernel tests, cuda_backend_test and batch_sort_test only)
 #
 # What comes back from the GPU machine is at most 8 files: summary.txt (one line per step, pass/fail),
 # logs.tar.gz (every step's full log), and the benchmark JSON files.
@@ -23,14 +23,20 @@ bundle() {
   scripts/build.sh -DCMAKE_BUILD_TYPE=Release
   rm -rf build/device
   local exes=()
-  # Everything fits no longer in the 64 MiB a device call carries: GPUSORT_BUNDLE names a subset
-  # ("tests" or "bench"), and the device steps skip what is not there.
-  local tests="cuda_backend_test sort_ingest_test service_tests client_tests merge_sort_test bitonic_sort_test
-               odd_even_sort_test quicksort_test batch_sort_test"
+  # Everything fits no longer in the 64 MiB a device call carries (working tree included): GPUSORT_BUNDLE
+  # names a subset, and the device steps skip what is not there. kernels: the kernel tests with
+  # cuda_backend_test, batch_sort_test and sort_ingest_test (~34 MiB); service: the server, CLI, service
+  # and client tests, which the e2e scripts also use (~55 MiB); bench: the benchmarks.
+  local kernels="merge_sort_test bitonic_sort_test odd_even_sort_test quicksort_test top_k_radix_select_test
+                 top_k_small_test top_k_thread_lists_test cuda_backend_test batch_sort_test sort_ingest_test"
+  local service="service_tests client_tests"
   local benches="kernel_bench sort_rpc_bench backend_crossover_bench comparison_bench batch_forms_bench top_k_bench"
-  local chosen="$tests $benches"
-  case ${GPUSORT_BUNDLE:-all} in tests) chosen=$tests ;; bench) chosen=$benches ;; esac
-  for exe in gpusort-server gpusort $chosen; do
+  local chosen="$kernels $service $benches" base="gpusort-server gpusort"
+  case ${GPUSORT_BUNDLE:-all} in
+    kernels) chosen=$kernels; base="" ;; service) chosen=$service ;; bench) chosen=$benches ;;
+    all) ;; *) echo "GPUSORT_BUNDLE: kernels, service, bench or all" >&2; return 2 ;;
+  esac
+  for exe in $base $chosen; do
     if [ -x "build/bin/$exe" ]; then exes+=("build/bin/$exe"); else echo "not built, left out: $exe" >&2; fi
   done
   ../shared/tools/device-bundle.sh build/device "${exes[@]}"
@@ -65,7 +71,8 @@ device() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$out/summary.txt"
 
   if [ -z "$only_bench" ]; then
-    for t in merge_sort_test bitonic_sort_test odd_even_sort_test quicksort_test batch_sort_test; do
+    for t in merge_sort_test bitonic_sort_test odd_even_sort_test quicksort_test batch_sort_test \
+             top_k_radix_select_test top_k_small_test top_k_thread_lists_test; do
       step "$t" "$bin/$t" --gtest_brief=1
     done
     step cuda_backend_test "$bin/cuda_backend_test" --gtest_brief=1
