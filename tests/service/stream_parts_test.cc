@@ -94,11 +94,14 @@ class StreamParts : public ::testing::Test {
     const std::string job = JobId(static_cast<int>(n + count));
     const std::string bytes = ToBytes(keys);
     const auto options = Options(WireDType<T>(), descending, with_indices ? v1::PAYLOAD_INDICES : v1::PAYLOAD_NONE);
+    // Every stub exists before the first part starts: a part's thread reads stubs[i], and a later
+    // push_back could move the vector under it (a data race; CI failed this test once, and this is
+    // the only cause found).
     std::vector<std::unique_ptr<v1::SortService::Stub>> stubs;
+    for (uint32_t i = 0; i < count; ++i) stubs.push_back(server_.NewStub());
     std::vector<std::future<PartAnswer>> parts;
     for (uint32_t i = 0; i < count; ++i) {
       const std::size_t begin = n * i / count, end = n * (i + 1) / count;
-      stubs.push_back(server_.NewStub());
       parts.push_back(std::async(std::launch::async, [&, i, begin, end] {
         return SendPart(*stubs[i], options, Part(job, i, count, n),
                         bytes.substr(begin * sizeof(T), (end - begin) * sizeof(T)), chunk, sizeof(T));
