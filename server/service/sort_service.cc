@@ -1,5 +1,6 @@
 #include "server/service/sort_service.h"
 
+#include "server/service/call_state.h"
 #include "server/service/refused_call.h"
 #include "server/service/register_region_call.h"
 #include "server/service/stream_calls.h"
@@ -7,41 +8,49 @@
 
 namespace gpusort {
 
-absl::Status SortService::Authorize(grpc::CallbackServerContext* context) const {
-  return auth_ == nullptr ? absl::OkStatus() : auth_->Check(*context);
+absl::Status SortService::Authorize(grpc::CallbackServerContext* context, std::string_view method) const {
+  if (auth_ == nullptr) return absl::OkStatus();
+  absl::Status status = auth_->Check(*context);
+  if (!status.ok()) {
+    // Counted and logged like any other finished call (code UNAUTHENTICATED or PERMISSION_DENIED), so
+    // that the request-rate panels and the error-rate alert see callers with no or a wrong token.
+    CallState refused(method, context);
+    core_.Complete(refused, status);
+  }
+  return status;
 }
 
 grpc::ServerUnaryReactor* SortService::Sort(grpc::CallbackServerContext* context,
                                             const v1::SortRequest* request,
                                             v1::SortResponse* response) {
-  if (absl::Status s = Authorize(context); !s.ok()) return RefuseUnary(context, s);
+  if (absl::Status s = Authorize(context, "Sort"); !s.ok()) return RefuseUnary(context, s);
   return StartSortCall(core_, context, request, response);
 }
 
 grpc::ServerUnaryReactor* SortService::TopK(grpc::CallbackServerContext* context,
                                             const v1::TopKRequest* request,
                                             v1::TopKResponse* response) {
-  if (absl::Status s = Authorize(context); !s.ok()) return RefuseUnary(context, s);
+  if (absl::Status s = Authorize(context, "TopK"); !s.ok()) return RefuseUnary(context, s);
   return StartTopKCall(core_, context, request, response);
 }
 
 grpc::ServerBidiReactor<v1::SortStreamRequest, v1::SortStreamResponse>* SortService::SortStream(
     grpc::CallbackServerContext* context) {
-  if (absl::Status s = Authorize(context); !s.ok())
+  if (absl::Status s = Authorize(context, "SortStream"); !s.ok())
     return new RefusedBidiCall<v1::SortStreamRequest, v1::SortStreamResponse>(s);
   return StartSortStreamCall(core_, context);
 }
 
 grpc::ServerBidiReactor<v1::TopKStreamRequest, v1::TopKStreamResponse>* SortService::TopKStream(
     grpc::CallbackServerContext* context) {
-  if (absl::Status s = Authorize(context); !s.ok())
+  if (absl::Status s = Authorize(context, "TopKStream"); !s.ok())
     return new RefusedBidiCall<v1::TopKStreamRequest, v1::TopKStreamResponse>(s);
   return StartTopKStreamCall(core_, context);
 }
 
 grpc::ServerWriteReactor<v1::RegisterRegionEvent>* SortService::RegisterRegion(
     grpc::CallbackServerContext* context, const v1::RegisterRegionRequest* request) {
-  if (absl::Status s = Authorize(context); !s.ok()) return new RefusedWriteCall<v1::RegisterRegionEvent>(s);
+  if (absl::Status s = Authorize(context, "RegisterRegion"); !s.ok()) return new RefusedWriteCall<v1::RegisterRegionEvent>(s);
   return StartRegisterRegionCall(core_, context, request);
 }
 

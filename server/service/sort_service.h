@@ -1,6 +1,8 @@
 // The gpusort.v1.SortService gRPC service: a thin front that starts one reactor per call.
 #pragma once
 
+#include <string_view>
+
 #include "gpusort/v1/sort.grpc.pb.h"
 #include "server/service/auth.h"
 #include "server/service/service_core.h"
@@ -26,8 +28,9 @@ class SortService final : public v1::SortService::CallbackService {
       grpc::CallbackServerContext* context, const v1::RegisterRegionRequest* request) override;
 
  private:
-  // OK without --auth-tokens-file; else whether the call carries a known bearer token.
-  absl::Status Authorize(grpc::CallbackServerContext* context) const;
+  // OK without --auth-tokens-file; else whether the call carries a known bearer token. A refused call
+  // is recorded under `method` (metrics and log) before it is answered.
+  absl::Status Authorize(grpc::CallbackServerContext* context, std::string_view method) const;
 
   ServiceCore& core_;
   const TokenAuth* auth_;

@@ -12,6 +12,7 @@
 
 #include "gpusort/client.h"
 #include "gpusort/v1/echo.grpc.pb.h"
+#include "tests/service/http_get.h"
 #include "tests/service/test_server.h"
 #include "tests/support/inputs.h"
 #include "tests/support/reference.h"
@@ -143,7 +144,9 @@ TEST_F(Security, MutualTlsRefusesClientsWithoutACertificateOrWithOneFromAnotherC
 }
 
 TEST_F(Security, TokensNoneIsUnauthenticatedWrongIsPermissionDeniedRightIsServed) {
-  TestServer server(Tokens());
+  ServerConfig config = Tokens();
+  config.metrics_listen = "127.0.0.1:0";
+  TestServer server(config);
   const std::vector<uint32_t> keys = {9, 2, 7};
   for (Transport transport : {Transport::kUnary, Transport::kStream}) {
     ClientOptions options = Options(server);
@@ -174,6 +177,22 @@ TEST_F(Security, TokensNoneIsUnauthenticatedWrongIsPermissionDeniedRightIsServed
   ClientOptions no_token = Options(server);
   EXPECT_TRUE(Client(no_token).Health().value_or(false));
   EXPECT_TRUE(Client(no_token).Health("gpusort.v1.SortService").value_or(false));
+
+  // Refused calls count in gpusort_requests_total like any other (retries are off here): per
+  // transport, Sort was refused twice without a token (none, empty) and once with a wrong one, TopK
+  // once without.
+  const std::string metrics = HttpGet(server.server().metrics_port(), "/metrics");
+  auto refused = [&](const char* method, const char* code) {
+    return MetricValue(metrics, std::string("gpusort_requests_total{algorithm=\"auto\",code=\"") + code +
+                                    "\",dtype=\"unknown\",method=\"" + method + "\"}");
+  };
+  for (const char* sort : {"Sort", "SortStream"}) {
+    EXPECT_EQ(refused(sort, "UNAUTHENTICATED"), 2) << sort;
+    EXPECT_EQ(refused(sort, "PERMISSION_DENIED"), 1) << sort;
+  }
+  EXPECT_EQ(refused("TopK", "UNAUTHENTICATED"), 1);
+  EXPECT_EQ(refused("TopKStream", "UNAUTHENTICATED"), 1);
+  EXPECT_EQ(MetricValue(metrics, "gpusort_inflight_requests"), 0);
 }
 
 TEST_F(Security, TokensCoverSplitSortsSharedMemoryAndEcho) {
