@@ -58,6 +58,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/cuda_bench_harness.cuh"
 #include "gpusort/kernels/runtime.h"
 #include "gpusort/kernels/status.h"
 #include "gpusort/kernels/top_k.h"
@@ -65,6 +66,7 @@
 namespace {
 
 namespace gk = gpusort::kernels;
+using namespace gpusort::bench;  // the shared harness: Die, DeviceBuffer, EventPool, L2Flusher, ...
 
 constexpr int kInputs = 3;            // inputs the iterations rotate through
 constexpr double kSlowMs = 20.0;      // a probe call slower than this: 1 warm-up, 5 timed calls
@@ -80,94 +82,7 @@ const char* const kFullSort = "cub_full_sort";
 const char* const kCopy = "copy_d2d";
 
 // ---------------------------------------------------------------------------------------------------
-// Errors: every CUDA call is checked, and a CUDA error ends the run (it may leave the context unusable).
-
-[[noreturn]] void Die(const std::string& message, int code = 1) {
-  std::fprintf(stderr, "top_k_bench: %s\n", message.c_str());
-  std::exit(code);
-}
-
-void CheckCuda(cudaError_t error, const char* call, int line) {
-  if (error == cudaSuccess) return;
-  Die(std::string(call) + " (line " + std::to_string(line) + "): " + cudaGetErrorName(error) + ": " +
-      cudaGetErrorString(error));
-}
-
-void CheckKernels(const gk::Status& status, const char* call, int line) {
-  if (status.ok()) return;
-  Die(std::string(call) + " (line " + std::to_string(line) + "): " + status.message());
-}
-
-#define CUDA_CHECK(call) CheckCuda((call), #call, __LINE__)
-#define KERNELS_CHECK(call) CheckKernels((call), #call, __LINE__)
-
-// ---------------------------------------------------------------------------------------------------
-// Device memory and events, freed on scope exit so each case returns its memory before the next.
-
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (bytes > 0) CUDA_CHECK(cudaMalloc(&data_, bytes));
-  }
-  ~DeviceBuffer() {
-    if (data_) CUDA_CHECK(cudaFree(data_));
-  }
-  DeviceBuffer(DeviceBuffer&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    std::swap(data_, other.data_);
-    std::swap(bytes_, other.bytes_);
-    return *this;
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  void* get() const { return data_; }
-  template <typename T>
-  T* as() const { return static_cast<T*>(data_); }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  void* data_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
-class EventPool {
- public:
-  explicit EventPool(std::size_t count) : events_(count, nullptr) {
-    for (cudaEvent_t& event : events_) CUDA_CHECK(cudaEventCreate(&event));
-  }
-  ~EventPool() {
-    for (cudaEvent_t event : events_) CUDA_CHECK(cudaEventDestroy(event));
-  }
-  EventPool(const EventPool&) = delete;
-  EventPool& operator=(const EventPool&) = delete;
-  cudaEvent_t operator[](std::size_t i) const { return events_[i]; }
-
- private:
-  std::vector<cudaEvent_t> events_;
-};
-
-// Evicts everything from L2 by overwriting a buffer twice the L2's size (the approach nvbench takes).
-class L2Flusher {
- public:
-  L2Flusher() {
-    int device = 0;
-    int l2_bytes = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
-    buffer_ = DeviceBuffer(std::max<std::size_t>(2 * static_cast<std::size_t>(l2_bytes), 1 << 20));
-  }
-  void Enqueue(cudaStream_t stream) {
-    CUDA_CHECK(cudaMemsetAsync(buffer_.get(), ++pass_ & 0xFF, buffer_.bytes(), stream));
-  }
-  std::size_t bytes() const { return buffer_.bytes(); }
-
- private:
-  DeviceBuffer buffer_;
-  int pass_ = 0;
-};
+// Device memory left (bench/cuda_bench_harness.cuh has the rest of the harness).
 
 std::size_t FreeDeviceBytes() {
   std::size_t free_bytes = 0, total_bytes = 0;
@@ -290,11 +205,6 @@ double ReadGBPerSecond(std::size_t n, double ms) {
   return ms > 0 ? static_cast<double>(n) * sizeof(std::uint32_t) / (ms * 1e-3) / 1e9 : 0;
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
 
 // The k answers of every row: rows * k keys (ordered bits) and positions within the row.
 struct Answer {
@@ -746,16 +656,6 @@ bool Selected(const Case& c, const Options& options, const std::vector<Case>& al
   return false;
 }
 
-std::size_t ParseCount(const std::string& text) {
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  std::size_t shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10, ++end;
-  else if (*end == 'M' || *end == 'm') shift = 20, ++end;
-  else if (*end == 'G' || *end == 'g') shift = 30, ++end;
-  if (end == text.c_str() || *end != '\0') Die("not a count: " + text, 2);
-  return static_cast<std::size_t>(value) << shift;
-}
 
 std::vector<std::string> SplitCommas(const std::string& text) {
   std::vector<std::string> out;
