@@ -6,4 +6,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh "$@"
 cd build
-ctest --output-on-failure --timeout 900 -j "$(nproc)"
+status=0
+ctest --output-on-failure --timeout 900 -j "$(nproc)" || status=$?
+[ "$status" -eq 0 ] || ../scripts/print-failed-tests.sh .
+exit "$status"
