@@ -18,6 +18,11 @@ bool BuiltWithCuda() {
 }
 
 absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice) {
+  // The server's flag parser checks the name too; this guards the library's other callers (the tests'
+  // GPUSORT_TEST_BACKEND), for which a misspelt name would otherwise quietly mean "auto".
+  if (choice.backend != "auto" && choice.backend != "cpu" && choice.backend != "cuda") {
+    return absl::InvalidArgumentError("unknown backend \"" + choice.backend + "\": auto, cpu or cuda");
+  }
   auto cpu = [&] { return MakeCpuBackend(CpuBackendOptions{.threads = choice.cpu_threads}); };
   if (choice.backend == "cpu") return cpu();
 #ifdef GPUSORT_WITH_CUDA
