@@ -31,7 +31,9 @@ TEST(BackendChoice, CudaWithoutCudaIsAnErrorNotTheCpu) {
   }
   // Built without nvcc: UNAVAILABLE saying so; built with it on a machine without a usable GPU: the
   // CUDA error. Never a CPU backend under the name cuda.
-  if (!BuiltWithCuda()) EXPECT_EQ(cuda.status().code(), absl::StatusCode::kUnavailable);
+  if (!BuiltWithCuda()) {
+    EXPECT_EQ(cuda.status().code(), absl::StatusCode::kUnavailable);
+  }
   EXPECT_FALSE(cuda.status().message().empty());
 }
 

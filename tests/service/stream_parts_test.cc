@@ -112,7 +112,9 @@ class StreamParts : public ::testing::Test {
       PartAnswer answer = parts[i].get();
       ASSERT_TRUE(answer.status.ok()) << "part " << i << ": " << answer.status.error_message();
       EXPECT_TRUE(answer.contiguous) << "part " << i;
-      if (!answer.keys.empty()) EXPECT_EQ(answer.first_offset, n * i / count) << "part " << i;
+      if (!answer.keys.empty()) {
+        EXPECT_EQ(answer.first_offset, n * i / count) << "part " << i;
+      }
       EXPECT_EQ(answer.keys.size(), (n * (i + 1) / count - n * i / count) * sizeof(T)) << "part " << i;
       sorted += answer.keys;
       indices += answer.indices;
