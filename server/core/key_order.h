@@ -42,6 +42,19 @@ constexpr T FromOrderedBits(OrderedBitsType<T> ordered) {
   }
 }
 
+// The bits that sort ascending when the keys sort in `descending` order or not: the ordered bits,
+// complemented for a descending sort (the GPU batch paths build their rows and composite keys of them).
+template <typename T>
+constexpr OrderedBitsType<T> ToSortBits(T key, bool descending) {
+  const OrderedBitsType<T> bits = ToOrderedBits(key);
+  return descending ? static_cast<OrderedBitsType<T>>(~bits) : bits;
+}
+
+template <typename T>
+constexpr T FromSortBits(OrderedBitsType<T> bits, bool descending) {
+  return FromOrderedBits<T>(descending ? static_cast<OrderedBitsType<T>>(~bits) : bits);
+}
+
 // Strict weak orders over keys in the service's key order (total for floats, see above).
 template <typename T>
 struct KeyLess {

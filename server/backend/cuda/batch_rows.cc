@@ -22,7 +22,7 @@ void ToRow(const std::byte* keys, std::size_t count, bool descending, std::byte*
   for (std::size_t j = 0; j < count; ++j) {
     T key;
     std::memcpy(&key, keys + j * sizeof(T), sizeof(T));
-    const OrderedBitsType<T> bits = descending ? ~ToOrderedBits(key) : ToOrderedBits(key);
+    const OrderedBitsType<T> bits = ToSortBits(key, descending);
     std::memcpy(row + j * sizeof(T), &bits, sizeof(T));
   }
 }
@@ -32,7 +32,7 @@ void FromRow(const std::byte* row, std::size_t count, bool descending, std::byte
   for (std::size_t j = 0; j < count; ++j) {
     OrderedBitsType<T> bits;
     std::memcpy(&bits, row + j * sizeof(T), sizeof(T));
-    const T key = FromOrderedBits<T>(descending ? ~bits : bits);
+    const T key = FromSortBits<T>(bits, descending);
     std::memcpy(keys + j * sizeof(T), &key, sizeof(T));
   }
 }
@@ -108,6 +108,8 @@ absl::Status SortBatchAsRowsOnGpu(DeviceContext& context, const SortSpec& spec, 
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "finishing the batch");
   double kernel_seconds = 0;
   (void)slot.kernel_stop.SecondsSince(slot.kernel_start, &kernel_seconds);
+  const BatchStageSeconds seconds{.prepare = prepare_seconds, .stream_wait = wait_seconds, .h2d = h2d_seconds,
+                                  .kernel = kernel_seconds, .d2h = d2h.Seconds()};
 
   for (std::size_t r = 0; r < rows; ++r) {
     const std::size_t count = items[r].buffers.count;
@@ -118,15 +120,7 @@ absl::Status SortBatchAsRowsOnGpu(DeviceContext& context, const SortSpec& spec, 
       const std::uint32_t* row_positions = positions.data() + r * row_length;
       std::copy(row_positions, row_positions + count, items[r].buffers.indices_out.begin());
     }
-    ExecutionReport& report = *items[r].report;
-    report.algorithm = Algorithm::kBitonic;
-    report.backend = BackendKind::kCuda;
-    report.device = device_name;
-    report.AddStage("batch_prepare", prepare_seconds);
-    report.AddStage("stream_wait", wait_seconds);
-    report.AddStage("h2d", h2d_seconds);
-    report.AddStage("kernel", kernel_seconds);
-    report.AddStage("d2h", d2h.Seconds());
+    ReportBatchItem(*items[r].report, Algorithm::kBitonic, device_name, seconds);
   }
   return absl::OkStatus();
 }

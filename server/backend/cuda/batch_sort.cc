@@ -16,16 +16,15 @@ namespace gpusort {
 namespace {
 
 template <typename T>
-std::uint32_t Ordered(const std::byte* p, bool descending) {
+std::uint32_t SortBitsAt(const std::byte* p, bool descending) {
   T key;
   std::memcpy(&key, p, sizeof(T));
-  const std::uint32_t bits = ToOrderedBits(key);
-  return descending ? ~bits : bits;
+  return ToSortBits(key, descending);
 }
 
 template <typename T>
-void FromOrdered(std::uint32_t bits, bool descending, std::byte* out) {
-  const T key = FromOrderedBits<T>(descending ? ~bits : bits);
+void StoreFromSortBits(std::uint32_t bits, bool descending, std::byte* out) {
+  const T key = FromSortBits<T>(bits, descending);
   std::memcpy(out, &key, sizeof(T));
 }
 
@@ -52,7 +51,7 @@ absl::Status SortBatchOnGpu(DeviceContext& context, const SortSpec& spec, std::s
       using T = decltype(tag);
       if constexpr (sizeof(T) == 4) {
         for (std::size_t j = 0; j < items[i].buffers.count; ++j) {
-          const std::uint32_t bits = Ordered<T>(keys + j * 4, descending);
+          const std::uint32_t bits = SortBitsAt<T>(keys + j * 4, descending);
           or_bits |= bits;
           and_bits &= bits;
           composite[offsets[i] + j] = high | bits;
@@ -107,6 +106,8 @@ absl::Status SortBatchOnGpu(DeviceContext& context, const SortSpec& spec, std::s
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "finishing the batch");
   double kernel_seconds = 0;
   (void)slot.kernel_stop.SecondsSince(slot.kernel_start, &kernel_seconds);
+  const BatchStageSeconds seconds{.prepare = prepare_seconds, .stream_wait = wait_seconds, .h2d = h2d_seconds,
+                                  .kernel = kernel_seconds, .d2h = d2h.Seconds()};
 
   // Request i's answer is entries [offsets[i], offsets[i+1]): its keys, and positions less its offset.
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -115,7 +116,7 @@ absl::Status SortBatchOnGpu(DeviceContext& context, const SortSpec& spec, std::s
       using T = decltype(tag);
       if constexpr (sizeof(T) == 4) {
         for (std::size_t j = 0; j < items[i].buffers.count; ++j) {
-          FromOrdered<T>(static_cast<std::uint32_t>(composite[offsets[i] + j]), descending, keys + j * 4);
+          StoreFromSortBits<T>(static_cast<std::uint32_t>(composite[offsets[i] + j]), descending, keys + j * 4);
         }
       }
     });
@@ -124,17 +125,21 @@ absl::Status SortBatchOnGpu(DeviceContext& context, const SortSpec& spec, std::s
         items[i].buffers.indices_out[j] = static_cast<std::int64_t>(positions[offsets[i] + j] - offsets[i]);
       }
     }
-    ExecutionReport& report = *items[i].report;
-    report.algorithm = Algorithm::kRadix;
-    report.backend = BackendKind::kCuda;
-    report.device = device_name;
-    report.AddStage("batch_prepare", prepare_seconds);
-    report.AddStage("stream_wait", wait_seconds);
-    report.AddStage("h2d", h2d_seconds);
-    report.AddStage("kernel", kernel_seconds);
-    report.AddStage("d2h", d2h.Seconds());
+    ReportBatchItem(*items[i].report, Algorithm::kRadix, device_name, seconds);
   }
   return absl::OkStatus();
+}
+
+void ReportBatchItem(ExecutionReport& report, Algorithm algorithm, const std::string& device_name,
+                     const BatchStageSeconds& seconds) {
+  report.algorithm = algorithm;
+  report.backend = BackendKind::kCuda;
+  report.device = device_name;
+  report.AddStage("batch_prepare", seconds.prepare);
+  report.AddStage("stream_wait", seconds.stream_wait);
+  report.AddStage("h2d", seconds.h2d);
+  report.AddStage("kernel", seconds.kernel);
+  report.AddStage("d2h", seconds.d2h);
 }
 
 }  // namespace gpusort

@@ -27,6 +27,14 @@ std::size_t BatchRowLength(std::span<const BatchItem> items);
 // Whether the row form suits the batch: longest request within one bitonic tile, padding within bounds.
 bool BatchFitsRows(std::span<const BatchItem> items);
 
+// The stage times of one batch launch, which every request of the batch reports.
+struct BatchStageSeconds {
+  double prepare = 0, stream_wait = 0, h2d = 0, kernel = 0, d2h = 0;
+};
+// Fills one request's report: the kernel that ran, the device, and its batch's stage times.
+void ReportBatchItem(ExecutionReport& report, Algorithm algorithm, const std::string& device_name,
+                     const BatchStageSeconds& seconds);
+
 // The row form. Any dtype, kNone / kIndices; the longest request at most kBitonicRowsMaxLength keys.
 absl::Status SortBatchAsRowsOnGpu(DeviceContext& context, const SortSpec& spec, std::span<BatchItem> items,
                                   const std::string& device_name);
