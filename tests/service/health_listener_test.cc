@@ -2,27 +2,12 @@
 // reflection, no SortService), in step with the main port's health through a drain.
 #include <grpcpp/support/sync_stream.h>
 
-#include "grpc/health/v1/health.grpc.pb.h"
+#include "tests/service/health_check.h"
 #include "tests/service/reflection_probe.pb.h"
 #include "tests/service/test_server.h"
 
 namespace gpusort::testing {
 namespace {
-
-using HealthStatus = grpc::health::v1::HealthCheckResponse;
-
-grpc::Status Check(const std::shared_ptr<grpc::Channel>& channel, const std::string& service,
-                   HealthStatus::ServingStatus* out) {
-  auto stub = grpc::health::v1::Health::NewStub(channel);
-  grpc::health::v1::HealthCheckRequest request;
-  request.set_service(service);
-  HealthStatus response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Status status = stub->Check(&context, request, &response);
-  *out = response.status();
-  return status;
-}
 
 // The first answer of a reflection stream's list_services, or its failure.
 grpc::Status ListServices(const std::shared_ptr<grpc::Channel>& channel) {
@@ -53,9 +38,9 @@ TEST(HealthListener, ServesHealthOnlyAndFollowsTheDrain) {
   auto health = grpc::CreateChannel("127.0.0.1:" + std::to_string(server.server().health_port()),
                                     grpc::InsecureChannelCredentials());
   HealthStatus::ServingStatus status;
-  ASSERT_TRUE(Check(health, "", &status).ok());
+  ASSERT_TRUE(CheckHealth(health, "", &status).ok());
   EXPECT_EQ(status, HealthStatus::SERVING);
-  ASSERT_TRUE(Check(health, "gpusort.v1.SortService", &status).ok());
+  ASSERT_TRUE(CheckHealth(health, "gpusort.v1.SortService", &status).ok());
   EXPECT_EQ(status, HealthStatus::SERVING);
 
   EXPECT_TRUE(ListServices(server.channel()).ok());  // the main port has reflection
@@ -70,7 +55,7 @@ TEST(HealthListener, ServesHealthOnlyAndFollowsTheDrain) {
   EXPECT_TRUE(server.server().Drain());
   // Both ports stop: Check fails or says NOT_SERVING, never SERVING.
   for (const auto& channel : {server.channel(), health}) {
-    const grpc::Status s = Check(channel, "gpusort.v1.SortService", &status);
+    const grpc::Status s = CheckHealth(channel, "gpusort.v1.SortService", &status);
     EXPECT_TRUE(!s.ok() || status != HealthStatus::SERVING);
   }
 }

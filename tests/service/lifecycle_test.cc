@@ -8,7 +8,7 @@
 #include <grpcpp/impl/codegen/client_callback.h>
 #include <grpcpp/support/sync_stream.h>
 
-#include "grpc/health/v1/health.grpc.pb.h"
+#include "tests/service/health_check.h"
 #include "tests/service/http_get.h"
 #include "tests/service/reflection_probe.pb.h"
 #include "tests/service/scripted_backend.h"
@@ -20,20 +20,6 @@ namespace gpusort::testing {
 namespace {
 
 using ::testing::HasSubstr;
-using HealthStatus = grpc::health::v1::HealthCheckResponse;
-
-HealthStatus::ServingStatus CheckHealth(const std::shared_ptr<grpc::Channel>& channel,
-                                        const std::string& service) {
-  auto stub = grpc::health::v1::Health::NewStub(channel);
-  grpc::health::v1::HealthCheckRequest request;
-  request.set_service(service);
-  HealthStatus response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Status status = stub->Check(&context, request, &response);
-  if (!status.ok()) return HealthStatus::UNKNOWN;
-  return response.status();
-}
 
 TEST(Health, ServingForTheServerAndTheSortService) {
   TestServer server;
