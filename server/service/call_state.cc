@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <random>
 
+#include "server/core/caller_text.h"
+
 namespace gpusort {
 namespace {
 
@@ -23,12 +25,15 @@ Cancellation::Clock::time_point SteadyDeadline(grpc::CallbackServerContext* cont
          std::chrono::duration_cast<Cancellation::Clock::duration>(system_deadline - now_system);
 }
 
+// The caller's x-request-id when it is safe to echo in the reply's headers and to log; else one made
+// here. gRPC aborts the whole process when a reply header holds a byte it forbids (a control byte,
+// anything outside ASCII), and a raw HTTP/2 client can send such bytes, so the check must come first.
 std::string RequestIdFrom(grpc::CallbackServerContext* context) {
   const auto& metadata = context->client_metadata();
   auto it = metadata.find("x-request-id");
-  if (it != metadata.end() && !it->second.empty() && it->second.size() <= 128)
-    return std::string(it->second.data(), it->second.size());
-  return MakeRequestId();
+  if (it == metadata.end()) return MakeRequestId();
+  const std::string_view given(it->second.data(), it->second.size());
+  return IsUsableRequestId(given) ? std::string(given) : MakeRequestId();
 }
 
 }  // namespace
