@@ -9,7 +9,7 @@ std::string CallerText(std::string_view raw, std::size_t max_bytes) {
   out.reserve(shown.size() + 24);
   for (const char c : shown) {
     const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte < 0x7f && c != '\\' && c != '\'' && c != '"') {
+    if (byte >= 0x20 && byte < 0x7f && c != '\\') {
       out.push_back(c);
     } else {
       out += "\\x";

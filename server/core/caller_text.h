@@ -13,7 +13,8 @@ namespace gpusort {
 // The longest caller text any message or log line quotes, before the "...(N bytes)" note.
 inline constexpr std::size_t kCallerTextMaxBytes = 64;
 
-// `raw` with every byte outside printable ASCII, and the backslash and both quotes, written as \xNN,
+// `raw` with every byte outside printable ASCII (and the backslash, so that the result reads back
+// unambiguously) written as \xNN,
 // cut after `max_bytes` bytes of `raw` with "...(N bytes)" saying how long it was. The result is
 // printable ASCII only and at most 4 * max_bytes + 24 bytes long.
 std::string CallerText(std::string_view raw, std::size_t max_bytes = kCallerTextMaxBytes);
