@@ -16,6 +16,8 @@ if [ "${GPUSORT_NO_TEST_DEPS:-0}" != 1 ]; then
   packages+=(prometheus yamllint python3-yaml)
   # The TLS tests make their certificates with the openssl command.
   packages+=(openssl)
+  # The hostile-caller tests write HTTP/2 frames by hand that gRPC clients refuse to send.
+  packages+=(libnghttp2-dev)
   # Any Node.js with npm will do (the machine may have its own, which Debian's npm would conflict with).
   command -v npm >/dev/null || packages+=(nodejs npm)
 fi

@@ -153,7 +153,10 @@ std::string ServiceConfigJson(const std::string& policy, const RetryOptions& ret
   std::string json = "{\"loadBalancingConfig\":[{\"" + policy + "\":{}}]";
   if (policy == "round_robin") json += std::string(",\"healthCheckConfig\":{\"serviceName\":\"") + kHealthService + "\"}";
   if (retry.max_attempts > 1) {
-    // RegisterRegion is left out on purpose (see RetryOptions in client.h).
+    // RegisterRegion is left out on purpose (see RetryOptions in client.h). CANCELLED is retried too:
+    // gRPC's server core answers CANCELLED, not UNAVAILABLE, for a call that reached a server after its
+    // shutdown began and before the client saw the GOAWAY (grpc/grpc#41785), which a draining replica
+    // cannot prevent. A call this client cancels itself (or whose deadline passed) is never retried.
     json += ",\"methodConfig\":[{\"name\":["
             "{\"service\":\"gpusort.v1.SortService\",\"method\":\"Sort\"},"
             "{\"service\":\"gpusort.v1.SortService\",\"method\":\"TopK\"},"
@@ -164,7 +167,7 @@ std::string ServiceConfigJson(const std::string& policy, const RetryOptions& ret
             ",\"initialBackoff\":\"" + Seconds(std::max(retry.initial_backoff, std::chrono::milliseconds(1))) +
             "\",\"maxBackoff\":\"" + Seconds(std::max(retry.max_backoff, std::chrono::milliseconds(1))) +
             "\",\"backoffMultiplier\":" + std::to_string(retry.backoff_multiplier > 0 ? retry.backoff_multiplier : 1.0) +
-            ",\"retryableStatusCodes\":[\"UNAVAILABLE\"]}}]";
+            ",\"retryableStatusCodes\":[\"UNAVAILABLE\",\"CANCELLED\"]}}]";
   }
   return json + "}";
 }

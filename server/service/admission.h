@@ -1,31 +1,44 @@
-// Caps the calls in flight: a call either gets a ticket at once or is refused (RESOURCE_EXHAUSTED),
-// so overload never builds an unbounded queue. Also the drain's "wait until idle".
+// Caps the calls in flight, in total and per caller: a call either gets a ticket at once or is refused
+// (RESOURCE_EXHAUSTED), so overload never builds an unbounded queue, and no one caller can take every
+// ticket and lock the others out. Also the drain's "wait until idle".
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 
 namespace gpusort {
 
+// Why TryAcquire said no.
+enum class AdmissionRefusal { kNone, kTotal, kCaller };
+
 class Admission {
  public:
-  explicit Admission(int limit) : limit_(limit) {}
+  // `per_caller_limit` is at most `limit` and at least 1.
+  Admission(int limit, int per_caller_limit) : limit_(limit), per_caller_limit_(per_caller_limit) {}
 
-  bool TryAcquire() {
+  AdmissionRefusal TryAcquire(const std::string& caller) {
     std::lock_guard lock(mutex_);
-    if (inflight_ >= limit_) return false;
+    if (inflight_ >= limit_) return AdmissionRefusal::kTotal;
+    int& mine = per_caller_[caller];
+    if (mine >= per_caller_limit_) return AdmissionRefusal::kCaller;
+    ++mine;
     ++inflight_;
-    return true;
+    return AdmissionRefusal::kNone;
   }
-  void Release() {
+  void Release(const std::string& caller) {
     std::lock_guard lock(mutex_);
+    if (auto it = per_caller_.find(caller); it != per_caller_.end() && --it->second <= 0) per_caller_.erase(it);
     if (--inflight_ == 0) idle_.notify_all();
   }
   int inflight() const {
     std::lock_guard lock(mutex_);
     return inflight_;
   }
+  int limit() const { return limit_; }
+  int per_caller_limit() const { return per_caller_limit_; }
   // True when nothing was in flight before the timeout.
   bool WaitIdle(std::chrono::duration<double> timeout) {
     std::unique_lock lock(mutex_);
@@ -34,9 +47,11 @@ class Admission {
 
  private:
   const int limit_;
+  const int per_caller_limit_;
   mutable std::mutex mutex_;
   std::condition_variable idle_;
   int inflight_ = 0;
+  std::unordered_map<std::string, int> per_caller_;  // callers holding tickets now (no empty entries)
 };
 
 }  // namespace gpusort

@@ -25,7 +25,9 @@ struct CallState {
   ExecutionReport report;
   std::string_view dtype_label = "unknown";
   Algorithm requested = Algorithm::kAuto;
-  bool admitted = false;
+  std::string caller;             // CallerIdentity, once the call asked for a ticket
+  bool admitted = false;          // holds a ticket of --max-inflight
+  bool waiting_stream = false;    // a stream holding a ticket of those waiting for their first message
   uint64_t keys = 0;
 
   double SecondsSinceArrival() const {

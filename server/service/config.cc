@@ -1,8 +1,15 @@
 #include "server/service/config.h"
 
+#include <algorithm>
+
 #include <CLI/CLI.hpp>
 
 namespace gpusort {
+
+int PerCallerInflightLimit(const ServerConfig& config) {
+  if (config.max_inflight_per_caller > 0) return std::min(config.max_inflight_per_caller, config.max_inflight);
+  return std::max(1, (config.max_inflight * 3 + 3) / 4);
+}
 
 ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
   ServerConfig c;
@@ -12,6 +19,14 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
       ->capture_default_str();
   app.add_option("--metrics-listen", c.metrics_listen,
                  "Prometheus /metrics address (host:port; empty disables)")
+      ->capture_default_str();
+  app.add_option("--metrics-threads", c.metrics_threads,
+                 "HTTP connections /metrics serves at once (idle ones are dropped after --metrics-request-timeout)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--metrics-request-timeout", c.metrics_request_timeout_seconds,
+                 "seconds a /metrics connection may take to send its request before it is closed")
+      ->check(CLI::Range(0.1, 600.0))
       ->capture_default_str();
   app.add_option("--backend", c.backend, "auto picks CUDA when a GPU is usable, else CPU")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
@@ -27,6 +42,20 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
   app.add_option("--max-inflight", c.max_inflight,
                  "calls admitted at once; more are answered RESOURCE_EXHAUSTED at once")
       ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--max-inflight-per-caller", c.max_inflight_per_caller,
+                 "calls one caller may have admitted at once (a caller: its bearer token with "
+                 "--auth-tokens-file, else its address); 0: three quarters of --max-inflight")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--stream-first-message-timeout", c.stream_first_message_timeout_seconds,
+                 "seconds a streaming call may take to send its first message (DEADLINE_EXCEEDED after)")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  app.add_option("--stream-idle-timeout", c.stream_idle_timeout_seconds,
+                 "seconds a streaming call may go without sending a message or reading an answer chunk "
+                 "while it is the caller's turn (DEADLINE_EXCEEDED after)")
+      ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
   app.add_option("--workers", c.workers, "threads that run jobs (0: one per core)")
       ->check(CLI::Range(0, 4096))

@@ -12,10 +12,15 @@ namespace gpusort {
 struct ServerConfig {
   std::string listen = "0.0.0.0:50051";          // gRPC address; port 0 picks a free port
   std::string metrics_listen = "0.0.0.0:9464";   // Prometheus /metrics; empty disables
+  int metrics_threads = 8;                       // connections /metrics serves at once
+  double metrics_request_timeout_seconds = 3;    // a /metrics connection must send its request this soon
   std::string backend = "auto";                  // auto | cpu | cuda
   std::size_t max_message_bytes = 64u << 20;     // one gRPC message, either direction
   std::size_t max_request_bytes = 4ull << 30;    // one request's keys + values, streamed or not
   int max_inflight = 64;                         // admitted calls; more get RESOURCE_EXHAUSTED
+  int max_inflight_per_caller = 0;               // of those, one caller's at most; 0 = 3/4 of max_inflight
+  double stream_first_message_timeout_seconds = 10;  // a stream's first message must come this soon
+  double stream_idle_timeout_seconds = 30;       // a stream that moves nothing either way this long ends
   int workers = 0;                               // threads running jobs; 0 = one per core
   int cpu_threads = 0;                           // threads the CPU backend may use; 0 = all cores
   int cuda_device = 0;                           // which GPU the CUDA backend uses
@@ -39,6 +44,9 @@ struct ServerConfig {
   std::string auth_tokens_file;                  // one bearer token per line: SortService/EchoService need one
   std::string health_listen;                     // plaintext listener serving only grpc.health.v1.Health
 };
+
+// --max-inflight-per-caller as it applies: 0 means three quarters of --max-inflight (at least 1).
+int PerCallerInflightLimit(const ServerConfig& config);
 
 // Parses argv. On --help or --version prints and returns the exit code in `exit_code` (>= 0);
 // on bad flags prints the problem and sets exit_code to 2. exit_code is -1 when the server should run.

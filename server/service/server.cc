@@ -58,6 +58,19 @@ class HealthOnly final : public grpc::CallbackGenericService {
   }
 };
 
+// civetweb's options for /metrics. Each of its threads serves one connection at a time and waits up to
+// request_timeout_ms for a request on it, 30 s by default: two idle TCP connections to the 2 threads
+// prometheus-cpp asks for by default held a scrape for 29.5 s. More threads, and a short wait for the
+// request, keep a scrape answered while idle connections come and go.
+std::vector<std::string> MetricsServerOptions(const ServerConfig& config) {
+  const auto timeout_ms = static_cast<long>(config.metrics_request_timeout_seconds * 1000);
+  return {"listening_ports",    config.metrics_listen,
+          "num_threads",        std::to_string(config.metrics_threads),
+          "request_timeout_ms", std::to_string(timeout_ms),
+          // A scraper that keeps its connection open between scrapes must not hold a thread meanwhile.
+          "enable_keep_alive",  "no"};
+}
+
 }  // namespace
 
 GpusortServer::GpusortServer(const ServerConfig& config) : config_(config) {}
@@ -94,7 +107,7 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
   metrics_ = std::make_unique<Metrics>(GPUSORT_VERSION, BackendKindName(backend_->kind()));
   if (!config_.metrics_listen.empty()) {
     try {
-      exposer_ = std::make_unique<prometheus::Exposer>(config_.metrics_listen);
+      exposer_ = std::make_unique<prometheus::Exposer>(MetricsServerOptions(config_));
     } catch (const std::exception& e) {
       return absl::UnavailableError("cannot serve metrics on " + config_.metrics_listen + ": " +
                                     e.what());

@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/core/caller_text.h"
+#include "server/service/caller_identity.h"
 #include "server/service/grpc_status.h"
 #include "server/service/request_decode.h"
 
@@ -31,13 +33,18 @@ spdlog::level::level_enum LogLevelFor(absl::StatusCode code) {
   }
 }
 
+// Log lines of failed calls written per status code each second; the rest are counted (LogLimiter).
+constexpr int kFailureLogLinesPerSecond = 20;
+
 }  // namespace
 
 ServiceCore::ServiceCore(const ServerConfig& config, Backend& backend, Metrics& metrics)
     : config_(config),
       backend_(backend),
       metrics_(metrics),
-      admission_(config.max_inflight),
+      admission_(config.max_inflight, PerCallerInflightLimit(config)),
+      waiting_streams_(config.max_inflight, PerCallerInflightLimit(config)),
+      failure_log_(kFailureLogLinesPerSecond),
       regions_(backend, {.max_regions = config.shm_max_regions, .max_total_bytes = config.shm_max_bytes}),
       parted_sorts_(static_cast<std::size_t>(std::max(1, config.max_inflight))),
       pool_(config.workers, [&metrics](std::size_t depth) {
@@ -51,16 +58,48 @@ ServiceCore::ServiceCore(const ServerConfig& config, Backend& backend, Metrics& 
 
 ServiceCore::~ServiceCore() { batcher_.reset(); }
 
-absl::Status ServiceCore::Admit(CallState& call) {
+std::string ServiceCore::CallerOf(CallState& call, const grpc::CallbackServerContext& context) const {
+  if (call.caller.empty()) call.caller = CallerIdentity(context, !config_.auth_tokens_file.empty());
+  return call.caller;
+}
+
+absl::Status ServiceCore::Refusal(AdmissionRefusal why, const Admission& pool, std::string_view what) const {
+  if (why == AdmissionRefusal::kTotal) {
+    return absl::ResourceExhaustedError("too many " + std::string(what) + " (limit " + std::to_string(pool.limit()) +
+                                        "); retry later");
+  }
+  return absl::ResourceExhaustedError("this caller has its share of " + std::string(what) + " already (" +
+                                      std::to_string(pool.per_caller_limit()) +
+                                      ", --max-inflight-per-caller); retry later");
+}
+
+absl::Status ServiceCore::Admit(CallState& call, const grpc::CallbackServerContext& context) {
   if (draining()) {
     last_drain_refusal_.store(std::chrono::steady_clock::now().time_since_epoch().count());
     return absl::UnavailableError("the server is shutting down; retry on another replica");
   }
-  if (!admission_.TryAcquire())
-    return absl::ResourceExhaustedError("too many requests in flight (limit " +
-                                        std::to_string(config_.max_inflight) + "); retry later");
+  const std::string caller = CallerOf(call, context);
+  if (call.waiting_stream) {
+    call.waiting_stream = false;
+    waiting_streams_.Release(caller);
+  }
+  const AdmissionRefusal refused = admission_.TryAcquire(caller);
+  if (refused != AdmissionRefusal::kNone) return Refusal(refused, admission_, "requests in flight");
   call.admitted = true;
   metrics_.inflight().Increment();
+  return absl::OkStatus();
+}
+
+absl::Status ServiceCore::AdmitWaitingStream(CallState& call, const grpc::CallbackServerContext& context) {
+  if (draining()) {
+    last_drain_refusal_.store(std::chrono::steady_clock::now().time_since_epoch().count());
+    return absl::UnavailableError("the server is shutting down; retry on another replica");
+  }
+  const AdmissionRefusal refused = waiting_streams_.TryAcquire(CallerOf(call, context));
+  if (refused != AdmissionRefusal::kNone) {
+    return Refusal(refused, waiting_streams_, "streams waiting for their first message");
+  }
+  call.waiting_stream = true;
   return absl::OkStatus();
 }
 
@@ -75,16 +114,26 @@ void ServiceCore::Complete(CallState& call, const absl::Status& status) {
                    .seconds = seconds,
                    .keys = status.ok() ? call.keys : 0,
                    .stages = status.ok() ? &call.report.stages : nullptr});
-  spdlog::log(LogLevelFor(status.code()), "[{}] {} dtype={} n={} algorithm={} {} in {:.3f} ms{}{}",
-              call.request_id, call.method, call.dtype_label, call.keys, AlgorithmName(ran), code,
-              seconds * 1e3, status.ok() ? "" : ": ", std::string(status.message()));
+  uint64_t held_back = 0;
+  if (status.ok() || failure_log_.Allow(code, &held_back)) {
+    // The message may quote what the caller sent; CallerText keeps it to one printable line.
+    spdlog::log(LogLevelFor(status.code()), "[{}] {} dtype={} n={} algorithm={} {} in {:.3f} ms{}{}{}",
+                call.request_id, call.method, call.dtype_label, call.keys, AlgorithmName(ran), code,
+                seconds * 1e3, status.ok() ? "" : ": ", CallerText(std::string_view(status.message().data(), status.message().size()), kStatusMessageMaxBytes),
+                held_back == 0 ? "" : " (" + std::to_string(held_back) + " more " + code +
+                                          " lines were held back by the log's rate limit)");
+  }
   for (const Backend::MemoryReading& m : backend_.memory()) {
     metrics_.SetDeviceMemory(m.device, m.kind, m.bytes);
   }
   if (call.admitted) {
     call.admitted = false;
     metrics_.inflight().Decrement();
-    admission_.Release();
+    admission_.Release(call.caller);
+  }
+  if (call.waiting_stream) {
+    call.waiting_stream = false;
+    waiting_streams_.Release(call.caller);
   }
 }
 

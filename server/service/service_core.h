@@ -13,10 +13,12 @@
 #include "server/service/admission.h"
 #include "server/service/call_state.h"
 #include "server/service/config.h"
+#include "server/service/log_limiter.h"
 #include "server/service/metrics.h"
 #include "server/service/shared_regions.h"
 #include "server/service/sort_batcher.h"
 #include "server/service/sort_parts.h"
+#include "server/service/stream_watchdog.h"
 #include "server/service/worker_pool.h"
 
 namespace gpusort {
@@ -33,9 +35,14 @@ class ServiceCore {
   PartedSorts& parted_sorts() { return parted_sorts_; }
 
   // Takes an in-flight ticket for the call: UNAVAILABLE while draining, RESOURCE_EXHAUSTED when
-  // max_inflight calls are already in flight.
-  absl::Status Admit(CallState& call);
-  // Counts and logs the finished call and returns its ticket. Call it once, right before Finish.
+  // max_inflight calls, or the caller's share of them, are already in flight. A stream calls it when
+  // its first message arrives (and gives back its waiting ticket then).
+  absl::Status Admit(CallState& call, const grpc::CallbackServerContext& context);
+  // A stream's ticket while it waits for its first message: as many again as --max-inflight, with the
+  // same per-caller share, so that streams that never send cannot hold the tickets that do work.
+  absl::Status AdmitWaitingStream(CallState& call, const grpc::CallbackServerContext& context);
+  // Counts and logs the finished call (failed ones through a rate limit) and returns its tickets. Call
+  // it once, right before Finish.
   void Complete(CallState& call, const absl::Status& status);
 
   // UNIMPLEMENTED (with the list) when the backend lacks the asked algorithm.
@@ -59,11 +66,19 @@ class ServiceCore {
   }
   bool WaitIdle(std::chrono::duration<double> timeout) { return admission_.WaitIdle(timeout); }
 
+  StreamWatchdog& watchdog() { return watchdog_; }
+
  private:
   const ServerConfig& config_;
   Backend& backend_;
   Metrics& metrics_;
+  absl::Status Refusal(AdmissionRefusal why, const Admission& pool, std::string_view what) const;
+  std::string CallerOf(CallState& call, const grpc::CallbackServerContext& context) const;
+
   Admission admission_;
+  Admission waiting_streams_;
+  LogLimiter failure_log_;
+  StreamWatchdog watchdog_;
   std::atomic<bool> draining_{false};
   std::atomic<std::chrono::steady_clock::rep> last_drain_refusal_{0};
   SharedRegions regions_;

@@ -1,5 +1,6 @@
 #include "server/service/sort_parts.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -86,14 +87,19 @@ void PartedSort::Arrive(std::function<void()> resume) {
 
 void PartedSort::Fail(uint32_t index, const absl::Status& status) {
   std::vector<std::function<void()>> go;
+  absl::Status for_others;
+  uint32_t parts_to_come = 0;
   {
     std::lock_guard lock(mutex_);
     if (arrived_ == count_ || !failed_.ok()) return;
     failed_ = status.ok() ? absl::UnknownError("part failed") : status;
     failure_for_others_ = absl::AbortedError("part " + std::to_string(index) + " of this sort failed: " +
                                              std::string(failed_.message()));
+    for_others = failure_for_others_;
+    parts_to_come = static_cast<uint32_t>(std::count(joined_.begin(), joined_.end(), false));
     go.swap(waiting_);
   }
+  if (on_failed_ && parts_to_come > 0) on_failed_(for_others, parts_to_come);
   for (auto& f : go) f();
 }
 
@@ -119,35 +125,93 @@ absl::StatusOr<std::shared_ptr<PartedSort>> PartedSorts::Join(const std::string&
                                                              std::size_t max_request_bytes) {
   RETURN_IF_ERROR(CheckPart(spec, part, max_request_bytes));
   const std::string key = caller_host + '\n' + part.job;
-  std::lock_guard lock(mutex_);
-  for (auto it = jobs_.begin(); it != jobs_.end();) it = it->second.expired() ? jobs_.erase(it) : std::next(it);
   std::shared_ptr<PartedSort> job;
-  if (auto found = jobs_.find(key); found != jobs_.end()) job = found->second.lock();
-  // A job whose parts all arrived takes no more; its id may start a new Sort while the old one answers.
-  if (job != nullptr && !job->AllArrived()) {
-    absl::Status joined = job->Join(spec, part);
-    // A part that does not fit its job means the caller's parts are broken: fail them all now rather
-    // than leave the good ones waiting for a part that will not come.
-    if (!joined.ok()) job->Fail(part.index, joined);
-    RETURN_IF_ERROR(joined);
-    return job;
+  absl::Status joined;
+  {
+    std::lock_guard lock(mutex_);
+    Sweep();
+    RETURN_IF_ERROR(TakeFailed(key));
+    if (auto found = jobs_.find(key); found != jobs_.end()) job = found->second.lock();
+    // A job whose parts all arrived takes no more; its id may start a new Sort while the old one answers.
+    if (job == nullptr || job->AllArrived()) return StartJob(key, spec, part, backend);
+    joined = job->Join(spec, part);
   }
+  // A part that does not fit its job means the caller's parts are broken: fail them all now rather
+  // than leave the good ones waiting for a part that will not come. (Not under mutex_: failing the job
+  // records it here.)
+  if (!joined.ok()) job->Fail(part.index, joined);
+  RETURN_IF_ERROR(joined);
+  job->Moved();
+  return job;
+}
+
+absl::StatusOr<std::shared_ptr<PartedSort>> PartedSorts::StartJob(const std::string& key, const SortSpec& spec,
+                                                                 const PartRef& part, Backend& backend) {
   if (jobs_.size() >= max_jobs_) {
     return absl::ResourceExhaustedError("the server already holds " + std::to_string(max_jobs_) +
                                         " sorts arriving in parts; retry later");
   }
   ASSIGN_OR_RETURN(std::unique_ptr<PartedSortIngest> ingest, backend.StartPartedSortIngest(spec, part.total_keys));
-  job = std::make_shared<PartedSort>(spec, part, std::move(ingest));
+  auto job = std::make_shared<PartedSort>(spec, part, std::move(ingest));
+  job->on_failed_ = [this, key](const absl::Status& for_others, uint32_t parts_to_come) {
+    std::lock_guard lock(mutex_);
+    RememberFailed(key, for_others, parts_to_come);
+  };
   RETURN_IF_ERROR(job->Join(spec, part));
+  job->Moved();
   jobs_[key] = job;
   return job;
 }
 
-std::string PeerHost(const std::string& peer) {
-  const std::size_t colon = peer.rfind(':');
-  const std::size_t scheme = peer.find(':');
-  if (colon == std::string::npos || colon == scheme) return peer;  // "unix:/path": no port
-  return peer.substr(0, colon);
+void PartedSorts::Abandon(const std::string& caller_host, const PartRef& part, const absl::Status& status) {
+  if (part.job.size() < kMinJobIdBytes || part.job.size() > kMaxJobIdBytes || part.count < 2 ||
+      part.count > kMaxParts || part.index >= part.count) {
+    return;  // not a part any job could have: nothing to fail
+  }
+  const std::string key = caller_host + '\n' + part.job;
+  std::shared_ptr<PartedSort> job;
+  {
+    std::lock_guard lock(mutex_);
+    Sweep();
+    if (auto found = jobs_.find(key); found != jobs_.end()) job = found->second.lock();
+    if (job == nullptr) {
+      // No part has come yet: the others are told when they do.
+      if (!failed_.contains(key)) {
+        RememberFailed(key,
+                       absl::AbortedError("part " + std::to_string(part.index) + " of this sort failed: " +
+                                          std::string(status.message())),
+                       part.count - 1);
+      }
+      return;
+    }
+  }
+  job->Fail(part.index, status);
+}
+
+void PartedSorts::RememberFailed(const std::string& key, const absl::Status& for_others, uint32_t parts_to_come) {
+  if (failed_.size() >= 4 * max_jobs_) {  // full: forget the one to be forgotten soonest
+    auto oldest = std::min_element(failed_.begin(), failed_.end(), [](const auto& a, const auto& b) {
+      return a.second.forget_at < b.second.forget_at;
+    });
+    failed_.erase(oldest);
+  }
+  failed_[key] = FailedJob{.status = for_others,
+                           .parts_to_come = parts_to_come,
+                           .forget_at = std::chrono::steady_clock::now() + kFailedJobMemory};
+}
+
+absl::Status PartedSorts::TakeFailed(const std::string& key) {
+  auto it = failed_.find(key);
+  if (it == failed_.end()) return absl::OkStatus();
+  absl::Status status = it->second.status;
+  if (--it->second.parts_to_come == 0) failed_.erase(it);
+  return status;
+}
+
+void PartedSorts::Sweep() {
+  for (auto it = jobs_.begin(); it != jobs_.end();) it = it->second.expired() ? jobs_.erase(it) : std::next(it);
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = failed_.begin(); it != failed_.end();) it = it->second.forget_at <= now ? failed_.erase(it) : std::next(it);
 }
 
 }  // namespace gpusort

@@ -4,6 +4,8 @@
 // other, and each sends back its own range of the sorted array.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -37,6 +39,13 @@ class PartedSort {
   std::size_t Begin(uint32_t index) const { return static_cast<std::size_t>(total_keys_ * index / count_); }
   PartedSortIngest& ingest() { return *ingest_; }
 
+  // Some part of the job sent keys (or joined) now; LastMoved says when that last happened. A part
+  // waiting for its siblings gives up once none of them has moved for --stream-idle-timeout.
+  void Moved() { last_moved_ = std::chrono::steady_clock::now().time_since_epoch().count(); }
+  std::chrono::steady_clock::time_point LastMoved() const {
+    return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(last_moved_.load()));
+  }
+
   // Part `index` has written all its keys. `resume` runs once every part has (on the thread of the
   // last one to arrive), or once the job fails, or at once if it already has.
   void Arrive(std::function<void()> resume);
@@ -57,6 +66,9 @@ class PartedSort {
   const uint32_t count_;
   const uint64_t total_keys_;
   std::unique_ptr<PartedSortIngest> ingest_;
+  // Called once, with the failure, when the job fails before the sort (PartedSorts remembers it).
+  std::function<void(const absl::Status& for_others, uint32_t parts_to_come)> on_failed_;
+  std::atomic<std::chrono::steady_clock::rep> last_moved_{0};
 
   std::mutex mutex_;
   std::vector<bool> joined_;
@@ -71,9 +83,14 @@ class PartedSort {
   ExecutionReport sort_report_;
 };
 
-// The jobs whose parts are still running, by caller host and job id.
+// The jobs whose parts are still running, by caller host and job id; and the jobs that failed, for a
+// while, so that a part arriving after its job failed (and every part holding the job had ended) is
+// told so (ABORTED) instead of starting the job again and waiting for parts that will not come.
 class PartedSorts {
  public:
+  // How long a failed job is remembered, at most.
+  static constexpr std::chrono::seconds kFailedJobMemory{120};
+
   explicit PartedSorts(std::size_t max_jobs) : max_jobs_(max_jobs) {}
 
   // The job `part` belongs to, started by whichever of its parts comes first. `caller_host` scopes job
@@ -82,14 +99,28 @@ class PartedSorts {
                                                    const PartRef& part, Backend& backend,
                                                    std::size_t max_request_bytes);
 
+  // Part `part` failed before it could join its job (its first message was refused): the job fails, or
+  // is remembered as failed if none of its parts has come yet.
+  void Abandon(const std::string& caller_host, const PartRef& part, const absl::Status& status);
+
  private:
+  struct FailedJob {
+    absl::Status status;  // what the parts still to come are answered (ABORTED)
+    uint32_t parts_to_come = 0;
+    std::chrono::steady_clock::time_point forget_at;
+  };
+  // With mutex_ held.
+  absl::StatusOr<std::shared_ptr<PartedSort>> StartJob(const std::string& key, const SortSpec& spec,
+                                                       const PartRef& part, Backend& backend);
+  void RememberFailed(const std::string& key, const absl::Status& for_others, uint32_t parts_to_come);
+  absl::Status TakeFailed(const std::string& key);
+  void Sweep();
+
   const std::size_t max_jobs_;
   std::mutex mutex_;
   // weak: a job lives as long as its parts' calls hold it; expired entries are swept on the next Join.
   std::map<std::string, std::weak_ptr<PartedSort>> jobs_;
+  std::map<std::string, FailedJob> failed_;  // at most 4 * max_jobs_, each for kFailedJobMemory at most
 };
-
-// The host part of a gRPC peer string ("ipv4:127.0.0.1:5000" -> "ipv4:127.0.0.1").
-std::string PeerHost(const std::string& peer);
 
 }  // namespace gpusort

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -11,6 +12,7 @@
 
 #include "server/core/status_macros.h"
 #include "server/service/grpc_status.h"
+#include "server/service/caller_identity.h"
 #include "server/service/request_decode.h"
 #include "server/service/sort_parts.h"
 
@@ -22,8 +24,10 @@ namespace {
 // Subclasses say what a message means (Accept), what the whole must satisfy (EndOfInput), how to
 // run it (Execute) and how to cut the answer (NextChunk).
 template <typename Request, typename Response>
-class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
+class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public StreamWatchdog::Watched {
  public:
+  using Clock = StreamWatchdog::Clock;
+
   StreamCall(ServiceCore& core, grpc::CallbackServerContext* context, std::string_view method)
       : core_(core), context_(context), call_(method, context) {}
 
@@ -34,6 +38,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
   // gRPC is done with the call; a worker may still be inside it (it marks itself idle as its very last
   // touch of the call), so wait for that before the call goes.
   void OnDone() override {
+    core_.watchdog().Forget(this);
     {
       std::unique_lock lock(work_mutex_);
       idle_.wait(lock, [this] { return !working_; });
@@ -57,11 +62,18 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
         failed_ = absl::InvalidArgumentError("the stream ended before its first message, which must carry options");
       }
       input_ended_ = true;
+      phase_ = Phase::kServerWork;  // the input is complete: the server's turn
       if (working_) return;  // the worker ends the input once it has caught up
       lock.unlock();
       return FinishInput();
     }
-    absl::Status status = Accept(request_, first_message_);
+    Moved();
+    absl::Status status = first_message_ ? AdmitOnFirstMessage() : absl::OkStatus();
+    if (status.ok()) {
+      status = Accept(request_, first_message_);
+    } else {
+      Refused(request_, status);
+    }
     first_message_ = false;
     request_.Clear();
     if (!status.ok()) {
@@ -80,22 +92,42 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
 
   void OnWriteDone(bool ok) override {
     if (!ok) return Reply(absl::CancelledError("the caller stopped reading the answer"));
+    Moved();
     if (ChunksNeedWorker()) return AnswerChunkWritten();
     WriteNext();
   }
 
  protected:
-  // Starts the call; subclasses' constructors call it last.
+  // Starts the call; subclasses' constructors call it last. A stream takes a ticket of --max-inflight
+  // only once its first message is in: until then it holds one of the waiting streams' tickets, for at
+  // most --stream-first-message-timeout, so that streams that never send cannot keep others out.
   void Begin() {
-    absl::Status status = core_.Admit(call_);
+    absl::Status status = core_.AdmitWaitingStream(call_, *context_);
     // Refused: Trailers-Only, so that the caller's retry policy may still retry it (as unary calls).
     if (!status.ok()) return Reply(status);
-    context_->AddInitialMetadata("x-request-id", call_.request_id);
+    core_.watchdog().Watch(this);
     this->StartRead(&request_);
   }
 
+  // Where the call is, for the watchdog: whose turn it is, and so which timeout applies.
+  enum class Phase {
+    kFirstMessage,  // the caller's: --stream-first-message-timeout from arrival
+    kReading,       // the caller's: --stream-idle-timeout from the last message
+    kServerWork,    // the server's: no timeout (the caller's own deadline still applies)
+    kPartsWait,     // the sibling parts': --stream-idle-timeout from the last time any part moved
+    kWriting,       // the caller's (reading the answer): --stream-idle-timeout from the last chunk
+  };
+
+  // When the sibling parts of a parted Sort last moved (the part subclass says).
+  virtual Clock::time_point PartsLastMoved() const { return Clock::time_point::max(); }
+  // The parts stopped moving while this one waited: fail the whole Sort, which resumes this part too.
+  virtual void PartsStalled(const absl::Status&) {}
+  void set_phase(Phase phase) { phase_ = phase; }
+
   // Takes in one message (its bytes may be moved out of it). Called with work_mutex_ held.
   virtual absl::Status Accept(Request& message, bool first) = 0;
+  // The first message was refused admission (overload, drain) with `status`.
+  virtual void Refused(const Request&, const absl::Status&) {}
   // Work Accept left for a worker (with work_mutex_ held), and doing it (without: it takes what it
   // needs under work_mutex_ itself). Only one DoPendingWork runs at a time.
   virtual bool HasPendingWork() const { return false; }
@@ -134,6 +166,52 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
   std::condition_variable idle_;  // a worker let go of the call (see OnDone)
 
  private:
+  Clock::time_point WatchDeadline() const override {
+    const auto idle = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(core_.config().stream_idle_timeout_seconds));
+    switch (phase_.load()) {
+      case Phase::kFirstMessage:
+        return call_.arrival + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                   core_.config().stream_first_message_timeout_seconds));
+      case Phase::kReading:
+      case Phase::kWriting: return Clock::time_point(Clock::duration(last_moved_.load())) + idle;
+      case Phase::kPartsWait: {
+        const Clock::time_point moved = PartsLastMoved();
+        return moved == Clock::time_point::max() ? moved : moved + idle;
+      }
+      case Phase::kServerWork: break;
+    }
+    return Clock::time_point::max();
+  }
+
+  void WatchExpired() override {
+    const std::string idle = FormatSeconds(core_.config().stream_idle_timeout_seconds);
+    const Phase phase = phase_.load();
+    if (phase == Phase::kPartsWait) {
+      return PartsStalled(absl::AbortedError("no part of this sort sent anything for " + idle +
+                                             " s (--stream-idle-timeout)"));
+    }
+    absl::Status status;
+    if (phase == Phase::kFirstMessage) {
+      status = absl::DeadlineExceededError(
+          "no first message within " + FormatSeconds(core_.config().stream_first_message_timeout_seconds) +
+          " s of the stream's start (--stream-first-message-timeout)");
+    } else if (phase == Phase::kReading) {
+      status = absl::DeadlineExceededError("the stream sent no message for " + idle + " s (--stream-idle-timeout)");
+    } else {
+      status = absl::DeadlineExceededError("the caller read none of the answer for " + idle +
+                                           " s (--stream-idle-timeout)");
+    }
+    call_.cancellation.Cancel();
+    {
+      std::lock_guard lock(work_mutex_);
+      if (failed_.ok()) failed_ = status;
+    }
+    Reply(status);
+    // A write the caller never reads stays in flight; only cancelling the call ends it.
+    if (phase == Phase::kWriting) context_->TryCancel();
+  }
+
   // On a worker: does pending work until none is left; if the input has ended meanwhile, ends it.
   void Work() {
     for (;;) {
@@ -174,6 +252,24 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
     idle_.notify_all();
   }
 
+  // The caller sent a message or took a chunk of the answer.
+  void Moved() { last_moved_ = Clock::now().time_since_epoch().count(); }
+
+  // The first message is in: trade the waiting stream's ticket for one of --max-inflight.
+  absl::Status AdmitOnFirstMessage() {
+    RETURN_IF_ERROR(core_.Admit(call_, *context_));
+    phase_ = Phase::kReading;
+    // Only now: a refusal goes out Trailers-Only, which the caller's retry policy may retry.
+    context_->AddInitialMetadata("x-request-id", call_.request_id);
+    return absl::OkStatus();
+  }
+
+  static std::string FormatSeconds(double seconds) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", seconds);
+    return text;
+  }
+
   // Once: every message is in and worked on (or the input failed).
   void FinishInput() {
     if (!failed_.ok()) return Reply(failed_);
@@ -185,6 +281,8 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
       if (run.ok()) run = Execute();
       if (!run.ok()) return Reply(run);
       sending_ = StageClock();
+      Moved();
+      phase_ = Phase::kWriting;
       if (!ChunksNeedWorker()) return WriteNext();
       {
         std::lock_guard lock(answer_mutex_);
@@ -306,6 +404,8 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response> {
   bool input_ended_ = false;  // no more reads will come (guarded by work_mutex_)
   absl::Status failed_;       // the input's first failure (guarded by work_mutex_)
   std::atomic<bool> replied_{false};
+  std::atomic<Phase> phase_{Phase::kFirstMessage};
+  std::atomic<Clock::rep> last_moved_{0};  // Clock ticks when the caller last moved (Moved)
   std::size_t received_bytes_ = 0;
   StageClock receiving_;
   StageClock sending_;  // from the first answer chunk to the last (the GPU copies back ride on it)
@@ -346,6 +446,22 @@ class SortStreamCall final
 
  private:
   absl::Status Accept(v1::SortStreamRequest& m, bool first) override {
+    absl::Status status = AcceptMessage(m, first);
+    if (!status.ok() && first && job_ == nullptr) Refused(m, status);
+    if (status.ok() && job_ != nullptr) job_->Moved();
+    return status;
+  }
+
+  // A part refused before it joined its job must still fail the job, or its siblings would wait for it.
+  void Refused(const v1::SortStreamRequest& m, const absl::Status& status) override {
+    if (m.has_part()) core_.parted_sorts().Abandon(PeerHost(context_->peer()), PartRefOf(m.part()), status);
+  }
+
+  static PartRef PartRefOf(const v1::StreamPart& part) {
+    return PartRef{.job = part.job(), .index = part.index(), .count = part.count(), .total_keys = part.total_keys()};
+  }
+
+  absl::Status AcceptMessage(v1::SortStreamRequest& m, bool first) {
     if (first) {
       if (!m.has_options())
         return absl::InvalidArgumentError("the first SortStream message must carry options");
@@ -384,8 +500,7 @@ class SortStreamCall final
   bool Streaming() const { return ingest_ != nullptr || job_ != nullptr; }
 
   absl::Status JoinParts(const v1::StreamPart& part) {
-    const PartRef ref{.job = part.job(), .index = part.index(), .count = part.count(),
-                      .total_keys = part.total_keys()};
+    const PartRef ref = PartRefOf(part);
     ASSIGN_OR_RETURN(std::shared_ptr<PartedSort> job,
                      core_.parted_sorts().Join(PeerHost(context_->peer()), spec_, ref, core_.backend(),
                                                core_.config().max_request_bytes));
@@ -438,11 +553,16 @@ class SortStreamCall final
   // A part waits until every part of its Sort has all its keys in; the waiting shows as "parts_wait".
   void Schedule(std::function<void()> run) override {
     if (job_ == nullptr) return StreamCall::Schedule(std::move(run));
+    set_phase(Phase::kPartsWait);
     job_->Arrive([this, run = std::move(run), clock = StageClock()]() mutable {
+      set_phase(Phase::kServerWork);
       call_.report.AddStage("parts_wait", clock.Seconds());
       core_.Submit(call_, std::move(run));
     });
   }
+
+  Clock::time_point PartsLastMoved() const override { return job_->LastMoved(); }
+  void PartsStalled(const absl::Status& status) override { job_->Fail(part_index_, status); }
 
   // A part that fails before the sort fails its whole Sort, so that the other parts do not wait forever.
   void OnFailure(const absl::Status& status) override {

@@ -90,7 +90,7 @@ class SortCall final : public UnaryCall {
 
  private:
   absl::Status Prepare() override {
-    RETURN_IF_ERROR(core_.Admit(call_));
+    RETURN_IF_ERROR(core_.Admit(call_, *context_));
     StageClock clock;
     RETURN_IF_ERROR(RequestFits(request_->keys().size() + request_->values().size()));
     ASSIGN_OR_RETURN(spec_, DecodeSortOptions(request_->options()));
@@ -191,7 +191,7 @@ class TopKCall final : public UnaryCall {
 
  private:
   absl::Status Prepare() override {
-    RETURN_IF_ERROR(core_.Admit(call_));
+    RETURN_IF_ERROR(core_.Admit(call_, *context_));
     StageClock clock;
     RETURN_IF_ERROR(RequestFits(request_->keys().size()));
     ASSIGN_OR_RETURN(spec_, DecodeTopKOptions(request_->options()));

@@ -90,7 +90,7 @@ TEST(ServiceConfig, RetriesUnavailableOnThePureCallsOnly) {
   EXPECT_EQ(retry["maxAttempts"], 4);
   EXPECT_EQ(retry["initialBackoff"], "0.050s");
   EXPECT_EQ(retry["maxBackoff"], "1.000s");
-  EXPECT_EQ(retry["retryableStatusCodes"], nlohmann::json::array({"UNAVAILABLE"}));
+  EXPECT_EQ(retry["retryableStatusCodes"], nlohmann::json::array({"UNAVAILABLE", "CANCELLED"}));
 
   const auto single = nlohmann::json::parse(ServiceConfigJson("pick_first", {.max_attempts = 1}));
   EXPECT_FALSE(single.contains("methodConfig"));  // retries off

@@ -258,6 +258,59 @@ TEST_F(StreamParts, APartCancelledByItsCallerFailsTheWaitingPart) {
   EXPECT_THAT(a.status.error_message(), ::testing::HasSubstr("part 1 of this sort failed"));
 }
 
+// Issue 14, item 7: a part that failed, and whose call ended, before a sibling's first message came was
+// forgotten; the sibling started the job again and waited for it until its deadline (forever without).
+TEST_F(StreamParts, ASiblingThatComesAfterAPartFailedAloneIsAborted) {
+  const auto options = Options(v1::DTYPE_UINT32);
+  const std::string half(40, '\4');
+  const std::string job = JobId(21);
+  PartAnswer bad = SendPart(server_.stub(), options, Part(job, 0, 2, 20), half + "xxxx", 44, 4);
+  ASSERT_EQ(bad.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad.status.error_message();
+  const auto start = std::chrono::steady_clock::now();
+  PartAnswer late = SendPart(*server_.NewStub(), options, Part(job, 1, 2, 20), half, 40, 4);
+  EXPECT_EQ(late.status.error_code(), grpc::StatusCode::ABORTED) << late.status.error_message();
+  EXPECT_THAT(late.status.error_message(), ::testing::HasSubstr("part 0 of this sort failed"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST_F(StreamParts, APartRefusedBeforeItJoinedFailsItsSiblings) {
+  const std::string half(40, '\5');
+  const std::string job = JobId(22);
+  v1::SortOptions bad_options = Options(v1::DTYPE_UINT32);
+  bad_options.set_dtype(static_cast<v1::DType>(999));
+  PartAnswer bad = SendPart(server_.stub(), bad_options, Part(job, 0, 2, 20), half, 40, 4);
+  ASSERT_EQ(bad.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad.status.error_message();
+  PartAnswer late = SendPart(*server_.NewStub(), Options(v1::DTYPE_UINT32), Part(job, 1, 2, 20), half, 40, 4);
+  EXPECT_EQ(late.status.error_code(), grpc::StatusCode::ABORTED) << late.status.error_message();
+}
+
+TEST_F(StreamParts, PartsSentTogetherWithOneBadNeverLeaveTheOtherWaiting) {
+  const auto options = Options(v1::DTYPE_UINT32);
+  const std::string half(40, '\6');
+  for (int round = 0; round < 10; ++round) {
+    SCOPED_TRACE(round);
+    const std::string job = JobId(300 + round);
+    auto stub0 = server_.NewStub(), stub1 = server_.NewStub();
+    auto good = std::async(std::launch::async, [&] { return SendPart(*stub1, options, Part(job, 1, 2, 20), half, 40, 4); });
+    PartAnswer bad = SendPart(*stub0, options, Part(job, 0, 2, 20), half + "xxxx", 44, 4);
+    EXPECT_EQ(bad.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    PartAnswer other = good.get();  // within SendPart's deadline, not at it
+    EXPECT_EQ(other.status.error_code(), grpc::StatusCode::ABORTED) << other.status.error_message();
+  }
+}
+
+TEST(StreamPartsTimeouts, ASiblingThatNeverComesEndsTheWaitAfterTheIdleTimeout) {
+  ServerConfig config = LoopbackConfig();
+  config.stream_idle_timeout_seconds = 0.5;
+  TestServer server(config);
+  const auto start = std::chrono::steady_clock::now();
+  PartAnswer alone = SendPart(server.stub(), Options(v1::DTYPE_UINT32), Part(JobId(23), 0, 2, 20),
+                              std::string(40, '\7'), 40, 4);
+  EXPECT_EQ(alone.status.error_code(), grpc::StatusCode::ABORTED) << alone.status.error_message();
+  EXPECT_THAT(alone.status.error_message(), ::testing::HasSubstr("--stream-idle-timeout"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
 // Job ids are the caller's: the same id used again after its Sort finished starts a new Sort.
 TEST_F(StreamParts, AJobIdCanBeUsedAgainAfterItsSortFinished) {
   const std::string job = JobId(8);

@@ -47,7 +47,8 @@ enum class Transport {
 };
 
 // Retries of calls that fail with UNAVAILABLE (a replica stopping, a connection lost, a server
-// draining), done by gRPC itself from the channel's service config. Every SortService call but
+// draining; and CANCELLED from a replica whose shutdown took a call as it began, a gRPC core behaviour
+// a server cannot prevent), done by gRPC itself from the channel's service config. Every SortService call but
 // RegisterRegion, and EchoService's, are retried: Sort and TopK are pure functions of the request, so
 // running one twice is harmless. RegisterRegion is not: its answer (a region id) means something on
 // the one replica that made it, and a caller whose registration failed must learn of it, not get a

@@ -1,0 +1,30 @@
+#include "server/service/caller_identity.h"
+
+#include <openssl/sha.h>
+
+#include <cstdio>
+
+namespace gpusort {
+
+std::string CallerIdentity(const grpc::CallbackServerContext& context, bool tokens_on) {
+  if (tokens_on) {
+    const auto& metadata = context.client_metadata();
+    if (auto it = metadata.find("authorization"); it != metadata.end()) {
+      unsigned char digest[SHA256_DIGEST_LENGTH];
+      SHA256(reinterpret_cast<const unsigned char*>(it->second.data()), it->second.size(), digest);
+      char hex[17];
+      for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+      return std::string("token:") + hex;
+    }
+  }
+  return PeerHost(context.peer());
+}
+
+std::string PeerHost(std::string_view peer) {
+  const std::size_t colon = peer.rfind(':');
+  const std::size_t scheme = peer.find(':');
+  if (colon == std::string_view::npos || colon == scheme) return std::string(peer);  // "unix:/path": no port
+  return std::string(peer.substr(0, colon));
+}
+
+}  // namespace gpusort

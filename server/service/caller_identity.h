@@ -1,0 +1,20 @@
+// Who a call comes from, for the per-caller shares of the server's limits (--max-inflight-per-caller):
+// with bearer tokens on, the token the call proved it holds; without, the caller's network address.
+// Without tokens, every caller behind one address (loopback, a NAT, a proxy) shares one share.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <grpcpp/server_context.h>
+
+namespace gpusort {
+
+// "token:<16 hex digits of its SHA-256>" when `tokens_on` and the call carries a bearer token (already
+// checked by then), else the host part of the peer ("ipv4:10.0.0.7"). Never the token itself.
+std::string CallerIdentity(const grpc::CallbackServerContext& context, bool tokens_on);
+
+// The host part of a gRPC peer string ("ipv4:127.0.0.1:5000" -> "ipv4:127.0.0.1").
+std::string PeerHost(std::string_view peer);
+
+}  // namespace gpusort
