@@ -57,6 +57,14 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
                  "while it is the caller's turn (DEADLINE_EXCEEDED after)")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
+  app.add_option("--max-streams-per-connection", c.max_streams_per_connection,
+                 "HTTP/2 streams (calls) one connection may have open at once; a client queues the rest")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--connection-idle-timeout", c.connection_idle_timeout_seconds,
+                 "seconds a connection may carry no call before the server closes it (GOAWAY; clients reconnect)")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
   app.add_option("--workers", c.workers, "threads that run jobs (0: one per core)")
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();

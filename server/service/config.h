@@ -21,6 +21,8 @@ struct ServerConfig {
   int max_inflight_per_caller = 0;               // of those, one caller's at most; 0 = 3/4 of max_inflight
   double stream_first_message_timeout_seconds = 10;  // a stream's first message must come this soon
   double stream_idle_timeout_seconds = 30;       // a stream that moves nothing either way this long ends
+  int max_streams_per_connection = 256;          // HTTP/2 streams one connection may have open at once
+  double connection_idle_timeout_seconds = 300;  // a connection with no call this long is closed (GOAWAY)
   int workers = 0;                               // threads running jobs; 0 = one per core
   int cpu_threads = 0;                           // threads the CPU backend may use; 0 = all cores
   int cuda_device = 0;                           // which GPU the CUDA backend uses

@@ -126,6 +126,11 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
   builder.AddListeningPort(config_.listen, tls->credentials, &grpc_port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes) + kReplyHeadroomBytes);
+  // Connections and streams a caller may hold: gRPC queues a client's calls past the stream limit on
+  // its side, and an idle connection is closed with a GOAWAY, which clients answer by reconnecting.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, config_.max_streams_per_connection);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             static_cast<int>(config_.connection_idle_timeout_seconds * 1000));
   if (config_.http2_lookahead_bytes > 0) {
     builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, config_.http2_lookahead_bytes);
   }

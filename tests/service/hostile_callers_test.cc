@@ -270,6 +270,42 @@ TEST(IdleStreams, OneCallerCannotTakeEveryTicket) {
   for (std::size_t i = 0; i + 1 < streams.size(); ++i) streams[i]->Finish();
 }
 
+// A connection that carries no call is closed after --connection-idle-timeout: idle connections cannot
+// pile up without bound.
+TEST(IdleConnections, AConnectionWithNoCallIsClosed) {
+  ServerConfig config = LoopbackConfig();
+  config.connection_idle_timeout_seconds = 0.5;
+  TestServer server(config);
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(server.server().grpc_port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string preface = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\0\0\0\4\0\0\0\0\0", 9);
+  ASSERT_EQ(::send(fd, preface.data(), preface.size(), MSG_NOSIGNAL), static_cast<ssize_t>(preface.size()));
+  timeval wait{.tv_sec = 5, .tv_usec = 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  const auto start = Clock::now();
+  bool goaway = false;
+  std::string got;
+  char buffer[4096];
+  for (ssize_t n; (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0;) {
+    got.append(buffer, static_cast<std::size_t>(n));
+    // Frames: 3 bytes length, 1 byte type (7: GOAWAY), 1 flags, 4 stream id, payload.
+    for (std::size_t at = 0; at + 9 <= got.size();) {
+      const std::size_t length = (std::size_t(uint8_t(got[at])) << 16) | (std::size_t(uint8_t(got[at + 1])) << 8) |
+                                 uint8_t(got[at + 2]);
+      if (got[at + 3] == 7) goaway = true;
+      at += 9 + length;
+    }
+    if (goaway) break;
+  }
+  ::close(fd);
+  EXPECT_TRUE(goaway);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(4));
+}
+
 // Item 6: civetweb's 2 threads each waited 30 s on an idle connection, so two of them held a scrape.
 TEST(MetricsEndpoint, IdleConnectionsDoNotHoldAScrape) {
   ServerConfig config = LoopbackConfig();
