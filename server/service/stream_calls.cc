@@ -54,7 +54,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
   // a worker does what the message left to do (the GPU copy) off gRPC's threads, one piece at a time.
   void OnReadDone(bool ok) override {
     std::unique_lock lock(work_mutex_);
-    if (replied()) return;
+    if (replied() || (input_ended_ && ok)) return;  // answered, or ended by the watchdog
     if (!ok) {  // the caller half-closed, or the call broke
       if (context_->IsCancelled()) {
         failed_ = absl::CancelledError("the caller cancelled");
@@ -187,29 +187,36 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
   void WatchExpired() override {
     const std::string idle = FormatSeconds(core_.config().stream_idle_timeout_seconds);
     const Phase phase = phase_.load();
-    if (phase == Phase::kPartsWait) {
+    if (phase == Phase::kPartsWait) {  // failing the job resumes this part, which then answers ABORTED
       return PartsStalled(absl::AbortedError("no part of this sort sent anything for " + idle +
                                              " s (--stream-idle-timeout)"));
     }
-    absl::Status status;
-    if (phase == Phase::kFirstMessage) {
-      status = absl::DeadlineExceededError(
-          "no first message within " + FormatSeconds(core_.config().stream_first_message_timeout_seconds) +
-          " s of the stream's start (--stream-first-message-timeout)");
-    } else if (phase == Phase::kReading) {
-      status = absl::DeadlineExceededError("the stream sent no message for " + idle + " s (--stream-idle-timeout)");
-    } else {
-      status = absl::DeadlineExceededError("the caller read none of the answer for " + idle +
-                                           " s (--stream-idle-timeout)");
-    }
     call_.cancellation.Cancel();
+    if (phase == Phase::kWriting) {
+      // A write the caller does not read stays in flight, and Finish must not race the writes; only
+      // cancelling the call ends it. The caller, not reading, sees CANCELLED; the log and the metrics
+      // say why.
+      {
+        std::lock_guard lock(answer_mutex_);
+        expired_ = absl::DeadlineExceededError("the caller read none of the answer for " + idle +
+                                               " s (--stream-idle-timeout)");
+      }
+      return context_->TryCancel();
+    }
+    const absl::Status status =
+        phase == Phase::kFirstMessage
+            ? absl::DeadlineExceededError("no first message within " +
+                                          FormatSeconds(core_.config().stream_first_message_timeout_seconds) +
+                                          " s of the stream's start (--stream-first-message-timeout)")
+            : absl::DeadlineExceededError("the stream sent no message for " + idle + " s (--stream-idle-timeout)");
     {
+      // Still the caller's turn? (The input may have ended meanwhile: then the server works and answers.)
       std::lock_guard lock(work_mutex_);
+      if (phase_ != Phase::kFirstMessage && phase_ != Phase::kReading) return;
       if (failed_.ok()) failed_ = status;
+      input_ended_ = true;  // a read that completes now is ignored (OnReadDone), so nothing is admitted
     }
     Reply(status);
-    // A write the caller never reads stays in flight; only cancelling the call ends it.
-    if (phase == Phase::kWriting) context_->TryCancel();
   }
 
   // On a worker: does pending work until none is left; if the input has ended meanwhile, ends it.
@@ -387,7 +394,12 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
   void Reply(const absl::Status& status) {
     if (!status.ok()) OnFailure(status);
     if (replied_.exchange(true)) return;
-    core_.Complete(call_, status);
+    absl::Status recorded = status;
+    {
+      std::lock_guard lock(answer_mutex_);
+      if (!expired_.ok()) recorded = expired_;  // the watchdog cancelled it: say why in the log and metrics
+    }
+    core_.Complete(call_, recorded);
     this->Finish(ToGrpcStatus(status));
   }
 
@@ -405,6 +417,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
   absl::Status failed_;       // the input's first failure (guarded by work_mutex_)
   std::atomic<bool> replied_{false};
   std::atomic<Phase> phase_{Phase::kFirstMessage};
+  absl::Status expired_;  // why the watchdog cancelled a call that stopped reading (answer_mutex_)
   std::atomic<Clock::rep> last_moved_{0};  // Clock ticks when the caller last moved (Moved)
   std::size_t received_bytes_ = 0;
   StageClock receiving_;
