@@ -222,7 +222,7 @@ class TopKCall final : public UnaryCall {
       buffers.values_out = regions_.values.bytes;
       buffers.indices_out = std::span(reinterpret_cast<int64_t*>(regions_.indices.bytes.data()),
                                       regions_.indices.bytes.size() / sizeof(int64_t));
-      RETURN_IF_ERROR(core_.backend().TopK(spec_, buffers, call_.cancellation, call_.report));
+      RETURN_IF_ERROR(core_.backend().TopKPinned(spec_, buffers, call_.cancellation, call_.report));
       core_.FillInfo(call_, response_->mutable_info());
       return absl::OkStatus();
     }
