@@ -93,6 +93,7 @@ class SortCall final : public UnaryCall {
     RETURN_IF_ERROR(core_.Admit(call_));
     StageClock clock;
     RETURN_IF_ERROR(RequestFits(request_->keys().size() + request_->values().size()));
+    RETURN_IF_ERROR(CheckNoStrayRegions(*request_));
     ASSIGN_OR_RETURN(spec_, DecodeSortOptions(request_->options()));
     call_.dtype_label = DTypeName(spec_.dtype);
     call_.requested = spec_.algorithm;
@@ -194,6 +195,7 @@ class TopKCall final : public UnaryCall {
     RETURN_IF_ERROR(core_.Admit(call_));
     StageClock clock;
     RETURN_IF_ERROR(RequestFits(request_->keys().size()));
+    RETURN_IF_ERROR(CheckNoStrayRegions(*request_));
     ASSIGN_OR_RETURN(spec_, DecodeTopKOptions(request_->options()));
     call_.dtype_label = DTypeName(spec_.dtype);
     call_.requested = spec_.algorithm;

@@ -1,6 +1,6 @@
 // The shared-memory transport through a real in-process server (either backend, GPUSORT_TEST_BACKEND):
 // answers written into the caller's region match the references; every misuse of a region reference
-// (unregistered id, out of bounds, wrong size, misaligned, overlapping) is
+// (unregistered id, out of bounds, wrong size, misaligned, overlapping, outputs without keys_region) is
 // answered with a status while the region's bytes stay untouched; ids are 128 random bits; the limits
 // hold and a closed registration frees its slot. Registration itself: shared_memory_registration_test.cc.
 #include <chrono>
@@ -135,6 +135,55 @@ TEST(SharedMemory, BadReferencesAreInvalidArgumentAndTouchNothing) {
   EXPECT_CODE(client.TopKInRegion(v1::DTYPE_UINT32, t, r.Ref(0, 400), nullptr, nullptr), kInvalidArgument,
               "needs values_region");
   EXPECT_TRUE(untouched()) << "a refused request wrote into the region";
+}
+
+// Issue 14 item 9: output ranges without keys_region were ignored without a word, the request served
+// from its bytes.
+TEST(SharedMemory, OutputRegionsWithoutKeysRegionAreInvalidArgument) {
+  TestServer server(ShmConfig());
+  Client client = ShmClientFor(server);
+  auto region = client.CreateSharedMemory(4096);
+  ASSERT_TRUE(region.ok()) << region.status();
+  SharedMemoryRegion& r = **region;
+  std::memset(r.data(), 0x5A, r.size());
+  const std::vector<uint32_t> keys = {3, 1, 2};
+
+  auto sort = [&](auto&& set_regions) {
+    v1::SortRequest request;
+    request.mutable_options()->set_dtype(v1::DTYPE_UINT32);
+    request.set_keys(ToBytes(keys));
+    set_regions(request);
+    v1::SortResponse response;
+    grpc::ClientContext context;
+    return server.stub().Sort(&context, request, &response);
+  };
+  grpc::Status output_only = sort([&](v1::SortRequest& q) { *q.mutable_output_region() = r.Ref(0, 12); });
+  EXPECT_EQ(output_only.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << output_only.error_message();
+  EXPECT_THAT(output_only.error_message(), ::testing::HasSubstr("output_region is set but keys_region is not"));
+  grpc::Status indices_only = sort([&](v1::SortRequest& q) {
+    q.mutable_options()->set_payload(v1::PAYLOAD_INDICES);
+    *q.mutable_indices_region() = r.Ref(0, 24);
+  });
+  EXPECT_EQ(indices_only.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << indices_only.error_message();
+  EXPECT_THAT(indices_only.error_message(), ::testing::HasSubstr("indices_region"));
+
+  for (int field = 0; field < 2; ++field) {
+    v1::TopKRequest request;
+    request.mutable_options()->set_dtype(v1::DTYPE_UINT32);
+    request.mutable_options()->set_k(1);
+    request.set_keys(ToBytes(keys));
+    *(field == 0 ? request.mutable_values_region() : request.mutable_indices_region()) = r.Ref(0, 8);
+    v1::TopKResponse response;
+    grpc::ClientContext context;
+    grpc::Status status = server.stub().TopK(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << field << ": " << status.error_message();
+    EXPECT_THAT(status.error_message(), ::testing::HasSubstr(field == 0 ? "values_region" : "indices_region"));
+  }
+  for (std::size_t i = 0; i < r.size(); ++i) ASSERT_EQ(r.data()[i], std::byte{0x5A}) << "byte " << i << " written";
+
+  // The same requests without the stray fields are served as usual.
+  grpc::Status plain = sort([](v1::SortRequest&) {});
+  EXPECT_TRUE(plain.ok()) << plain.error_message();
 }
 
 TEST(SharedMemory, RegionIdsAre128RandomBitsInHex) {
