@@ -27,11 +27,12 @@ start_server() {
   local name=$1; shift
   "$bin/gpusort-server" --backend "${GPUSORT_BENCH_BACKEND:-cuda}" --listen 127.0.0.1:0 --metrics-listen "" \
     --log-level warn --max-message-bytes 1073741824 --max-request-bytes 4294967296 \
-    --port-file "$work/$name.ports" "$@" >"$out/server-$name.log" 2>&1 &
+    --shm-socket "$work/$name.sock" --port-file "$work/$name.ports" "$@" >"$out/server-$name.log" 2>&1 &
   for _ in $(seq 300); do [ -s "$work/$name.ports" ] && break; sleep 0.1; done
   # shellcheck disable=SC1090
   . "$work/$name.ports"
   port=$grpc_port
+  shm_socket=$work/$name.sock
 }
 
 # run NAME FLAGS...: one measurement, JSON to $out/NAME.json, the table line to stdout.
@@ -61,7 +62,8 @@ for n in $sizes; do
     run "size-$n-echo-$transport" --method echo --transport "$transport" "${common[@]}"
   done
   # No --check here: it copies the answer out of the region inside the timed call (tests check shm).
-  run "size-$n-sort-shm" --method sort --transport shm --count "$n" --requests "$reqs" --warmup 0.5 --payloads 2
+  run "size-$n-sort-shm" --method sort --transport shm --shm-socket "$shm_socket" --count "$n" --requests "$reqs" \
+    --warmup 0.5 --payloads 2
 done
 
 # 1b. The streaming figures alone, with more requests: 16M u32 sort streamed on one stream and

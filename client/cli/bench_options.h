@@ -47,6 +47,7 @@ struct BenchConfig {
 
   BenchMethod method = BenchMethod::kSort;
   BenchTransport transport = BenchTransport::kUnary;
+  std::string shm_socket;       // --transport shm: the server's --shm-socket
   uint64_t k = 10;              // topk: the k largest, in rank order
   bool descending = false;      // sort only
   bool argsort = false;         // sort: PAYLOAD_INDICES; topk: values and indices
@@ -86,6 +87,8 @@ inline absl::Status ValidateBenchConfig(const BenchConfig& c) {
   if (c.stream_parts < 1 || c.stream_parts > 64) return invalid("--stream-parts must be 1 to 64");
   if (c.method == BenchMethod::kEcho && c.transport == BenchTransport::kShm)
     return invalid("echo has no shared-memory form: it measures gRPC itself");
+  if (c.transport == BenchTransport::kShm && c.shm_socket.empty())
+    return invalid("--transport shm needs --shm-socket: the path of the server's --shm-socket");
   if (c.rate < 0) return invalid("--rate must be positive");
   if (c.rate > 0 && c.max_inflight < 1) return invalid("--max-inflight must be at least 1");
   if (c.rate == 0 && c.concurrency.empty()) return invalid("no concurrency level given");

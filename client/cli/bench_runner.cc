@@ -60,6 +60,7 @@ ClientOptions ConnectionOptions(const BenchConfig& config) {
   options.load_balancing = config.load_balancing;
   options.tls = config.tls;
   options.bearer_token = config.bearer_token;
+  options.shm_socket = config.shm_socket;
   return options;
 }
 

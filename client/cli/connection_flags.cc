@@ -34,6 +34,13 @@ void AddSecurityFlags(CLI::App* app, SecurityFlags* f) {
       ->envname("GPUSORT_TOKEN_FILE");
 }
 
+void AddShmSocketFlag(CLI::App* app, std::string* path) {
+  app->add_option("--shm-socket", *path,
+                  "--transport shm: the server's shared-memory socket (its --shm-socket path); the server "
+                  "must be on this host")
+      ->envname("GPUSORT_SHM_SOCKET");
+}
+
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError("cannot read the token file '" + path + "'");

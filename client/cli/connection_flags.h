@@ -21,6 +21,9 @@ struct SecurityFlags {
 // --load-balancing, --tls, --tls-ca, --tls-cert, --tls-key, --tls-server-name, --token-file.
 void AddSecurityFlags(CLI::App* app, SecurityFlags* flags);
 
+// --shm-socket (or env GPUSORT_SHM_SOCKET): the server's shared-memory socket, for --transport shm.
+void AddShmSocketFlag(CLI::App* app, std::string* path);
+
 // Sets options.targets from `servers` (comma-separated), then load balancing, TLS and the bearer token
 // (read from the token file, else from GPUSORT_TOKEN). A token file that cannot be read or holds no
 // token fails here, before any call.

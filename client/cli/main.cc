@@ -26,6 +26,7 @@ struct Connection {
   double timeout_seconds = 0;
   bool verbose = false;
   std::string transport = "auto";
+  std::string shm_socket;  // --transport shm: the server's --shm-socket
   SecurityFlags security;
 };
 
@@ -40,6 +41,7 @@ void AddConnectionFlags(CLI::App* app, Connection* c) {
                   "auto (stream from 4 MiB), unary, stream, or shm (shared memory; server on this host)")
       ->check(CLI::IsMember({"auto", "unary", "stream", "shm"}))
       ->capture_default_str();
+  AddShmSocketFlag(app, &c->shm_socket);
   AddSecurityFlags(app, &c->security);
 }
 
@@ -66,6 +68,10 @@ absl::StatusOr<std::unique_ptr<Client>> MakeClient(const Connection& c) {
                       : c.transport == "stream" ? Transport::kStream
                       : c.transport == "shm"    ? Transport::kSharedMemory
                                                 : Transport::kAuto;
+  options.shm_socket = c.shm_socket;
+  if (options.transport == Transport::kSharedMemory && options.shm_socket.empty()) {
+    return absl::InvalidArgumentError("--transport shm needs --shm-socket: the path of the server's --shm-socket");
+  }
   auto client = std::make_unique<Client>(options);
   if (!client->status().ok()) return client->status();
   return client;
@@ -265,6 +271,7 @@ int main(int argc, char** argv) {
   bench->add_option("--transport", bench_transport, "unary, stream or shm")
       ->check(CLI::IsMember({"unary", "stream", "shm"}))
       ->capture_default_str();
+  AddShmSocketFlag(bench, &bench_config.shm_socket);
   bench->add_option("-k", bench_config.k, "topk: how many")->capture_default_str();
   bench->add_flag("--descending", bench_config.descending, "sort: largest first");
   bench->add_flag("--argsort", bench_config.argsort, "sort: PAYLOAD_INDICES; topk: indices too");

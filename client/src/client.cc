@@ -296,10 +296,24 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> Client::MakeChannel(
 }
 
 absl::Status Client::SharedMemoryAllowed() const {
-  if (!balancing_) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      "shared memory needs one server (a region lives on the server that registered it); this client "
-      "balances its calls over several");
+  if (balancing_) {
+    return absl::FailedPreconditionError(
+        "shared memory needs one server (a region lives on the server that registered it); this client "
+        "balances its calls over several");
+  }
+  if (options_.shm_socket.empty()) {
+    return absl::FailedPreconditionError(
+        "shared memory needs ClientOptions::shm_socket: the path of the server's --shm-socket");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> Client::NewRegion(std::size_t bytes) const {
+  // Registering pins the memory on a GPU server, which takes a while for large regions: at least a
+  // minute, or the call deadline when that is longer.
+  const std::chrono::milliseconds timeout =
+      std::max<std::chrono::milliseconds>(options_.timeout, std::chrono::minutes(1));
+  return SharedMemoryRegion::Create(options_.shm_socket, bytes, timeout);
 }
 
 absl::StatusOr<std::vector<v1::SortService::Stub*>> Client::PartStubs(std::size_t count) {
@@ -533,8 +547,7 @@ namespace gpusort {
 absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> Client::CreateSharedMemory(std::size_t bytes) {
   if (!init_status_.ok()) return init_status_;
   if (absl::Status allowed = SharedMemoryAllowed(); !allowed.ok()) return allowed;
-  return SharedMemoryRegion::Create(*stub_, bytes,
-                                    [this](grpc::ClientContext& context) { AddCallMetadata(options_, context); });
+  return NewRegion(bytes);
 }
 
 absl::StatusOr<v1::ExecutionInfo> Client::SortInRegion(v1::DType dtype, const SortOptions& options,
@@ -589,8 +602,7 @@ absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> Client::TakeRegion(std::size
   // Rounded up to a power of two so that a few sizes serve many calls; registering costs milliseconds.
   std::size_t size = 1u << 20;
   while (size < bytes) size *= 2;
-  return SharedMemoryRegion::Create(*stub_, size,
-                                    [this](grpc::ClientContext& context) { AddCallMetadata(options_, context); });
+  return NewRegion(size);
 }
 
 void Client::ReleaseRegion(std::unique_ptr<SharedMemoryRegion> region) {

@@ -1,75 +1,157 @@
 #include "gpusort/shared_memory.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <array>
 #include <cerrno>
 #include <cstring>
+
+#include "gpusort/v1/region_socket.h"
 
 namespace gpusort {
 namespace {
 
-absl::Status Errno(const std::string& what) {
-  return absl::InternalError(what + ": " + std::strerror(errno));
+absl::Status Errno(absl::StatusCode code, const std::string& what) {
+  return absl::Status(code, what + ": " + std::strerror(errno));
+}
+
+// Closes a descriptor on every early return.
+struct FdCloser {
+  int fd = -1;
+  ~FdCloser() {
+    if (fd >= 0) close(fd);
+  }
+  int release() { return std::exchange(fd, -1); }
+};
+
+absl::Status SendRequest(int connection, int fd, std::size_t size) {
+  namespace wire = v1::region_socket;
+  const auto record = wire::EncodeRequest({.size = size});
+  iovec iov{const_cast<std::byte*>(record.data()), record.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  ssize_t n;
+  do {
+    n = sendmsg(connection, &msg, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(record.size())) {
+    return Errno(absl::StatusCode::kUnavailable, "sending the shared-memory registration");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::region_socket::Reply> ReceiveReply(int connection, std::chrono::milliseconds timeout) {
+  namespace wire = v1::region_socket;
+  pollfd p{connection, POLLIN, 0};
+  int ready;
+  do {
+    ready = poll(&p, 1, static_cast<int>(timeout.count()));
+  } while (ready < 0 && errno == EINTR);
+  if (ready == 0) {
+    return absl::UnavailableError("the server answered no shared-memory registration within " +
+                                  std::to_string(timeout.count()) + " ms");
+  }
+  std::array<std::byte, wire::kReplyBytes> record{};
+  ssize_t n;
+  // A server that closes right after answering, with the request still unread (it refused the
+  // connection at once), makes the first read report ECONNRESET; the answer is still there to read after.
+  int resets = 0;
+  do {
+    n = recv(connection, record.data(), record.size(), MSG_DONTWAIT);
+  } while (n < 0 && (errno == EINTR || (errno == ECONNRESET && resets++ == 0)));
+  if (n < 0) return Errno(absl::StatusCode::kUnavailable, "reading the shared-memory registration's answer");
+  auto reply = wire::DecodeReply(std::span(record.data(), static_cast<std::size_t>(n)));
+  if (!reply.has_value()) {
+    return absl::UnavailableError(n == 0 ? "the server closed the shared-memory socket without an answer"
+                                         : "the server's shared-memory answer is not a reply record");
+  }
+  return *reply;
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Create(
-    v1::SortService::Stub& stub, std::size_t bytes, const std::function<void(grpc::ClientContext&)>& prepare) {
-  static std::atomic<unsigned> counter{0};
+absl::StatusOr<std::unique_ptr<SharedMemoryRegistration>> SharedMemoryRegistration::Register(
+    const std::string& socket_path, int fd, std::size_t size, std::chrono::milliseconds timeout) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (socket_path.empty() || socket_path.size() >= sizeof(address.sun_path)) {
+    return absl::InvalidArgumentError("the shared-memory socket path must be 1 to " +
+                                      std::to_string(sizeof(address.sun_path) - 1) + " bytes");
+  }
+  std::memcpy(address.sun_path, socket_path.data(), socket_path.size());
+  FdCloser connection{socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)};
+  if (connection.fd < 0) return Errno(absl::StatusCode::kInternal, "socket");
+  if (connect(connection.fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
+    return Errno(absl::StatusCode::kUnavailable, "connecting to the server's shared-memory socket " + socket_path);
+  }
+  if (absl::Status sent = SendRequest(connection.fd, fd, size); !sent.ok()) {
+    // A server with too many connections waiting answers at once and closes (--shm-max-pending): its
+    // reason, when it is there to read, says more than the broken pipe.
+    absl::StatusOr<v1::region_socket::Reply> refusal = ReceiveReply(connection.fd, std::chrono::milliseconds(0));
+    if (refusal.ok() && refusal->code != 0) {
+      return absl::Status(static_cast<absl::StatusCode>(refusal->code), "registering shared memory: " + refusal->text);
+    }
+    return sent;
+  }
+  absl::StatusOr<v1::region_socket::Reply> reply = ReceiveReply(connection.fd, timeout);
+  if (!reply.ok()) return reply.status();
+  if (reply->code != 0) {
+    return absl::Status(static_cast<absl::StatusCode>(reply->code), "registering shared memory: " + reply->text);
+  }
+  return std::unique_ptr<SharedMemoryRegistration>(
+      new SharedMemoryRegistration(connection.release(), std::move(reply->text)));
+}
+
+SharedMemoryRegistration::~SharedMemoryRegistration() {
+  if (connection_ >= 0) close(connection_);  // this is how a region is unregistered
+}
+
+absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Create(const std::string& socket_path,
+                                                                               std::size_t bytes,
+                                                                               std::chrono::milliseconds timeout) {
   if (bytes == 0) return absl::InvalidArgumentError("a shared-memory region needs at least 1 byte");
+  FdCloser fd{memfd_create("gpusort-region", MFD_CLOEXEC | MFD_ALLOW_SEALING)};
+  if (fd.fd < 0) return Errno(absl::StatusCode::kInternal, "memfd_create");
+  if (ftruncate(fd.fd, static_cast<off_t>(bytes)) != 0) return Errno(absl::StatusCode::kResourceExhausted, "ftruncate");
+  // The server maps only memory that cannot shrink under it; growing is of no use either.
+  if (fcntl(fd.fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
+    return Errno(absl::StatusCode::kInternal, "sealing the memfd");
+  }
+  void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.fd, 0);
+  if (data == MAP_FAILED) return Errno(absl::StatusCode::kResourceExhausted, "mmap");
   std::unique_ptr<SharedMemoryRegion> region(new SharedMemoryRegion());
-  region->name_ = "/gpusort-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
-  // Owner-only permissions: the server must run as the same user to open it (see sort.proto).
-  const int fd = shm_open(region->name_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) return Errno("shm_open " + region->name_);
-  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    absl::Status s = Errno("ftruncate " + region->name_);
-    close(fd);
-    shm_unlink(region->name_.c_str());
-    return s;
-  }
-  void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);  // the mapping keeps the object
-  if (data == MAP_FAILED) {
-    absl::Status s = Errno("mmap " + region->name_);
-    shm_unlink(region->name_.c_str());
-    return s;
-  }
   region->data_ = static_cast<std::byte*>(data);
   region->size_ = bytes;
-
-  v1::RegisterRegionRequest request;
-  request.set_name(region->name_);
-  request.set_size(bytes);
-  if (prepare) prepare(region->context_);
-  region->registration_ = stub.RegisterRegion(&region->context_, request);
-  v1::RegisterRegionEvent event;
-  if (!region->registration_->Read(&event)) {
-    grpc::Status status = region->registration_->Finish();
-    region->registration_.reset();
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                        "registering shared memory: " + status.error_message());
-  }
-  region->id_ = event.region_id();
+  region->fd_ = fd.release();
+  auto registration = SharedMemoryRegistration::Register(socket_path, region->fd_, bytes, timeout);
+  if (!registration.ok()) return registration.status();
+  region->registration_ = *std::move(registration);
   return region;
 }
 
 SharedMemoryRegion::~SharedMemoryRegion() {
-  if (registration_) {
-    context_.TryCancel();  // this is how a region is unregistered
-    (void)registration_->Finish();
-  }
-  if (data_) munmap(data_, size_);
-  if (!name_.empty()) shm_unlink(name_.c_str());
+  registration_.reset();
+  if (data_ != nullptr) munmap(data_, size_);
+  if (fd_ >= 0) close(fd_);
 }
 
 v1::RegionRef SharedMemoryRegion::Ref(std::size_t offset, std::size_t length) const {
   v1::RegionRef ref;
-  ref.set_region_id(id_);
+  ref.set_region_id(id());
   ref.set_offset(offset);
   ref.set_length(length);
   return ref;

@@ -1,6 +1,7 @@
 #include "server/backend/backend.h"
 
 #include <cstring>
+#include <memory>
 #include <string>
 
 namespace gpusort {
@@ -9,13 +10,61 @@ std::string_view BackendKindName(BackendKind kind) {
   return kind == BackendKind::kCuda ? "cuda" : "cpu";
 }
 
+namespace {
+
+// Uninitialised room for a private copy (value-initialising gigabytes first would cost as much again).
+std::unique_ptr<std::byte[]> Room(std::size_t bytes) { return std::unique_ptr<std::byte[]>(new std::byte[bytes]); }
+
+}  // namespace
+
 absl::Status Backend::SortPinned(const SortSpec& spec, std::span<const std::byte> keys_in,
                                  const SortBuffers& buffers, const Cancellation& cancellation,
                                  ExecutionReport& report) {
-  if (keys_in.data() != buffers.keys.data() && !keys_in.empty()) {
-    std::memcpy(buffers.keys.data(), keys_in.data(), keys_in.size());
+  // The owner of the shared memory may write it while this runs: one read of the keys, into memory no
+  // one else can reach, then the work there, then one write of the answer.
+  StageClock copy_in;
+  const std::size_t n = buffers.count;
+  std::unique_ptr<std::byte[]> keys = Room(keys_in.size());
+  if (!keys_in.empty()) std::memcpy(keys.get(), keys_in.data(), keys_in.size());
+  std::unique_ptr<std::byte[]> indices;
+  SortBuffers mine = buffers;
+  mine.keys = std::span(keys.get(), keys_in.size());
+  if (!buffers.indices_out.empty()) {
+    indices = Room(n * sizeof(int64_t));
+    mine.indices_out = std::span(reinterpret_cast<int64_t*>(indices.get()), n);
   }
-  return Sort(spec, buffers, cancellation, report);
+  report.AddStage("snapshot", copy_in.Seconds());
+  absl::Status status = Sort(spec, mine, cancellation, report);
+  if (!status.ok()) return status;
+  StageClock copy_out;
+  if (!keys_in.empty()) std::memcpy(buffers.keys.data(), keys.get(), keys_in.size());
+  if (indices != nullptr) std::memcpy(buffers.indices_out.data(), indices.get(), n * sizeof(int64_t));
+  report.AddStage("write_back", copy_out.Seconds());
+  return absl::OkStatus();
+}
+
+absl::Status Backend::TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
+                                 ExecutionReport& report) {
+  // As SortPinned: the keys read once into private memory, the results written once at the end.
+  StageClock copy_in;
+  std::unique_ptr<std::byte[]> keys = Room(buffers.keys.size());
+  if (!buffers.keys.empty()) std::memcpy(keys.get(), buffers.keys.data(), buffers.keys.size());
+  std::unique_ptr<std::byte[]> values = Room(buffers.values_out.size());
+  std::unique_ptr<std::byte[]> indices = Room(buffers.indices_out.size_bytes());
+  TopKBuffers mine = buffers;
+  mine.keys = std::span<const std::byte>(keys.get(), buffers.keys.size());
+  mine.values_out = std::span(values.get(), buffers.values_out.size());
+  mine.indices_out = std::span(reinterpret_cast<int64_t*>(indices.get()), buffers.indices_out.size());
+  report.AddStage("snapshot", copy_in.Seconds());
+  absl::Status status = TopK(spec, mine, cancellation, report);
+  if (!status.ok()) return status;
+  StageClock copy_out;
+  if (!buffers.values_out.empty()) std::memcpy(buffers.values_out.data(), values.get(), buffers.values_out.size());
+  if (!buffers.indices_out.empty()) {
+    std::memcpy(buffers.indices_out.data(), indices.get(), buffers.indices_out.size_bytes());
+  }
+  report.AddStage("write_back", copy_out.Seconds());
+  return absl::OkStatus();
 }
 
 absl::Status Backend::SortBatch(const SortSpec& spec, std::span<BatchItem> items,

@@ -94,11 +94,19 @@ class Backend {
     return std::unique_ptr<HostMemoryPin>();
   }
   // A Sort whose arrays lie in memory given to PinHostMemory: reads keys_in, writes the sorted keys to
-  // buffers.keys (keys_in is either that same range or does not overlap it). Never kValues. This
-  // default copies the keys over and calls Sort; the CUDA backend moves them by DMA and converts them
-  // on the device, so that the host never touches them.
+  // buffers.keys (keys_in is either that same range or does not overlap it). Never kValues. That memory
+  // is shared with its owner, who may write it at any moment, so the host must read each key once:
+  // the CPU sort reads its input twice (a histogram, then the scatter it lays out) and keys that
+  // changed in between would send the scatter past its buffers. This default therefore sorts a
+  // private copy with Sort and writes only the answer back; the CUDA backend moves the keys by DMA and
+  // converts them on the device, so that the host never touches them.
   virtual absl::Status SortPinned(const SortSpec& spec, std::span<const std::byte> keys_in,
                                   const SortBuffers& buffers, const Cancellation& cancellation,
+                                  ExecutionReport& report);
+  // TopK whose arrays lie in memory given to PinHostMemory, for the same reason: this default selects
+  // from a private copy of the keys into private outputs and copies the results over; backends whose
+  // TopK reads each key once (the CUDA backend's GPU paths) override it to call TopK directly.
+  virtual absl::Status TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                                   ExecutionReport& report);
   // A streamed Sort's keys, taken as they arrive; nullptr when this backend does no better than being
   // handed the whole array (the stream call then collects it and calls Sort). Never for kValues.

@@ -107,10 +107,36 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
       ->capture_default_str();
   app.add_option("--batch-max-keys", c.batch_max_keys, "Sorts of more keys than this are never batched")
       ->capture_default_str();
+  app.add_option("--shm-socket", c.shm_socket,
+                 "Unix socket on which callers on this host register shared memory by handing the server a "
+                 "sealed memfd (sort.proto, \"Shared memory\"); empty: shared memory off")
+      ->group("Shared memory");
   app.add_option("--shm-max-regions", c.shm_max_regions,
                  "shared-memory regions callers on this host may register at once (0: none)")
+      ->group("Shared memory")
       ->capture_default_str();
   app.add_option("--shm-max-bytes", c.shm_max_bytes, "bytes all shared-memory regions may map together")
+      ->group("Shared memory")
+      ->capture_default_str();
+  app.add_option("--shm-max-regions-per-user", c.shm_max_regions_per_user,
+                 "shared-memory regions one user id (of the registering process) may hold at once")
+      ->group("Shared memory")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--shm-max-bytes-per-user", c.shm_max_bytes_per_user,
+                 "bytes one user id's shared-memory regions may map together")
+      ->group("Shared memory")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--shm-max-pending", c.shm_max_pending,
+                 "connections to --shm-socket that have not sent their registration yet; more are refused")
+      ->group("Shared memory")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{65536}))
+      ->capture_default_str();
+  app.add_option("--shm-registration-timeout", c.shm_registration_timeout_seconds,
+                 "seconds a connection to --shm-socket has to send its registration before it is closed")
+      ->group("Shared memory")
+      ->check(CLI::Range(0.01, 3600.0))
       ->capture_default_str();
   app.add_option("--drain-timeout", c.drain_timeout_seconds,
                  "seconds SIGTERM/SIGINT waits for in-flight calls before stopping")

@@ -35,8 +35,14 @@ struct ServerConfig {
   int batch_delay_us = 0;                        // dynamic batching of small Sorts: wait this long; 0 = off
   int batch_max_requests = 64;                   // requests per batch
   std::size_t batch_max_keys = 16384;            // larger Sorts are never batched
+  // Shared memory (sort.proto, "Shared memory"): off unless shm_socket names the registration socket.
+  std::string shm_socket;                        // Unix socket callers hand their memory's descriptors to
   std::size_t shm_max_regions = 64;              // shared-memory regions at once; 0 turns them off
   std::size_t shm_max_bytes = std::size_t{16} << 30;  // bytes all regions may map together
+  std::size_t shm_max_regions_per_user = 16;     // regions one user id may hold at once
+  std::size_t shm_max_bytes_per_user = std::size_t{4} << 30;  // bytes one user id's regions may map
+  std::size_t shm_max_pending = 64;              // socket connections that have not registered yet
+  double shm_registration_timeout_seconds = 5;   // for a connection to send its registration
   double drain_timeout_seconds = 30;             // SIGTERM: wait this long for in-flight calls
   std::string log_level = "info";                // trace | debug | info | warn | error | off
   std::string port_file;                         // if set, "grpc_port=N\nmetrics_port=N\n" is written here

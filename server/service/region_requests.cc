@@ -14,7 +14,27 @@ absl::Status Disjoint(const RegionRange& a, std::string_view a_name, const Regio
   return absl::InvalidArgumentError(std::string(a_name) + " and " + std::string(b_name) + " overlap");
 }
 
+absl::Status StrayRegion(const char* field) {
+  return absl::InvalidArgumentError(std::string(field) +
+                                    " is set but keys_region is not: shared-memory outputs go with keys in "
+                                    "shared memory (set keys_region, or drop " + field + ")");
+}
+
 }  // namespace
+
+absl::Status CheckNoStrayRegions(const v1::SortRequest& request) {
+  if (request.has_keys_region()) return absl::OkStatus();
+  if (request.has_output_region()) return StrayRegion("output_region");
+  if (request.has_indices_region()) return StrayRegion("indices_region");
+  return absl::OkStatus();
+}
+
+absl::Status CheckNoStrayRegions(const v1::TopKRequest& request) {
+  if (request.has_keys_region()) return absl::OkStatus();
+  if (request.has_values_region()) return StrayRegion("values_region");
+  if (request.has_indices_region()) return StrayRegion("indices_region");
+  return absl::OkStatus();
+}
 
 absl::StatusOr<SortRegions> ResolveSortRegions(const SharedRegions& regions, const v1::SortRequest& request,
                                                const SortSpec& spec) {

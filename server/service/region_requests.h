@@ -11,6 +11,12 @@
 
 namespace gpusort {
 
+// A request that names an output range (Sort: output_region or indices_region; TopK: values_region or
+// indices_region) without keys_region is INVALID_ARGUMENT: it would otherwise be served from its bytes
+// and its regions left unwritten without a word. For every Sort and TopK, with or without regions.
+absl::Status CheckNoStrayRegions(const v1::SortRequest& request);
+absl::Status CheckNoStrayRegions(const v1::TopKRequest& request);
+
 struct SortRegions {
   std::size_t count = 0;
   RegionRange keys, output, indices;  // indices only for SortPayload::kIndices

@@ -1,6 +1,7 @@
-// RegisterRegion: maps and pins a caller's shared-memory object, answers with its id, and holds the
-// registration for as long as the call stays open. The caller's cancel, its going away, or the server's
-// shutdown ends the call and unregisters the region.
+// RegisterRegion, the gRPC registration by shm_open name, is retired: a server that opened a name with
+// its own rights could be made to read and write memory its caller had no right to (issue 14). The RPC
+// stays in sort.proto for clients built against it and is answered FAILED_PRECONDITION, pointing at the
+// Unix-socket registration (--shm-socket) that replaced it.
 #pragma once
 
 #include <grpcpp/grpcpp.h>

@@ -15,6 +15,7 @@
 #include "server/backend/backend_factory.h"
 #include "server/service/auth.h"
 #include "server/service/metrics.h"
+#include "server/service/region_socket_listener.h"
 #include "server/service/tls.h"
 #include "server/service/echo_service.h"
 #include "server/service/service_core.h"
@@ -117,6 +118,9 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
     metrics_port_ = ports.empty() ? 0 : ports.front();
   }
   core_ = std::make_unique<ServiceCore>(config_, *backend_, *metrics_);
+  auto region_socket = StartRegionSocket(config_, core_->regions());
+  if (!region_socket.ok()) return region_socket.status();
+  region_socket_ = std::move(*region_socket);
   service_ = std::make_unique<SortService>(*core_, auth_.get());
   echo_service_ = std::make_unique<EchoService>(auth_.get());
 
@@ -210,6 +214,7 @@ GpusortServer::~GpusortServer() {
   if (health_server_ != nullptr) health_server_->Shutdown(std::chrono::system_clock::now());
   health_server_.reset();
   health_fallback_.reset();
+  region_socket_.reset();  // unregisters every region before the regions go
   core_.reset();  // joins the worker threads
   server_.reset();
   service_.reset();

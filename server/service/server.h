@@ -22,6 +22,7 @@ class ServiceCore;
 class SortService;
 class EchoService;
 class TokenAuth;
+class RegionSocketListener;
 
 class GpusortServer {
  public:
@@ -54,6 +55,7 @@ class GpusortServer {
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<ServiceCore> core_;
+  std::unique_ptr<RegionSocketListener> region_socket_;  // --shm-socket; null without it
   std::unique_ptr<SortService> service_;
   std::unique_ptr<EchoService> echo_service_;
   std::unique_ptr<TokenAuth> auth_;  // null without --auth-tokens-file

@@ -93,6 +93,7 @@ class SortCall final : public UnaryCall {
     RETURN_IF_ERROR(core_.Admit(call_, *context_));
     StageClock clock;
     RETURN_IF_ERROR(RequestFits(request_->keys().size() + request_->values().size()));
+    RETURN_IF_ERROR(CheckNoStrayRegions(*request_));
     ASSIGN_OR_RETURN(spec_, DecodeSortOptions(request_->options()));
     call_.dtype_label = DTypeName(spec_.dtype);
     call_.requested = spec_.algorithm;
@@ -194,6 +195,7 @@ class TopKCall final : public UnaryCall {
     RETURN_IF_ERROR(core_.Admit(call_, *context_));
     StageClock clock;
     RETURN_IF_ERROR(RequestFits(request_->keys().size()));
+    RETURN_IF_ERROR(CheckNoStrayRegions(*request_));
     ASSIGN_OR_RETURN(spec_, DecodeTopKOptions(request_->options()));
     call_.dtype_label = DTypeName(spec_.dtype);
     call_.requested = spec_.algorithm;
@@ -222,7 +224,7 @@ class TopKCall final : public UnaryCall {
       buffers.values_out = regions_.values.bytes;
       buffers.indices_out = std::span(reinterpret_cast<int64_t*>(regions_.indices.bytes.data()),
                                       regions_.indices.bytes.size() / sizeof(int64_t));
-      RETURN_IF_ERROR(core_.backend().TopK(spec_, buffers, call_.cancellation, call_.report));
+      RETURN_IF_ERROR(core_.backend().TopKPinned(spec_, buffers, call_.cancellation, call_.report));
       core_.FillInfo(call_, response_->mutable_info());
       return absl::OkStatus();
     }

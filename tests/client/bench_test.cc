@@ -147,7 +147,7 @@ TEST(BenchReport, TableHasAHeaderAndALinePerRow) {
 // Runs against one in-process CPU server, kept for the suite: each test stays well under 10 s.
 class BenchEndToEnd : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { server_ = new testing::TestServer(); }
+  static void SetUpTestSuite() { server_ = new testing::TestServer(testing::ShmConfig()); }
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;
@@ -158,6 +158,7 @@ class BenchEndToEnd : public ::testing::Test {
     c.server = server_->address();
     c.method = method;
     c.transport = transport;
+    c.shm_socket = server_->shm_socket();
     c.connections = 2;
     c.concurrency = {4};
     c.requests = 50;
@@ -322,6 +323,10 @@ TEST(BenchErrors, ConfigurationsThatCannotRunFailUpFront) {
   auto rows = RunBench(shm_echo);
   EXPECT_EQ(rows.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(rows.status().message(), HasSubstr("no shared-memory form"));
+
+  BenchConfig shm_without_socket;
+  shm_without_socket.transport = BenchTransport::kShm;
+  EXPECT_THAT(RunBench(shm_without_socket).status().message(), HasSubstr("--shm-socket"));
 
   BenchConfig topk;
   topk.method = BenchMethod::kTopK;

@@ -109,6 +109,17 @@ TEST(ClientOptionsCheck, SharedMemoryIsRefusedWhileBalancing) {
   EXPECT_EQ(shm.Sort(std::vector<int32_t>{2, 1}).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(ClientOptionsCheck, SharedMemoryNeedsTheServersSocket) {
+  ClientOptions options;
+  options.target = "127.0.0.1:1";
+  options.transport = Transport::kSharedMemory;
+  Client client(options);
+  ASSERT_TRUE(client.status().ok()) << client.status();
+  const absl::Status status = client.Sort(std::vector<int32_t>{2, 1}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("shm_socket"));
+}
+
 TEST(ClientOptionsCheck, UnreadableTlsFilesFailEveryCall) {
   ClientOptions options;
   options.target = "127.0.0.1:1";

@@ -19,9 +19,10 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 py() { "${PYTHON:-/usr/bin/python3}" -c "import numpy as np, sys; $1" "${@:2}" || fail "check failed: $1"; }
 
-# A small message limit, so that the 3M-key files below must travel through the streaming RPCs.
+# A small message limit, so that the 3M-key files below must travel through the streaming RPCs; shared
+# memory registered on $work/shm.sock.
 "$bin/gpusort-server" --listen 127.0.0.1:0 --metrics-listen "" --backend "${GPUSORT_E2E_BACKEND:-cpu}" \
-  --max-message-bytes 1048576 --port-file "$work/ports" >"$work/server.log" 2>&1 &
+  --max-message-bytes 1048576 --shm-socket "$work/shm.sock" --port-file "$work/ports" >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 200); do [ -f "$work/ports" ] && break; sleep 0.05; done
 [ -f "$work/ports" ] || { cat "$work/server.log"; fail "no port file"; }
@@ -59,11 +60,15 @@ done
 # Every transport gives the same bytes: unary, streamed, and shared memory (server on this host).
 "$cli" gen --dtype f32 --count 50001 --distribution bits --seed 5 --out "$work/t.npy"  # unary-sized
 for transport in unary stream shm; do
-  "$cli" sort --transport $transport --in "$work/t.npy" --out "$work/t-$transport.npy" --argsort --stable \
-    || fail "sort over $transport"
-  "$cli" topk --transport $transport --in "$work/t.npy" --out "$work/k-$transport.npy" -k 50 \
-    || fail "topk over $transport"
+  "$cli" sort --transport $transport --shm-socket "$work/shm.sock" --in "$work/t.npy" --out "$work/t-$transport.npy" \
+    --argsort --stable || fail "sort over $transport"
+  "$cli" topk --transport $transport --shm-socket "$work/shm.sock" --in "$work/t.npy" --out "$work/k-$transport.npy" \
+    -k 50 || fail "topk over $transport"
 done
+if "$cli" sort --transport shm --in "$work/t.npy" --out "$work/x.npy" 2>"$work/err"; then fail "shm without --shm-socket accepted"; fi
+grep -q -- "--shm-socket" "$work/err" || fail "no message for shm without --shm-socket: $(cat "$work/err")"
+GPUSORT_SHM_SOCKET="$work/shm.sock" "$cli" bench --transport shm --method sort --count 10000 --requests 20 --warmup 0 \
+  --check --fail-on-error --no-progress >/dev/null || fail "bench over shm (socket from GPUSORT_SHM_SOCKET)"
 for transport in stream shm; do
   cmp -s "$work/t-unary.npy" "$work/t-$transport.npy" || fail "argsort over $transport differs from unary"
   cmp -s "$work/k-unary.npy" "$work/k-$transport.npy" || fail "topk over $transport differs from unary"
@@ -102,4 +107,7 @@ grep -q "INVALID_ARGUMENT" "$work/err" || fail "k=0 did not report INVALID_ARGUM
 if "$cli" sort --in "$work/missing.npy" --out "$work/x.npy" 2>"$work/err"; then fail "missing file accepted"; fi
 grep -q "missing.npy" "$work/err" || fail "the error does not name the file"
 if "$cli" health --server 127.0.0.1:1 --timeout 2 >/dev/null 2>&1; then fail "health of nothing succeeded"; fi
+kill -TERM "$server_pid" && wait "$server_pid" || true
+server_pid=""
+[ ! -e "$work/shm.sock" ] || fail "the server left its shared-memory socket behind"
 echo "cli: OK"

@@ -7,7 +7,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$bin/gpusort-server" --help | grep -q -- "--max-inflight" || fail "--help does not list the flags"
+# Read from a file: `--help | grep -q` fails under pipefail once the text passes one stdio buffer (grep
+# stops reading at the first match and the server's next write gets SIGPIPE).
+"$bin/gpusort-server" --help >"$work/help.txt" || fail "--help did not exit 0"
+for flag in --max-inflight --shm-socket --shm-max-regions-per-user --shm-registration-timeout; do
+  grep -q -- "$flag" "$work/help.txt" || fail "--help does not list $flag"
+done
 if "$bin/gpusort-server" --backend gpu >"$work/bad.log" 2>&1; then fail "a bad --backend was accepted"; fi
 grep -q "backend" "$work/bad.log" || fail "a bad --backend got no message naming it"
 

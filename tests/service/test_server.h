@@ -1,6 +1,9 @@
 // An in-process gpusort server on a loopback port, and helpers to call it, for the service tests.
 #pragma once
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -52,10 +55,25 @@ inline ServerConfig LoopbackConfig() {
   return config;
 }
 
+// A path for a server's shared-memory socket, unique to this process and call. Directly in /tmp, which
+// every user may reach: the tests that register as a second user connect to it too.
+inline std::string TestShmSocketPath() {
+  static std::atomic<int> next{0};
+  return "/tmp/gpusort-test-" + std::to_string(getpid()) + "-" + std::to_string(next++) + ".sock";
+}
+
+// LoopbackConfig with shared memory on (--shm-socket).
+inline ServerConfig ShmConfig() {
+  ServerConfig config = LoopbackConfig();
+  config.shm_socket = TestShmSocketPath();
+  return config;
+}
+
 class TestServer {
  public:
   explicit TestServer(ServerConfig config = LoopbackConfig(),
-                      std::unique_ptr<Backend> backend = MakeTestBackend()) {
+                      std::unique_ptr<Backend> backend = MakeTestBackend())
+      : shm_socket_(config.shm_socket) {
     spdlog::set_level(spdlog::level::from_str(config.log_level));
     auto started = GpusortServer::Start(config, std::move(backend));
     if (!started.ok()) {
@@ -71,6 +89,7 @@ class TestServer {
   }
 
   std::string address() const { return "127.0.0.1:" + std::to_string(server_->grpc_port()); }
+  const std::string& shm_socket() const { return shm_socket_; }  // empty without shared memory
   GpusortServer& server() { return *server_; }
   v1::SortService::Stub& stub() { return *stub_; }
   std::shared_ptr<grpc::Channel> channel() { return channel_; }
@@ -85,6 +104,7 @@ class TestServer {
   }
 
  private:
+  std::string shm_socket_;
   std::unique_ptr<GpusortServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::SortService::Stub> stub_;

@@ -40,19 +40,19 @@ enum class Transport {
             // cannot hold the array or its answer)
   kUnary,   // always one message each way; arrays over the message limit fail with RESOURCE_EXHAUSTED
   kStream,  // always the streaming RPCs
-  // Shared memory with a server on the same host: the arrays are copied into regions this client
-  // registered (kept for reuse) and the answers out of them. For no copies at all, build the keys in a
-  // region yourself and call SortInRegion / TopKInRegion.
+  // Shared memory with a server on the same host (ClientOptions::shm_socket): the arrays are copied
+  // into regions this client registered (kept for reuse) and the answers out of them. For no copies at
+  // all, build the keys in a region yourself and call SortInRegion / TopKInRegion.
   kSharedMemory,
 };
 
 // Retries of calls that fail with UNAVAILABLE (a replica stopping, a connection lost, a server
 // draining; and CANCELLED from a replica whose shutdown took a call as it began, a gRPC core behaviour
-// a server cannot prevent), done by gRPC itself from the channel's service config. Every SortService call but
-// RegisterRegion, and EchoService's, are retried: Sort and TopK are pure functions of the request, so
-// running one twice is harmless. RegisterRegion is not: its answer (a region id) means something on
-// the one replica that made it, and a caller whose registration failed must learn of it, not get a
-// region elsewhere. gRPC retries only a call that is not yet committed: no answer headers received and
+// a server cannot prevent), done by gRPC itself from the channel's service config. Every SortService
+// call but RegisterRegion (retired; see sort.proto), and EchoService's, are retried: Sort and TopK are
+// pure functions of the request, so running one twice is harmless. Shared-memory registration does not
+// go over gRPC at all (ClientOptions::shm_socket) and is never retried: a region id means something only
+// on the one server that made it. gRPC retries only a call that is not yet committed: no answer headers received and
 // no more than its retry buffer (256 KiB by default) sent. So a unary call larger than that, or a
 // stream past its first 256 KiB, fails rather than being retried once its bytes are out.
 struct RetryOptions {
@@ -100,6 +100,10 @@ struct ClientOptions {
   // server started with --max-message-bytes 1048576.
   std::size_t stream_chunk_bytes = 960u << 10;
   Transport transport = Transport::kAuto;
+  // The server's shared-memory socket (its --shm-socket), for CreateSharedMemory and
+  // Transport::kSharedMemory: regions are registered there, by handing the server the memory's
+  // descriptor. It must be the socket of the server `target` names. Empty: no shared memory.
+  std::string shm_socket;
   // kAuto streams arrays (request or answer) of at least this many bytes. A streamed call overlaps the
   // transfer with the server's work and avoids gRPC's slow path for very large messages (BENCHMARKS.md).
   std::size_t stream_from_bytes = 4u << 20;
@@ -271,8 +275,10 @@ class Client {
   absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> TakeRegion(std::size_t bytes);
   void ReleaseRegion(std::unique_ptr<SharedMemoryRegion> region);
 
-  // FAILED_PRECONDITION for shared memory while balancing; else OK.
+  // FAILED_PRECONDITION for shared memory while balancing or without shm_socket; else OK.
   absl::Status SharedMemoryAllowed() const;
+  // A new region of `bytes`, registered on shm_socket.
+  absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> NewRegion(std::size_t bytes) const;
 
   ClientOptions options_;
   absl::Status init_status_;

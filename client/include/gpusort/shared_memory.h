@@ -1,55 +1,80 @@
-// Shared memory between a client and a gpusort server on the same host (RegisterRegion in sort.proto).
+// Shared memory between a client and a gpusort server on the same host (sort.proto, "Shared memory").
 //
+//   gpusort::Client client({.target = "localhost:50051", .shm_socket = "/run/gpusort/shm.sock"});
 //   auto region = client.CreateSharedMemory(2 * keys_bytes);         // created, mapped, registered
 //   std::memcpy(region->data(), keys, keys_bytes);                     // or build the keys there
 //   auto info = client.SortInRegion(v1::DTYPE_FLOAT32, {},
 //                                   region->Ref(0, keys_bytes),             // keys
 //                                   region->Ref(keys_bytes, keys_bytes));   // sorted keys
 //
-// No array crosses the socket: the server's GPU copies straight from and into the region. The region is
-// unregistered and removed when this object goes away (and by the server if this process dies).
+// No array crosses the gRPC socket: the server reads and writes the region itself (on a GPU, by DMA). The
+// memory is a memfd sealed against shrinking, handed to the server as a descriptor over its Unix socket
+// (the server's --shm-socket), so the server can only ever reach memory this process holds. The region
+// is unregistered when this object goes away (its socket connection closes), and by the server when
+// this process dies.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 
-#include <grpcpp/grpcpp.h>
-
 #include "absl/status/statusor.h"
-#include "gpusort/v1/sort.grpc.pb.h"
+#include "gpusort/v1/sort.pb.h"
 
 namespace gpusort {
 
+// A registration: the open connection to the server's shared-memory socket that keeps one region
+// registered, and the region's id. Closing the connection (destroying this) unregisters the region.
+class SharedMemoryRegistration {
+ public:
+  // Hands `fd` (memory opened read-write and sealed with F_SEAL_SHRINK, as a memfd made with
+  // MFD_ALLOW_SEALING) to the server listening on `socket_path` and registers its first `size` bytes.
+  // `fd` stays the caller's. The server's refusal comes back with its code and reason; UNAVAILABLE when
+  // the socket cannot be reached or answers nothing within `timeout`.
+  static absl::StatusOr<std::unique_ptr<SharedMemoryRegistration>> Register(
+      const std::string& socket_path, int fd, std::size_t size,
+      std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  ~SharedMemoryRegistration();
+  SharedMemoryRegistration(const SharedMemoryRegistration&) = delete;
+  SharedMemoryRegistration& operator=(const SharedMemoryRegistration&) = delete;
+
+  const std::string& id() const { return id_; }  // the server's region_id
+  int connection() const { return connection_; }
+
+ private:
+  SharedMemoryRegistration(int connection, std::string id) : connection_(connection), id_(std::move(id)) {}
+  int connection_;
+  std::string id_;
+};
+
 class SharedMemoryRegion {
  public:
-  // Creates a POSIX shared-memory object of `bytes` named "/gpusort-<pid>-<n>", maps it and registers it
-  // through `stub`. The registration is an open RegisterRegion call that this object holds; `prepare`
-  // may add metadata to it (the bearer token), but no deadline: the call lasts as long as the region.
+  // Creates a memfd of `bytes`, seals its size (F_SEAL_SHRINK | F_SEAL_GROW), maps it and registers it
+  // with the server listening on `socket_path`.
   static absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> Create(
-      v1::SortService::Stub& stub, std::size_t bytes,
-      const std::function<void(grpc::ClientContext&)>& prepare = nullptr);
-  ~SharedMemoryRegion();  // cancels the registration, unmaps, unlinks
+      const std::string& socket_path, std::size_t bytes,
+      std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  ~SharedMemoryRegion();  // unregisters (closes the connection), unmaps, closes the memfd
   SharedMemoryRegion(const SharedMemoryRegion&) = delete;
   SharedMemoryRegion& operator=(const SharedMemoryRegion&) = delete;
 
   std::byte* data() const { return data_; }
   std::size_t size() const { return size_; }
   std::span<std::byte> bytes() const { return {data_, size_}; }
-  const std::string& name() const { return name_; }
-  const std::string& id() const { return id_; }  // the server's region_id
+  const std::string& id() const { return registration_->id(); }  // the server's region_id
+  // The memfd, for handing the same memory to another process of this caller's own.
+  int fd() const { return fd_; }
   v1::RegionRef Ref(std::size_t offset, std::size_t length) const;
 
  private:
   SharedMemoryRegion() = default;
 
-  std::string name_, id_;
+  int fd_ = -1;
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;
-  grpc::ClientContext context_;
-  std::unique_ptr<grpc::ClientReader<v1::RegisterRegionEvent>> registration_;
+  std::unique_ptr<SharedMemoryRegistration> registration_;
 };
 
 }  // namespace gpusort

@@ -152,6 +152,16 @@ class CudaBackend final : public Backend {
     return SortPinnedOnGpu(*context_, spec, keys_in, buffers, cancellation, report);
   }
 
+  // The GPU paths read each key of the region once (staged, then converted on the device), so they
+  // work on the region itself; what AUTO leaves to the CPU works on a private copy (Backend::TopKPinned).
+  absl::Status TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
+                          ExecutionReport& report) override {
+    ASSIGN_OR_RETURN(const Route route,
+                     RouteFor("TopK", spec.algorithm, ChooseTopK(spec, buffers.count), topk_algorithms()));
+    if (route == Route::kCpu) return Backend::TopKPinned(spec, buffers, cancellation, report);
+    return TopK(spec, buffers, cancellation, report);
+  }
+
   std::unique_ptr<SortIngest> StartSortIngest(const SortSpec& spec) override {
     // Values of any width stay on the collect-then-sort path; the CPU by name needs no GPU at all.
     if (spec.payload == SortPayload::kValues) return nullptr;

@@ -1,0 +1,66 @@
+#include "server/service/region_socket_io.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace gpusort {
+namespace {
+
+// Descriptors read from one message: a request carries one; a few more are read (and closed) so that
+// the refusal can say how many came.
+constexpr std::size_t kMaxFdsRead = 8;
+
+}  // namespace
+
+absl::StatusOr<std::optional<IncomingMessage>> ReceiveMessage(int connection) {
+  namespace wire = v1::region_socket;
+  IncomingMessage in;
+  in.bytes.resize(wire::kRequestBytes);
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsRead)];
+  iovec iov{in.bytes.data(), in.bytes.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n;
+  do {
+    n = recvmsg(connection, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return std::nullopt;
+    return absl::UnavailableError(std::string("reading the registration: ") + std::strerror(errno));
+  }
+  // Descriptors first: whatever the message says, none of them may stay open.
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      in.fds.emplace_back(fd);
+    }
+  }
+  in.fds_truncated = (msg.msg_flags & MSG_CTRUNC) != 0;
+  in.truncated = (msg.msg_flags & MSG_TRUNC) != 0;
+  if (n == 0 && in.fds.empty()) {
+    in.closed = true;
+    in.bytes.clear();
+    return in;
+  }
+  in.bytes.resize(static_cast<std::size_t>(n));
+  return in;
+}
+
+void SendReply(int connection, absl::StatusCode code, std::string_view text) {
+  const auto record = v1::region_socket::EncodeReply(static_cast<std::uint32_t>(code), text);
+  ssize_t n;
+  do {
+    n = send(connection, record.data(), record.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+}
+
+}  // namespace gpusort

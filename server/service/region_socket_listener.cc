@@ -1,0 +1,259 @@
+#include "server/service/region_socket_listener.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cerrno>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "server/service/region_id.h"
+#include "server/service/region_registration.h"
+#include "server/service/region_socket_io.h"
+
+namespace gpusort {
+namespace {
+
+constexpr int kListenBacklog = 128;
+// After accept fails for want of descriptors, the listening socket stays readable: wait this long
+// before trying again instead of spinning.
+constexpr std::chrono::milliseconds kAcceptPause{100};
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+absl::StatusOr<sockaddr_un> AddressOf(const std::string& path) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof(address.sun_path)) {
+    return absl::InvalidArgumentError("--shm-socket must be a path of 1 to " +
+                                      std::to_string(sizeof(address.sun_path) - 1) + " bytes");
+  }
+  std::memcpy(address.sun_path, path.data(), path.size());
+  return address;
+}
+
+// A socket file left behind by a server that stopped without removing it is removed; anything else at
+// the path is left alone and refused.
+absl::Status ClearStaleSocket(const std::string& path, const sockaddr_un& address) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return absl::FailedPreconditionError(Errno("cannot inspect --shm-socket " + path));
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    return absl::FailedPreconditionError("--shm-socket " + path + " exists and is not a socket; not replacing it");
+  }
+  UniqueFd probe(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!probe.valid()) return absl::FailedPreconditionError(Errno("socket"));
+  if (connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0) {
+    return absl::FailedPreconditionError("--shm-socket " + path + " is in use by another server");
+  }
+  if (errno != ECONNREFUSED) {
+    return absl::FailedPreconditionError(Errno("--shm-socket " + path + " is a socket that cannot be probed"));
+  }
+  if (unlink(path.c_str()) != 0) return absl::FailedPreconditionError(Errno("cannot remove stale socket " + path));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+RegionSocketListener::RegionSocketListener(const RegionSocketOptions& options, SharedRegions& regions)
+    : options_(options), regions_(regions) {}
+
+absl::StatusOr<std::unique_ptr<RegionSocketListener>> RegionSocketListener::Start(const RegionSocketOptions& options,
+                                                                                  SharedRegions& regions) {
+  absl::StatusOr<sockaddr_un> address = AddressOf(options.path);
+  if (!address.ok()) return address.status();
+  if (absl::Status s = ClearStaleSocket(options.path, *address); !s.ok()) return s;
+  std::unique_ptr<RegionSocketListener> listener(new RegionSocketListener(options, regions));
+  listener->listen_fd_ = UniqueFd(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!listener->listen_fd_.valid()) return absl::UnavailableError(Errno("socket"));
+  if (bind(listener->listen_fd_.get(), reinterpret_cast<const sockaddr*>(&*address), sizeof(*address)) != 0) {
+    return absl::UnavailableError(Errno("cannot bind --shm-socket " + options.path));
+  }
+  struct stat st {};
+  if (lstat(options.path.c_str(), &st) != 0) return absl::UnavailableError(Errno("cannot inspect " + options.path));
+  listener->socket_dev_ = st.st_dev;
+  listener->socket_ino_ = st.st_ino;
+  // Anyone may connect: what a caller can register is decided by the descriptor it holds, not by who
+  // may reach the socket (a directory's permissions can still narrow that down).
+  if (chmod(options.path.c_str(), 0666) != 0 || listen(listener->listen_fd_.get(), kListenBacklog) != 0) {
+    const absl::Status error = absl::UnavailableError(Errno("cannot listen on --shm-socket " + options.path));
+    unlink(options.path.c_str());
+    return error;
+  }
+  listener->wake_fd_ = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!listener->wake_fd_.valid()) {
+    unlink(options.path.c_str());
+    return absl::UnavailableError(Errno("eventfd"));
+  }
+  listener->thread_ = std::thread([l = listener.get()] { l->Run(); });
+  spdlog::info("shared-memory registration socket {}", options.path);
+  return listener;
+}
+
+RegionSocketListener::~RegionSocketListener() {
+  if (thread_.joinable()) {
+    const std::uint64_t one = 1;
+    (void)!write(wake_fd_.get(), &one, sizeof(one));
+    thread_.join();
+  }
+  for (Connection& c : connections_) Close(c);
+  connections_.clear();
+  // Removed only if the path is still this server's socket (not one a later server put there).
+  struct stat st {};
+  if (lstat(options_.path.c_str(), &st) == 0 && st.st_dev == socket_dev_ && st.st_ino == socket_ino_) {
+    unlink(options_.path.c_str());
+  }
+}
+
+std::size_t RegionSocketListener::pending() const {
+  return static_cast<std::size_t>(std::count_if(connections_.begin(), connections_.end(),
+                                                [](const Connection& c) { return c.region_id.empty() && !c.done; }));
+}
+
+void RegionSocketListener::Run() {
+  std::vector<pollfd> fds;
+  for (;;) {
+    const Clock::time_point now = Clock::now();
+    const bool accepting = now >= accept_paused_until_;
+    fds.clear();
+    fds.push_back({wake_fd_.get(), POLLIN, 0});
+    fds.push_back({accepting ? listen_fd_.get() : -1, POLLIN, 0});
+    Clock::time_point wake_at = accepting ? Clock::time_point::max() : accept_paused_until_;
+    for (const Connection& c : connections_) {
+      fds.push_back({c.fd.get(), POLLIN, 0});
+      if (c.region_id.empty()) wake_at = std::min(wake_at, c.deadline);
+    }
+    int timeout_ms = -1;
+    if (wake_at != Clock::time_point::max()) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake_at - now).count();
+      timeout_ms = static_cast<int>(std::clamp<long long>(left, 0, 60'000));
+    }
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0) {
+      if (errno == EINTR) continue;
+      spdlog::error("shared-memory socket: {}", Errno("poll"));
+      return;
+    }
+    if (fds[0].revents != 0) return;  // stopping
+    // Requests that arrived are served before deadlines are judged: a busy listener (pinning a large
+    // region) must not time out a caller that was in time.
+    for (std::size_t i = 0; i < connections_.size(); ++i) {
+      if (fds[i + 2].revents != 0) Serve(connections_[i], fds[i + 2].revents);
+    }
+    const Clock::time_point after = Clock::now();
+    for (Connection& c : connections_) {
+      if (!c.done && c.region_id.empty() && after >= c.deadline) {
+        spdlog::info("shared-memory socket: user {} (pid {}) sent no registration within {} ms; closed", c.uid,
+                     c.pid, options_.registration_timeout.count());
+        Close(c);
+      }
+    }
+    std::erase_if(connections_, [](const Connection& c) { return c.done; });
+    if (fds[1].revents != 0) AcceptAll();
+  }
+}
+
+void RegionSocketListener::AcceptAll() {
+  for (;;) {
+    UniqueFd fd(accept4(listen_fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        spdlog::warn("shared-memory socket: {}; accepting again in {} ms", Errno("accept"), kAcceptPause.count());
+        accept_paused_until_ = Clock::now() + kAcceptPause;
+      }
+      return;  // EAGAIN: all taken
+    }
+    if (pending() >= options_.max_pending) {
+      SendReply(fd.get(), absl::StatusCode::kResourceExhausted,
+                "the server already has " + std::to_string(options_.max_pending) +
+                    " connections waiting to register (--shm-max-pending); try again");
+      // Read what the caller sent already (closing any descriptor in it): a socket closed with unread
+      // data resets the caller's end instead of letting it read the answer first.
+      while (true) {
+        absl::StatusOr<std::optional<IncomingMessage>> unread = ReceiveMessage(fd.get());
+        if (!unread.ok() || !unread->has_value() || (*unread)->closed) break;
+      }
+      continue;  // closed here
+    }
+    ucred peer{};
+    socklen_t length = sizeof(peer);
+    if (getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0) {
+      spdlog::warn("shared-memory socket: {}", Errno("SO_PEERCRED"));
+      continue;
+    }
+    Connection c;
+    c.fd = std::move(fd);
+    c.uid = peer.uid;
+    c.pid = peer.pid;
+    c.deadline = Clock::now() + options_.registration_timeout;
+    connections_.push_back(std::move(c));
+  }
+}
+
+void RegionSocketListener::Serve(Connection& c, short revents) {
+  if (c.done) return;
+  absl::StatusOr<std::optional<IncomingMessage>> received = ReceiveMessage(c.fd.get());
+  if (!received.ok() || (!received->has_value() && (revents & (POLLERR | POLLHUP | POLLNVAL)) != 0)) {
+    Close(c);  // the socket failed: of no more use
+    return;
+  }
+  if (!received->has_value()) return;  // woken for nothing
+  const IncomingMessage& message = **received;
+  if (message.closed) {
+    Close(c);  // the caller's end: unregisters its region
+    return;
+  }
+  if (!c.region_id.empty()) {
+    // One registration per connection; anything more breaks the protocol, and the region goes with it.
+    spdlog::info("shared-memory socket: user {} (pid {}) sent more after registering; closed, region {} unregistered",
+                 c.uid, c.pid, RegionIdForLog(c.region_id));
+    Close(c);
+    return;
+  }
+  const RegionOwner owner{.uid = c.uid,
+                          .max_regions = options_.max_regions_per_user,
+                          .max_bytes = options_.max_bytes_per_user};
+  absl::StatusOr<std::string> id = RegisterFromMessage(message, owner, regions_);
+  if (!id.ok()) {
+    spdlog::info("shared-memory registration by user {} (pid {}) refused: {}", c.uid, c.pid,
+                 std::string(id.status().message()));
+    SendReply(c.fd.get(), id.status().code(), std::string(id.status().message()));
+    Close(c);
+    return;
+  }
+  c.region_id = *id;
+  SendReply(c.fd.get(), absl::StatusCode::kOk, c.region_id);
+}
+
+void RegionSocketListener::Close(Connection& c) {
+  if (c.done) return;
+  c.done = true;
+  if (!c.region_id.empty()) regions_.Unregister(c.region_id);
+  c.fd.reset();
+}
+
+absl::StatusOr<std::unique_ptr<RegionSocketListener>> StartRegionSocket(const ServerConfig& config,
+                                                                        SharedRegions& regions) {
+  if (config.shm_socket.empty()) return nullptr;
+  if (config.shm_max_regions == 0) {
+    return absl::InvalidArgumentError("--shm-socket turns shared memory on and --shm-max-regions 0 turns it off");
+  }
+  return RegionSocketListener::Start(
+      {.path = config.shm_socket,
+       .max_pending = config.shm_max_pending,
+       .registration_timeout = std::chrono::milliseconds(
+           static_cast<long long>(std::ceil(config.shm_registration_timeout_seconds * 1000))),
+       .max_regions_per_user = config.shm_max_regions_per_user,
+       .max_bytes_per_user = config.shm_max_bytes_per_user},
+      regions);
+}
+
+}  // namespace gpusort
