@@ -20,7 +20,7 @@ cleanup() {
 trap cleanup EXIT
 
 "$bin/gpusort-server" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --backend "$backend" \
-  --port-file "$work/ports" --log-level warn >"$out/server.log" 2>&1 &
+  --port-file "$work/ports" --shm-socket "$work/shm.sock" --log-level warn >"$out/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 600); do [ -s "$work/ports" ] && grep -q metrics_port "$work/ports" && break; sleep 0.1; done
 . "$work/ports"
@@ -40,6 +40,8 @@ workloads=(
   "topk-f64-unary    --method topk -t f64 -n 100K -k 100 -c 4 --argsort -d few-distinct"
   "topk-i32-stream   --method topk -t i32 -n 1M -k 1000 -c 1 --transport stream"
   "echo-stream       --method echo -n 1M -c 1 --transport stream"
+  "shm-f32-sort      --method sort -t f32 -n 1M -c 2 --transport shm --shm-socket $work/shm.sock -d bits"
+  "shm-u64-topk      --method topk -t u64 -n 1M -k 64 -c 1 --transport shm --shm-socket $work/shm.sock"
 )
 for a in $small_algorithms; do workloads+=("sort-i64-$a --method sort -t i64 -n 64K -c 2 -a $a -d few-distinct"); done
 
@@ -61,7 +63,8 @@ sample() {
   rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$server_pid/status")
   threads=$(awk '/^Threads:/ {print $2}' "/proc/$server_pid/status")
   fds=$(ls "/proc/$server_pid/fd" | wc -l)
-  metrics=$(curl -sf "http://127.0.0.1:$metrics_port/metrics" || true)
+  metrics=$(python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' \
+    "http://127.0.0.1:$metrics_port/metrics" 2>/dev/null || true)
   dev=$(awk '/^gpusort_device_memory_bytes\{.*kind="device_used"/ {print $2}' <<<"$metrics" | head -1)
   pool=$(awk '/^gpusort_device_memory_bytes\{.*kind="pool_used"/ {print $2}' <<<"$metrics" | head -1)
   echo "$now,$rss,$fds,$threads,${dev:-},${pool:-}" >>"$out/samples.csv"

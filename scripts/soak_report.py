@@ -2,8 +2,9 @@
 """Judges a soak (scripts/soak.sh): no failed or wrong answer in any workload, and the server's memory,
 descriptors and threads flat. Prints the figures, then PASS or each failure; exits 1 on a failure.
 
-Flat means: over the second half of the run, RSS stays within 25% + 64 MiB of the highest RSS of the
-first half (allocator caches and the CUDA pool grow to a working set early, then must stop growing),
+Flat means: after a warm-up of the first quarter of the samples, RSS over the second half of the rest
+stays within 25% + 64 MiB of the highest RSS of its first half (allocator caches and the CUDA pool grow
+to a working set early, then must stop growing),
 descriptors within 16 of the first half's highest, threads within 8 of it, and the device pool's used
 bytes back near zero once the load has stopped.
 usage: soak_report.py OUT_DIR BACKEND SECONDS"""
@@ -40,8 +41,12 @@ def main():
     if len(samples) < 4:
         failures.append(f"only {len(samples)} resource samples")
     else:
-        half = len(samples) // 2
-        first, second = samples[:half], samples[half:-1] or samples[half:]
+        # The first quarter is the warm-up (allocator caches, the CUDA pool and gRPC's buffers grow to
+        # their working set); the rest is split in halves, and the second must not outgrow the first.
+        # The last sample is taken after the load stopped.
+        loaded = samples[len(samples) // 4:-1] or samples
+        half = max(1, len(loaded) // 2)
+        first, second = loaded[:half], loaded[half:] or loaded
 
         def top(rows, key):
             return max(float(r[key]) for r in rows)
@@ -62,7 +67,9 @@ def main():
         pool = [float(r["pool_used_bytes"]) for r in samples if r["pool_used_bytes"]]
         if dev:
             print(f"device used MiB: first {dev[0]/2**20:.0f}, max {max(dev)/2**20:.0f}, last {dev[-1]/2**20:.0f}")
-            d1, d2 = max(dev[:half]), max(dev[half:])
+            dev_loaded = dev[len(dev) // 4:-1] or dev
+            mid = max(1, len(dev_loaded) // 2)
+            d1, d2 = max(dev_loaded[:mid]), max(dev_loaded[mid:] or dev_loaded)
             if d2 > d1 * 1.10 + 256 * 2**20:
                 failures.append(f"device memory grew: {d1/2**20:.0f} -> {d2/2**20:.0f} MiB")
         if pool:

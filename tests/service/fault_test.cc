@@ -37,22 +37,24 @@ std::thread Arm(Fault fault, grpc::ClientContext& context, std::chrono::millisec
   });
 }
 
-v1::SortRequest SmallSort() {
+// On the backend under test by default; the held (scripted) backend is a CPU one and takes AUTO only.
+v1::SortRequest SmallSort(v1::Algorithm algorithm = TestAlgorithm()) {
   v1::SortRequest request;
   request.mutable_options()->set_dtype(v1::DTYPE_UINT32);
-  request.mutable_options()->set_algorithm(TestAlgorithm());
+  request.mutable_options()->set_algorithm(algorithm);
   request.set_keys(ToBytes(std::vector<uint32_t>{4, 3, 2, 1}));
   return request;
 }
 
 // True once a call is served within `within`: the faulted call gave its ticket back.
-bool ServedAgain(v1::SortService::Stub& stub, std::chrono::seconds within = std::chrono::seconds(5)) {
+bool ServedAgain(v1::SortService::Stub& stub, v1::Algorithm algorithm = TestAlgorithm(),
+                 std::chrono::seconds within = std::chrono::seconds(5)) {
   const auto end = Clock::now() + within;
   while (Clock::now() < end) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     v1::SortResponse response;
-    if (stub.Sort(&context, SmallSort(), &response).ok()) {
+    if (stub.Sort(&context, SmallSort(algorithm), &response).ok()) {
       return FromBytes<uint32_t>(response.keys()) == std::vector<uint32_t>({1, 2, 3, 4});
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -79,20 +81,21 @@ TEST_P(Faults, WhileWaitingForAWorker) {
   auto holder = std::async(std::launch::async, [&] {
     grpc::ClientContext context;
     v1::SortResponse response;
-    return server.stub().Sort(&context, SmallSort(), &response);
+    return server.stub().Sort(&context, SmallSort(v1::ALGORITHM_AUTO), &response);
   });
-  while (counters->started.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 5000 && counters->started.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(counters->started.load(), 1);
   grpc::ClientContext context;
   std::thread arm = Arm(GetParam(), context, std::chrono::milliseconds(150));
   v1::SortResponse response;
-  const grpc::Status queued = server.NewStub()->Sort(&context, SmallSort(), &response);
+  const grpc::Status queued = server.NewStub()->Sort(&context, SmallSort(v1::ALGORITHM_AUTO), &response);
   arm.join();
   EXPECT_EQ(queued.error_code(), Expected(GetParam())) << queued.error_message();
   counters->release = true;
   EXPECT_TRUE(holder.get().ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(counters->started.load(), 1) << "the faulted call ran after all";
-  EXPECT_TRUE(ServedAgain(server.stub()));
+  EXPECT_TRUE(ServedAgain(server.stub(), v1::ALGORITHM_AUTO));
 }
 
 TEST_P(Faults, WhileTheBackendRuns) {
@@ -101,14 +104,14 @@ TEST_P(Faults, WhileTheBackendRuns) {
   grpc::ClientContext context;
   std::thread arm = Arm(GetParam(), context, std::chrono::milliseconds(150));
   v1::SortResponse response;
-  const grpc::Status status = server.stub().Sort(&context, SmallSort(), &response);
+  const grpc::Status status = server.stub().Sort(&context, SmallSort(v1::ALGORITHM_AUTO), &response);
   arm.join();
   EXPECT_EQ(status.error_code(), Expected(GetParam())) << status.error_message();
   for (int i = 0; i < 2000 && counters->stopped_early.load() == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(counters->stopped_early.load(), 1);  // the backend itself stopped
   counters->release = true;
-  EXPECT_TRUE(ServedAgain(server.stub()));
+  EXPECT_TRUE(ServedAgain(server.stub(), v1::ALGORITHM_AUTO));
 }
 
 TEST_P(Faults, WhileTheStreamIsStillArriving) {
