@@ -93,6 +93,12 @@ absl::Status AppendParsedNumber(v1::DType dtype, std::string_view text, std::str
     T value{};
     std::string_view t = text;
     if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+    // One sign at most: from_chars reads a '-' of its own after the '+' taken off here, and a float's '-'
+    // is taken off below before from_chars would read a second one ("+-5" and "--5" are no numbers).
+    const bool minus = !t.empty() && t.front() == '-' && t.size() == text.size();
+    const std::string_view digits = minus ? t.substr(1) : t;
+    if (!digits.empty() && (digits.front() == '-' || digits.front() == '+'))
+      return absl::InvalidArgumentError("'" + std::string(text) + "' is not a " + DTypeName(dtype) + " number");
     std::from_chars_result r;
     if constexpr (std::is_floating_point_v<T>) {
       // from_chars reads "nan" and "inf"; keep the sign of "-nan" and "-inf" explicitly.
@@ -207,9 +213,12 @@ absl::StatusOr<NpyLayout> CheckNpyFile(std::string_view head, std::size_t file_s
   if (dtype && *dtype != layout.dtype)
     return absl::InvalidArgumentError(name + " holds " + DTypeName(layout.dtype) + " but --dtype says " +
                                       DTypeName(*dtype));
+  // Counted without overflow: a shape whose size wraps round 2^64 would pass as a small file.
   std::size_t elements = 1;
-  for (std::size_t d : layout.shape) elements *= d;
-  layout.data_bytes = elements * ElementSize(layout.dtype);
+  bool overflow = false;
+  for (std::size_t d : layout.shape) overflow |= __builtin_mul_overflow(elements, d, &elements);
+  overflow |= __builtin_mul_overflow(elements, ElementSize(layout.dtype), &layout.data_bytes);
+  if (overflow) return absl::InvalidArgumentError(name + ": the header's shape holds more bytes than any file can");
   if (file_size < layout.data_offset || file_size - layout.data_offset != layout.data_bytes)
     return absl::InvalidArgumentError(name + ": the header promises " + std::to_string(layout.data_bytes) +
                                       " data bytes, the file has " + std::to_string(file_size - layout.data_offset));
