@@ -16,6 +16,9 @@ if [ "${GPUSORT_NO_TEST_DEPS:-0}" != 1 ]; then
   packages+=(prometheus yamllint python3-yaml)
   # The TLS tests make their certificates with the openssl command.
   packages+=(openssl)
+  # scripts/fuzz.sh: libFuzzer and its sanitizer runtimes come with clang (gcc has no libFuzzer); llvm
+  # gives the sanitizers' reports of both compilers their file:line (llvm-symbolizer).
+  packages+=(clang-14 libfuzzer-14-dev libclang-rt-14-dev llvm)
   # Any Node.js with npm will do (the machine may have its own, which Debian's npm would conflict with).
   command -v npm >/dev/null || packages+=(nodejs npm)
 fi
