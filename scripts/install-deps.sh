@@ -18,6 +18,9 @@ if [ "${GPUSORT_NO_TEST_DEPS:-0}" != 1 ]; then
   packages+=(openssl)
   # The hostile-caller tests write HTTP/2 frames by hand that gRPC clients refuse to send.
   packages+=(libnghttp2-dev)
+  # scripts/fuzz.sh: libFuzzer and its sanitizer runtimes come with clang (gcc has no libFuzzer); llvm
+  # gives the sanitizers' reports of both compilers their file:line (llvm-symbolizer).
+  packages+=(clang-14 libfuzzer-14-dev libclang-rt-14-dev llvm)
   # Any Node.js with npm will do (the machine may have its own, which Debian's npm would conflict with).
   command -v npm >/dev/null || packages+=(nodejs npm)
 fi

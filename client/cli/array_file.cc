@@ -93,6 +93,12 @@ absl::Status AppendParsedNumber(v1::DType dtype, std::string_view text, std::str
     T value{};
     std::string_view t = text;
     if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+    // One sign at most: from_chars reads a '-' of its own after the '+' taken off here, and a float's '-'
+    // is taken off below before from_chars would read a second one ("+-5" and "--5" are no numbers).
+    const bool minus = !t.empty() && t.front() == '-' && t.size() == text.size();
+    const std::string_view digits = minus ? t.substr(1) : t;
+    if (!digits.empty() && (digits.front() == '-' || digits.front() == '+'))
+      return absl::InvalidArgumentError("'" + std::string(text) + "' is not a " + DTypeName(dtype) + " number");
     std::from_chars_result r;
     if constexpr (std::is_floating_point_v<T>) {
       // from_chars reads "nan" and "inf"; keep the sign of "-nan" and "-inf" explicitly.
@@ -199,6 +205,44 @@ absl::Status ParseNpyHeader(std::string_view data, v1::DType* dtype,
   return absl::OkStatus();
 }
 
+absl::StatusOr<NpyLayout> CheckNpyFile(std::string_view head, std::size_t file_size,
+                                       std::optional<v1::DType> dtype, const std::string& name) {
+  NpyLayout layout;
+  absl::Status parsed = ParseNpyHeader(head, &layout.dtype, &layout.shape, &layout.data_offset);
+  if (!parsed.ok()) return absl::InvalidArgumentError(name + ": " + std::string(parsed.message()));
+  if (dtype && *dtype != layout.dtype)
+    return absl::InvalidArgumentError(name + " holds " + DTypeName(layout.dtype) + " but --dtype says " +
+                                      DTypeName(*dtype));
+  // Counted without overflow: a shape whose size wraps round 2^64 would pass as a small file.
+  std::size_t elements = 1;
+  bool overflow = false;
+  for (std::size_t d : layout.shape) overflow |= __builtin_mul_overflow(elements, d, &elements);
+  overflow |= __builtin_mul_overflow(elements, ElementSize(layout.dtype), &layout.data_bytes);
+  if (overflow) return absl::InvalidArgumentError(name + ": the header's shape holds more bytes than any file can");
+  if (file_size < layout.data_offset || file_size - layout.data_offset != layout.data_bytes)
+    return absl::InvalidArgumentError(name + ": the header promises " + std::to_string(layout.data_bytes) +
+                                      " data bytes, the file has " + std::to_string(file_size - layout.data_offset));
+  return layout;
+}
+
+absl::StatusOr<std::string> ParseTextNumbers(std::string_view text, v1::DType dtype, const std::string& name) {
+  std::string bytes;
+  bytes.reserve(text.size() / 2);
+  std::size_t line_number = 0, pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    ++line_number;
+    const std::string_view line = Trim(text.substr(pos, end - pos));
+    pos = end + 1;
+    if (line.empty() || line.front() == '#') continue;
+    absl::Status s = AppendParsedNumber(dtype, line, &bytes);
+    if (!s.ok())
+      return absl::InvalidArgumentError(name + ":" + std::to_string(line_number) + ": " + std::string(s.message()));
+  }
+  return bytes;
+}
+
 absl::StatusOr<Array> ReadArray(const std::string& path, FileFormat format,
                                 std::optional<v1::DType> dtype) {
   auto file = Open(path, "rb");
@@ -208,23 +252,15 @@ absl::StatusOr<Array> ReadArray(const std::string& path, FileFormat format,
   Array array;
 
   if (format == FileFormat::kNpy) {
-    std::string head(std::min<std::size_t>(*size, 65536 + 12), '\0');
+    std::string head(std::min<std::size_t>(*size, kNpyHeadBytes), '\0');
     if (std::fread(head.data(), 1, head.size(), file->get()) != head.size())
       return absl::DataLossError("short read from " + path);
-    std::size_t offset = 0;
-    absl::Status parsed = ParseNpyHeader(head, &array.dtype, &array.shape, &offset);
-    if (!parsed.ok()) return absl::InvalidArgumentError(path + ": " + std::string(parsed.message()));
-    if (dtype && *dtype != array.dtype)
-      return absl::InvalidArgumentError(path + " holds " + DTypeName(array.dtype) +
-                                        " but --dtype says " + DTypeName(*dtype));
-    std::size_t elements = 1;
-    for (std::size_t d : array.shape) elements *= d;
-    const std::size_t bytes = elements * ElementSize(array.dtype);
-    if (*size < offset || *size - offset != bytes)
-      return absl::InvalidArgumentError(path + ": the header promises " + std::to_string(bytes) +
-                                        " data bytes, the file has " + std::to_string(*size - offset));
-    std::fseek(file->get(), static_cast<long>(offset), SEEK_SET);
-    absl::Status read = ReadExactly(file->get(), bytes, &array.bytes, path);
+    auto layout = CheckNpyFile(head, *size, dtype, path);
+    if (!layout.ok()) return layout.status();
+    array.dtype = layout->dtype;
+    array.shape = std::move(layout->shape);
+    std::fseek(file->get(), static_cast<long>(layout->data_offset), SEEK_SET);
+    absl::Status read = ReadExactly(file->get(), layout->data_bytes, &array.bytes, path);
     if (!read.ok()) return read;
     return array;
   }
@@ -243,20 +279,9 @@ absl::StatusOr<Array> ReadArray(const std::string& path, FileFormat format,
                                         " elements");
     array.bytes = std::move(content);
   } else {
-    array.bytes.reserve(content.size() / 2);
-    std::size_t line_number = 0, pos = 0;
-    while (pos < content.size()) {
-      std::size_t end = content.find('\n', pos);
-      if (end == std::string::npos) end = content.size();
-      ++line_number;
-      const std::string_view line = Trim(std::string_view(content).substr(pos, end - pos));
-      pos = end + 1;
-      if (line.empty() || line.front() == '#') continue;
-      absl::Status s = AppendParsedNumber(array.dtype, line, &array.bytes);
-      if (!s.ok())
-        return absl::InvalidArgumentError(path + ":" + std::to_string(line_number) + ": " +
-                                          std::string(s.message()));
-    }
+    auto bytes = ParseTextNumbers(content, array.dtype, path);
+    if (!bytes.ok()) return bytes.status();
+    array.bytes = std::move(*bytes);
   }
   array.shape = {array.count()};
   return array;

@@ -35,6 +35,22 @@ absl::Status WriteArray(const std::string& path, FileFormat format, const Array&
 absl::Status AppendParsedNumber(v1::DType dtype, std::string_view text, std::string* bytes);
 std::string FormatNumber(v1::DType dtype, const char* element);
 
+// ReadArray's checks without the file, so that the fuzzers (tests/fuzz) can drive them from memory.
+// `name` names the file in errors.
+// A .npy file's layout as its header describes it, checked against the file's size: ReadArray reads the
+// first kNpyHeadBytes (or the whole file, if shorter) into `head` and then the data bytes.
+inline constexpr std::size_t kNpyHeadBytes = 65536 + 12;
+struct NpyLayout {
+  v1::DType dtype = v1::DTYPE_UNSPECIFIED;
+  std::vector<std::size_t> shape;
+  std::size_t data_offset = 0;  // the data are the file's bytes from here to its end
+  std::size_t data_bytes = 0;
+};
+absl::StatusOr<NpyLayout> CheckNpyFile(std::string_view head, std::size_t file_size,
+                                       std::optional<v1::DType> dtype, const std::string& name);
+// Text (one number per line; blank lines and '#' comments skipped) as little-endian elements.
+absl::StatusOr<std::string> ParseTextNumbers(std::string_view text, v1::DType dtype, const std::string& name);
+
 // .npy header: the description of `array` as NumPy writes it, and its parser.
 std::string NpyHeader(v1::DType dtype, const std::vector<std::size_t>& shape);
 // Parses the header at the start of `data`; on success sets dtype, shape and the data offset.

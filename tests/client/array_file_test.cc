@@ -1,5 +1,5 @@
 // The CLI's file formats without a server: .npy headers as NumPy writes them (and bad ones), text
-// round trips of the special floats, raw sizes.
+// round trips of the special floats, raw sizes; and what the fuzzers (tests/fuzz) found.
 #include "client/cli/array_file.h"
 
 #include <cmath>
@@ -9,6 +9,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "client/cli/dtype_names.h"
 
 namespace gpusort::cli {
 namespace {
@@ -74,6 +76,21 @@ TEST(Npy, BadFilesAreRefusedWithAReason) {
   EXPECT_THAT(std::string(mismatch.status().message()), HasSubstr("holds f32 but --dtype says i32"));
 }
 
+TEST(Npy, ShapeWhoseByteCountOverflowsIsRefused) {
+  // npy_reader_fuzzer: 2^63 i8 elements are 2^66 bytes, which wrapped to 0, so a file of the header alone
+  // was read as an array of that shape (and (2^62 + 1) x 4 f4 wrapped to 16 bytes).
+  for (const auto& [dtype, shape] : {std::pair{v1::DTYPE_INT64, std::vector<std::size_t>{std::size_t{1} << 63}},
+                                     std::pair{v1::DTYPE_FLOAT32, std::vector<std::size_t>{(std::size_t{1} << 62) + 1, 4}}}) {
+    std::size_t wrapped = ElementSize(dtype);
+    for (std::size_t d : shape) wrapped *= d;
+    const std::string path = TempPath("huge.npy");
+    WriteFile(path, NpyHeader(dtype, shape) + std::string(wrapped, '\0'));
+    auto a = ReadArray(path, FileFormat::kNpy, std::nullopt);
+    ASSERT_FALSE(a.ok()) << "wrapped to " << wrapped << " bytes";
+    EXPECT_THAT(std::string(a.status().message()), HasSubstr("more bytes than any file can"));
+  }
+}
+
 TEST(Text, SpecialFloatsRoundTripExactly) {
   const double values[] = {-std::numeric_limits<double>::infinity(), -0.0, 0.0, 0.1, 1e-310,
                            std::numeric_limits<double>::max(), std::numeric_limits<double>::infinity(),
@@ -112,6 +129,22 @@ TEST(Text, IntegersAtTheirLimitsAndBadLines) {
   EXPECT_THAT(std::string(junk.status().message()), HasSubstr("'seven' is not a i32 number"));
   EXPECT_THAT(std::string(ReadArray(path, FileFormat::kText, std::nullopt).status().message()),
               HasSubstr("--dtype is required"));
+}
+
+TEST(Text, OneSignAtMost) {
+  // text_reader_fuzzer: "--0" read as 0 (the float path takes one '-' off, from_chars took another), and
+  // "+-5" as -5.
+  const std::string path = TempPath("signs.txt");
+  for (v1::DType dtype : {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64, v1::DTYPE_INT32, v1::DTYPE_INT64, v1::DTYPE_UINT32}) {
+    for (const char* text : {"--0", "+-5", "-+5", "++5", "--nan", "+-inf"}) {
+      WriteFile(path, std::string("1\n") + text + "\n");
+      auto a = ReadArray(path, FileFormat::kText, dtype);
+      ASSERT_FALSE(a.ok()) << text << " as " << DTypeName(dtype);
+      EXPECT_THAT(std::string(a.status().message()), HasSubstr(":2: '" + std::string(text) + "' is not a"));
+    }
+    WriteFile(path, "+5\n-5\n");
+    EXPECT_EQ(ReadArray(path, FileFormat::kText, dtype).ok(), dtype != v1::DTYPE_UINT32) << DTypeName(dtype);
+  }
 }
 
 TEST(Raw, SizeMustBeWholeElements) {
