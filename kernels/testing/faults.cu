@@ -3,6 +3,10 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
 
 #include "cuda_status.h"
 
@@ -14,6 +18,7 @@ __global__ void StoreThroughNull(volatile int* target) { *target = 1; }
 
 constexpr std::size_t kGranule = std::size_t{2} << 20;  // the driver hands out device memory in 2 MiB pages
 constexpr std::size_t kFirstBlock = std::size_t{1} << 30;
+constexpr auto kPoolIdleWait = std::chrono::seconds(30);
 
 }  // namespace
 
@@ -28,6 +33,20 @@ Status DeviceMemoryHog::TakeAllBut(std::size_t leave_free_bytes) {
   GPUSORT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   cudaMemPool_t pool = nullptr;
   GPUSORT_CUDA_RETURN_IF_ERROR(cudaDeviceGetDefaultMemPool(&pool, device));
+  // A server's calls give their memory back a moment after their answers went out (a stream call's
+  // buffers go when gRPC is done with the call). Memory that came back after the count below would
+  // sit in the pool's cache, and requests would find room there: wait until the pool lends nothing.
+  const auto give_up = std::chrono::steady_clock::now() + kPoolIdleWait;
+  for (;;) {
+    std::uint64_t used = 0;
+    GPUSORT_CUDA_RETURN_IF_ERROR(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+    if (used == 0) break;
+    if (std::chrono::steady_clock::now() > give_up) {
+      return Status(StatusCode::kInternal, "the device's memory pool still lends " + std::to_string(used) +
+                                               " bytes after 30 s: something holds device memory");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   GPUSORT_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());  // frees still queued on streams land first
   GPUSORT_CUDA_RETURN_IF_ERROR(cudaMemPoolTrimTo(pool, 0));
   // Large blocks first, halving when the driver cannot find one that large, until what is free is

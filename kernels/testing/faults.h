@@ -17,9 +17,10 @@ namespace gpusort::kernels::testing {
 Status TriggerIllegalAddress(const Stream& stream);
 
 // Takes the current device's memory with plain cudaMalloc (not managed memory, not the pool) until
-// about `leave_free_bytes` are left, as another process on a shared GPU would. What the device's
-// default pool (the one DeviceMemoryPool uses) keeps cached is handed back to the driver first, so that
-// only memory in use stays taken. Gives everything back when destroyed or on Release().
+// about `leave_free_bytes` are left, as another process on a shared GPU would. First it waits (up to
+// 30 s) until the device's default pool (the one DeviceMemoryPool uses) lends nothing, and hands what
+// the pool keeps cached back to the driver, so that no memory comes free later. Gives everything back
+// when destroyed or on Release().
 class DeviceMemoryHog {
  public:
   DeviceMemoryHog() = default;
