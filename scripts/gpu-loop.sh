@@ -11,7 +11,9 @@
 #                       for its table come from a kernel_bench run's kernel.json)
 #                       --comparison (comparison_bench, comparison_anchor.py, comparison_report.py only)
 #                       --topk (top_k_bench, top_k_anchor.py, top_k_report.py only; issue 7)
-#                       --kernels (the kernel tests, cuda_backend_test and batch_sort_test only)
+#                       --kernels (the kernel tests, cuda_backend_test, batch_sort_test and the fault tests
+#                       gpu_oom_test and gpu_fault_test only)
+#                       --sanitize (the kernel tests under compute-sanitizer: memcheck, racecheck, synccheck)
 #
 # What comes back from the GPU machine is at most 8 files: summary.txt (one line per step, pass/fail),
 # logs.tar.gz (every step's full log), and the benchmark JSON files.
@@ -25,10 +27,13 @@ bundle() {
   local exes=()
   # Everything fits no longer in the 64 MiB a device call carries (working tree included): GPUSORT_BUNDLE
   # names a subset, and the device steps skip what is not there. kernels: the kernel tests with
-  # cuda_backend_test, batch_sort_test and sort_ingest_test (~34 MiB); service: the server, CLI, service
-  # and client tests, which the e2e scripts also use (~55 MiB); bench: the benchmarks.
+  # cuda_backend_test, batch_sort_test, sort_ingest_test and the fault tests gpu_oom_test and
+  # gpu_fault_test (in-process servers, which bring gRPC's libraries along: ~61 MiB, near the limit);
+  # service: the server, CLI, service and client tests, which the e2e scripts also use (~55 MiB); bench:
+  # the benchmarks.
   local kernels="merge_sort_test bitonic_sort_test odd_even_sort_test quicksort_test top_k_radix_select_test
-                 top_k_small_test top_k_thread_lists_test cuda_backend_test batch_sort_test sort_ingest_test"
+                 top_k_small_test top_k_thread_lists_test cuda_backend_test batch_sort_test sort_ingest_test
+                 gpu_oom_test gpu_fault_test"
   local service="service_tests client_tests"
   local benches="kernel_bench sort_rpc_bench backend_crossover_bench comparison_bench batch_forms_bench top_k_bench"
   local chosen="$kernels $service $benches" base="gpusort-server gpusort"
@@ -45,10 +50,12 @@ bundle() {
 device() {
   local out=$1; shift
   local quick="" skip_bench="" only_bench="" service="" service_parts="" comparison="" topk="" kernels_only=""
+  local sanitize=""
   for a in "$@"; do
     case $a in
       --quick) quick=1 ;; --skip-bench) skip_bench=1 ;; --only-bench) only_bench=1 ;;
       --kernels) kernels_only=1; skip_bench=1 ;;
+      --sanitize) sanitize=1 ;;
       --service) service=1; only_bench=1 ;; --comparison) comparison=1; only_bench=1 ;; --topk) topk=1; only_bench=1 ;; sizes|chunks|small|stream16|split) service_parts="$service_parts $a" ;;
       *) echo "unknown option $a" >&2; exit 2 ;;
     esac
@@ -70,12 +77,21 @@ device() {
   nvidia-smi >"$logs/nvidia-smi.log" 2>&1
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$out/summary.txt"
 
+  if [ -n "$sanitize" ]; then
+    sanitize_steps
+    tar -czf "$out/logs.tar.gz" -C "$logs" .
+    return
+  fi
   if [ -z "$only_bench" ]; then
     for t in merge_sort_test bitonic_sort_test odd_even_sort_test quicksort_test batch_sort_test \
              top_k_radix_select_test top_k_small_test top_k_thread_lists_test; do
       step "$t" "$bin/$t" --gtest_brief=1
     done
     step cuda_backend_test "$bin/cuda_backend_test" --gtest_brief=1
+    # The fault tests (issue 14), each alone: gpu_oom_test takes all but 256 MiB of the GPU, and
+    # gpu_fault_test ruins its own process's CUDA context on purpose.
+    step gpu_oom_test "$bin/gpu_oom_test" --gtest_brief=1
+    step gpu_fault_test "$bin/gpu_fault_test" --gtest_brief=1
   fi
   if [ -z "$only_bench" ] && [ -z "$kernels_only" ]; then
     step sort_ingest_test "$bin/sort_ingest_test" --gtest_brief=1
@@ -112,6 +128,45 @@ device() {
     step sort_rpc_bench_cuda sort_rpc_bench "$bin" "$out/service.json" ${quick:+--max-keys 16777216}
   fi
   tar -czf "$out/logs.tar.gz" -C "$logs" .
+}
+
+# compute-sanitizer over the kernel tests (issue 14), one step per tool and test: memcheck (accesses out
+# of bounds or misaligned, device memory leaked), racecheck (shared-memory races) and synccheck (barriers
+# not every thread reaches); any error the tool finds fails the step. The tools run kernels 10-100 times
+# slower (racecheck more), so GPUSORT_TEST_MAX_KEYS leaves out the largest inputs (tests/gpu/test_max_keys.h;
+# racecheck and synccheck look inside a block, where 64K keys already take every path), each step has a
+# time limit, and no step starts after SANITIZE_SECONDS: the whole fits one device call, and summary.txt
+# names what did not run. The limits are first guesses, not yet measured on the H100. Never the fault
+# tests: their faults are on purpose.
+SANITIZE_SECONDS=480
+sanitize_steps() {
+  local cs; cs=$(command -v compute-sanitizer || true)
+  for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+    [ -z "$cs" ] && [ -x "$c" ] && cs=$c
+  done
+  if [ -z "$cs" ]; then echo "compute-sanitizer: not found" | tee -a "$out/summary.txt"; return 1; fi
+  "$cs" --version | tail -n 1 | tee -a "$out/summary.txt"
+  local tests="merge_sort_test bitonic_sort_test odd_even_sort_test quicksort_test batch_sort_test
+               top_k_radix_select_test top_k_small_test top_k_thread_lists_test" t
+  local deadline=$((SECONDS + SANITIZE_SECONDS))
+  for t in $tests; do sanitized memcheck 16777216 120 "$t" --tool memcheck --leak-check full; done
+  for t in $tests; do sanitized racecheck 65537 60 "$t" --tool racecheck --racecheck-report all; done
+  for t in $tests; do sanitized synccheck 65537 30 "$t" --tool synccheck; done
+}
+
+# sanitized TOOL MAX_KEYS SECONDS TEST TOOL_ARGS...: TEST under compute-sanitizer (sanitize_steps' $cs),
+# as the step TOOL_TEST, for at most SECONDS and never past sanitize_steps' $deadline.
+sanitized() {
+  local tool=$1 keys=$2 seconds=$3 t=$4; shift 4
+  if [ ! -x "$bin/$t" ]; then echo "${tool}_$t: not in this bundle, skipped" | tee -a "$out/summary.txt"; return; fi
+  local left=$((deadline - SECONDS))
+  [ "$left" -lt "$seconds" ] && seconds=$left
+  if [ "$seconds" -lt 10 ]; then
+    echo "${tool}_$t: not run, past the ${SANITIZE_SECONDS} s of --sanitize" | tee -a "$out/summary.txt"
+    return
+  fi
+  step "${tool}_$t" env GPUSORT_TEST_MAX_KEYS="$keys" timeout "$seconds" "$cs" "$@" --error-exitcode 1 \
+    "$bin/$t" --gtest_brief=1
 }
 
 # A server on the CUDA backend: one sort and one top-k through the CLI, then /metrics must show the
@@ -169,5 +224,5 @@ sort_rpc_bench() {
 case ${1:-} in
   bundle) bundle ;;
   device) shift; device "$@" ;;
-  *) sed -n '2,15p' "$0"; exit 2 ;;
+  *) sed -n '2,18p' "$0"; exit 2 ;;
 esac

@@ -26,7 +26,7 @@ DeviceAllocation& DeviceAllocation::operator=(DeviceAllocation&& other) noexcept
   return *this;
 }
 void DeviceAllocation::Reset() {
-  if (data_) cudaFreeAsync(data_, static_cast<cudaStream_t>(stream_));
+  if (data_) IgnoreCudaError(cudaFreeAsync(data_, static_cast<cudaStream_t>(stream_)));
   data_ = nullptr;
   size_ = 0;
   stream_ = nullptr;
@@ -53,7 +53,6 @@ Status DeviceMemoryPool::Allocate(std::size_t bytes, const Stream& stream,
   cudaError_t error = cudaMallocFromPoolAsync(&data, bytes, static_cast<cudaMemPool_t>(pool_),
                                               Native(stream));
   if (error != cudaSuccess) {
-    cudaGetLastError();  // an allocation failure is not sticky; clear it for the next call
     return FromCuda(error, ("allocating " + std::to_string(bytes) + " device bytes").c_str());
   }
   out->data_ = data;
@@ -64,23 +63,23 @@ Status DeviceMemoryPool::Allocate(std::size_t bytes, const Stream& stream,
 
 void DeviceMemoryPool::Trim() const {
   // Memory freed on streams that have not reached the free yet cannot be released; synchronize first.
-  cudaDeviceSynchronize();
-  cudaMemPoolTrimTo(static_cast<cudaMemPool_t>(pool_), 0);
+  IgnoreCudaError(cudaDeviceSynchronize());
+  IgnoreCudaError(cudaMemPoolTrimTo(static_cast<cudaMemPool_t>(pool_), 0));
 }
 
 PoolCounters DeviceMemoryPool::Counters() const {
   PoolCounters c;
   auto pool = static_cast<cudaMemPool_t>(pool_);
   if (!pool) return c;
-  cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &c.used_bytes);
-  cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &c.reserved_bytes);
-  cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &c.used_high_bytes);
+  IgnoreCudaError(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &c.used_bytes));
+  IgnoreCudaError(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &c.reserved_bytes));
+  IgnoreCudaError(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &c.used_high_bytes));
   return c;
 }
 
 // ---- PinnedBuffer
 PinnedBuffer::~PinnedBuffer() {
-  if (data_) cudaFreeHost(data_);
+  if (data_) IgnoreCudaError(cudaFreeHost(data_));
 }
 PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
@@ -100,7 +99,7 @@ Status PinnedBuffer::Allocate(std::size_t bytes, PinnedBuffer* out) {
 
 // ---- HostRegistration
 HostRegistration::~HostRegistration() {
-  if (data_) cudaHostUnregister(data_);
+  if (data_) IgnoreCudaError(cudaHostUnregister(data_));
 }
 HostRegistration::HostRegistration(HostRegistration&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)) {}

@@ -44,7 +44,7 @@ Status DeviceMemoryInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
 
 // ---- Stream
 Stream::~Stream() {
-  if (handle_) cudaStreamDestroy(static_cast<cudaStream_t>(handle_));
+  if (handle_) IgnoreCudaError(cudaStreamDestroy(static_cast<cudaStream_t>(handle_)));
 }
 Stream::Stream(Stream&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
 Stream& Stream::operator=(Stream&& other) noexcept {
@@ -65,7 +65,7 @@ Status Stream::Synchronize() const {
 
 // ---- Event
 Event::~Event() {
-  if (handle_) cudaEventDestroy(static_cast<cudaEvent_t>(handle_));
+  if (handle_) IgnoreCudaError(cudaEventDestroy(static_cast<cudaEvent_t>(handle_)));
 }
 Event::Event(Event&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
 Event& Event::operator=(Event&& other) noexcept {

@@ -80,6 +80,12 @@ class Backend {
     double bytes = 0;
   };
   virtual std::vector<MemoryReading> memory() const { return {}; }
+  // OK while the backend can serve. Otherwise UNAVAILABLE saying why, for good: the CUDA backend after a
+  // sticky CUDA error (an illegal address, a launch failure, an uncorrectable ECC error) has lost its
+  // GPU context, and only a new process gets it back. The service then refuses new calls with this
+  // status and turns health NOT_SERVING, so that callers go to another replica and Kubernetes restarts
+  // this one.
+  virtual absl::Status Healthy() const { return absl::OkStatus(); }
 
   // Sorts buffers.keys in place and fills values_out / indices_out as spec.payload asks.
   virtual absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers,

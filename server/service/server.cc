@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -117,7 +118,11 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
     const auto ports = exposer_->GetListeningPorts();
     metrics_port_ = ports.empty() ? 0 : ports.front();
   }
-  core_ = std::make_unique<ServiceCore>(config_, *backend_, *metrics_);
+  // A backend that fails for good (a GPU whose context a sticky CUDA error ruined) cannot come back in
+  // this process: health says so, so that balancing callers leave and Kubernetes' liveness probe
+  // restarts the pod, while new calls are refused with UNAVAILABLE (ServiceCore::Admit).
+  core_ = std::make_unique<ServiceCore>(config_, *backend_, *metrics_,
+                                        [this](const absl::Status&) { SetServing(false); });
   auto region_socket = StartRegionSocket(config_, core_->regions());
   if (!region_socket.ok()) return region_socket.status();
   region_socket_ = std::move(*region_socket);
@@ -164,6 +169,7 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
 }
 
 void GpusortServer::SetServing(bool serving) {
+  std::lock_guard lock(serving_mutex_);  // a worker may call it (backend failure) while the server stops
   for (grpc::Server* s : {server_.get(), health_server_.get()}) {
     if (s == nullptr) continue;
     s->GetHealthCheckService()->SetServingStatus(serving);
@@ -212,7 +218,10 @@ GpusortServer::~GpusortServer() {
     core_->WaitIdle(std::chrono::seconds(30));
   }
   if (health_server_ != nullptr) health_server_->Shutdown(std::chrono::system_clock::now());
-  health_server_.reset();
+  {
+    std::lock_guard lock(serving_mutex_);
+    health_server_.reset();
+  }
   health_fallback_.reset();
   region_socket_.reset();  // unregisters every region before the regions go
   core_.reset();  // joins the worker threads

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -48,6 +49,7 @@ class GpusortServer {
   explicit GpusortServer(const ServerConfig& config);
   absl::Status Init(std::unique_ptr<Backend> backend);
   // Health of the whole server and of gpusort.v1.SortService, on the gRPC port and the health port.
+  // NOT_SERVING from the start of a drain, and once the backend has failed for good.
   void SetServing(bool serving);
 
   ServerConfig config_;
@@ -62,6 +64,7 @@ class GpusortServer {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::CallbackGenericService> health_fallback_;  // the health server's other methods
   std::unique_ptr<grpc::Server> health_server_;  // --health-listen
+  std::mutex serving_mutex_;  // SetServing against health_server_ going away
   int grpc_port_ = 0;
   int metrics_port_ = 0;
   int health_port_ = 0;

@@ -36,15 +36,31 @@ spdlog::level::level_enum LogLevelFor(absl::StatusCode code) {
 // Log lines of failed calls written per status code each second; the rest are counted (LogLimiter).
 constexpr int kFailureLogLinesPerSecond = 20;
 
+// The server's own failures name the request id (in front: ToGrpcStatus cuts long messages at the end),
+// so that the caller can point at this call's lines in the server's log. Caller mistakes do not need
+// it: their message says what to fix.
+absl::Status WithRequestId(const CallState& call, const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kUnknown:
+    case absl::StatusCode::kDataLoss: break;
+    default: return status;
+  }
+  return absl::Status(status.code(), "request id " + CallerText(call.request_id, kRequestIdMaxBytes) + ": " +
+                                          std::string(status.message()));
+}
+
 }  // namespace
 
-ServiceCore::ServiceCore(const ServerConfig& config, Backend& backend, Metrics& metrics)
+ServiceCore::ServiceCore(const ServerConfig& config, Backend& backend, Metrics& metrics,
+                         BackendFailedFn backend_failed)
     : config_(config),
       backend_(backend),
       metrics_(metrics),
       admission_(config.max_inflight, PerCallerInflightLimit(config)),
       waiting_streams_(config.max_inflight, PerCallerInflightLimit(config)),
       failure_log_(kFailureLogLinesPerSecond),
+      backend_failed_(std::move(backend_failed)),
       regions_(backend, {.max_regions = config.shm_max_regions, .max_total_bytes = config.shm_max_bytes}),
       parted_sorts_(static_cast<std::size_t>(std::max(1, config.max_inflight))),
       pool_(config.workers, [&metrics](std::size_t depth) {
@@ -78,6 +94,7 @@ absl::Status ServiceCore::Admit(CallState& call, const grpc::CallbackServerConte
     last_drain_refusal_.store(std::chrono::steady_clock::now().time_since_epoch().count());
     return absl::UnavailableError("the server is shutting down; retry on another replica");
   }
+  if (absl::Status health = BackendHealth(); !health.ok()) return health;
   const std::string caller = CallerOf(call, context);
   if (call.waiting_stream) {
     call.waiting_stream = false;
@@ -95,6 +112,7 @@ absl::Status ServiceCore::AdmitWaitingStream(CallState& call, const grpc::Callba
     last_drain_refusal_.store(std::chrono::steady_clock::now().time_since_epoch().count());
     return absl::UnavailableError("the server is shutting down; retry on another replica");
   }
+  if (absl::Status health = BackendHealth(); !health.ok()) return health;
   const AdmissionRefusal refused = waiting_streams_.TryAcquire(CallerOf(call, context));
   if (refused != AdmissionRefusal::kNone) {
     return Refusal(refused, waiting_streams_, "streams waiting for their first message");
@@ -103,7 +121,17 @@ absl::Status ServiceCore::AdmitWaitingStream(CallState& call, const grpc::Callba
   return absl::OkStatus();
 }
 
-void ServiceCore::Complete(CallState& call, const absl::Status& status) {
+absl::Status ServiceCore::BackendHealth() {
+  absl::Status health = backend_.Healthy();
+  if (!health.ok() && !backend_failed_seen_.exchange(true)) {
+    spdlog::critical("the {} backend cannot serve any more ({}): health is NOT_SERVING and new calls are refused",
+                     BackendKindName(backend_.kind()), std::string(health.message()));
+    if (backend_failed_) backend_failed_(health);
+  }
+  return health;
+}
+
+absl::Status ServiceCore::Complete(CallState& call, const absl::Status& status) {
   const double seconds = call.SecondsSinceArrival();
   const std::string code = StatusCodeName(status);
   const Algorithm ran = status.ok() ? call.report.algorithm : call.requested;
@@ -135,6 +163,11 @@ void ServiceCore::Complete(CallState& call, const absl::Status& status) {
     call.waiting_stream = false;
     waiting_streams_.Release(call.caller);
   }
+  if (status.ok()) return status;
+  // A failure may be the one that broke the backend: health turns NOT_SERVING before this answer goes
+  // out, so that a caller who sees it and asks the health service sees the replica gone too.
+  (void)BackendHealth();
+  return WithRequestId(call, status);
 }
 
 absl::Status ServiceCore::CheckSortAlgorithm(Algorithm a) const {

@@ -25,7 +25,10 @@ namespace gpusort {
 
 class ServiceCore {
  public:
-  ServiceCore(const ServerConfig& config, Backend& backend, Metrics& metrics);
+  // `backend_failed` is called once, with the backend's Healthy() status, when the backend first reports
+  // that it cannot serve any more (the server turns health NOT_SERVING).
+  using BackendFailedFn = std::function<void(const absl::Status&)>;
+  ServiceCore(const ServerConfig& config, Backend& backend, Metrics& metrics, BackendFailedFn backend_failed = {});
   ~ServiceCore();
 
   const ServerConfig& config() const { return config_; }
@@ -34,16 +37,20 @@ class ServiceCore {
   SortBatcher& batcher() { return *batcher_; }
   PartedSorts& parted_sorts() { return parted_sorts_; }
 
-  // Takes an in-flight ticket for the call: UNAVAILABLE while draining, RESOURCE_EXHAUSTED when
-  // max_inflight calls, or the caller's share of them, are already in flight. A stream calls it when
-  // its first message arrives (and gives back its waiting ticket then).
+  // Takes an in-flight ticket for the call: UNAVAILABLE while draining or once the backend has failed
+  // for good (Backend::Healthy), RESOURCE_EXHAUSTED when max_inflight calls, or the caller's share of
+  // them, are already in flight. A stream calls it when its first message arrives (and gives back its
+  // waiting ticket then).
   absl::Status Admit(CallState& call, const grpc::CallbackServerContext& context);
   // A stream's ticket while it waits for its first message: as many again as --max-inflight, with the
   // same per-caller share, so that streams that never send cannot hold the tickets that do work.
   absl::Status AdmitWaitingStream(CallState& call, const grpc::CallbackServerContext& context);
-  // Counts and logs the finished call (failed ones through a rate limit) and returns its tickets. Call
-  // it once, right before Finish.
-  void Complete(CallState& call, const absl::Status& status);
+  // Counts and logs the finished call (failed ones through a rate limit), returns its tickets, and
+  // returns the status to answer with: `status`, except that the server's own failures (INTERNAL,
+  // UNKNOWN, DATA_LOSS) name the request id, which is what the caller can hand to whoever reads this
+  // server's log. When the call failed because the backend has failed for good, health is NOT_SERVING
+  // before the answer goes out. Call it once, right before Finish, and finish with what it returns.
+  absl::Status Complete(CallState& call, const absl::Status& status);
 
   // UNIMPLEMENTED (with the list) when the backend lacks the asked algorithm.
   absl::Status CheckSortAlgorithm(Algorithm a) const;
@@ -74,12 +81,16 @@ class ServiceCore {
   Metrics& metrics_;
   absl::Status Refusal(AdmissionRefusal why, const Admission& pool, std::string_view what) const;
   std::string CallerOf(CallState& call, const grpc::CallbackServerContext& context) const;
+  // The backend's Healthy(); the first failure is logged and handed to backend_failed_, once.
+  absl::Status BackendHealth();
 
   Admission admission_;
   Admission waiting_streams_;
   LogLimiter failure_log_;
   StreamWatchdog watchdog_;
   std::atomic<bool> draining_{false};
+  BackendFailedFn backend_failed_;
+  std::atomic<bool> backend_failed_seen_{false};
   std::atomic<std::chrono::steady_clock::rep> last_drain_refusal_{0};
   SharedRegions regions_;
   PartedSorts parted_sorts_;  // every part is an admitted call, so max_inflight bounds the jobs too

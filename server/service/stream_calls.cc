@@ -394,13 +394,15 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
   void Reply(const absl::Status& status) {
     if (!status.ok()) OnFailure(status);
     if (replied_.exchange(true)) return;
-    absl::Status recorded = status;
+    absl::Status expired;
     {
       std::lock_guard lock(answer_mutex_);
-      if (!expired_.ok()) recorded = expired_;  // the watchdog cancelled it: say why in the log and metrics
+      expired = expired_;
     }
-    core_.Complete(call_, recorded);
-    this->Finish(ToGrpcStatus(status));
+    // The watchdog cancelled a caller that stopped reading: the log and the metrics say why; the caller
+    // sees the cancellation. Otherwise the answer as Complete gives it (with the request id for INTERNAL).
+    const absl::Status answer = core_.Complete(call_, expired.ok() ? status : expired);
+    this->Finish(ToGrpcStatus(expired.ok() ? answer : status));
   }
 
   Request request_;

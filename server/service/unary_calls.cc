@@ -52,8 +52,7 @@ class UnaryCall : public grpc::ServerUnaryReactor {
     // headers: gRPC commits a call, never to retry it, once its answer's headers arrive, so this
     // keeps a refusal by a draining replica retryable on another (ClientOptions::retry).
     if (call_.admitted) context_->AddInitialMetadata("x-request-id", call_.request_id);
-    core_.Complete(call_, status);
-    Finish(ToGrpcStatus(status));
+    Finish(ToGrpcStatus(core_.Complete(call_, status)));  // with the request id where it helps (INTERNAL)
   }
 
   absl::Status RequestFits(std::size_t bytes) const {

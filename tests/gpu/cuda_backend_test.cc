@@ -20,6 +20,7 @@
 #include "server/backend/cuda/cuda_backend.h"
 #include "server/core/dtype.h"
 #include "tests/gpu/backends.h"
+#include "tests/gpu/test_max_keys.h"
 #include "tests/support/inputs.h"
 
 namespace gpusort {
@@ -261,6 +262,7 @@ TYPED_TEST(CudaVsCpu, TopKEveryOptionOnEveryPattern) {
 TEST(CudaBackend, SixtyFourMillionKeys) {
   SKIP_WITHOUT_GPU();
   const std::size_t n = std::size_t{64} << 20;
+  SKIP_OVER_TEST_MAX_KEYS(n);
   {
     SortSpec spec;
     spec.dtype = DType::kUInt32;

@@ -95,6 +95,7 @@ TEST(MergeSortTest, SizesAroundTheLargeTile) {
 
 TEST(MergeSortTest, Random64MU32) {
   SKIP_WITHOUT_KERNEL_DEVICE();
+  SKIP_OVER_TEST_MAX_KEYS(std::size_t{64} << 20);
   const std::vector<std::uint32_t> keys = MakeInput<std::uint32_t>(Pattern::kRandom, std::size_t{64} << 20, 64);
   const KeySortResult<std::uint32_t> got =
       RunKeySort<std::uint32_t>(kernels::MergeSortTempBytes, kernels::MergeSort, keys, false);
@@ -106,6 +107,7 @@ TEST(MergeSortTest, Random64MU32) {
 
 TEST(MergeSortTest, TiedU64WithPositions16M) {
   SKIP_WITHOUT_KERNEL_DEVICE();
+  SKIP_OVER_TEST_MAX_KEYS(std::size_t{16} << 20);
   // Only the top 20 bits vary: about 16 copies of each key, spread over every merge pass, with the
   // high word deciding (the 64-bit comparison's upper half).
   std::mt19937_64 rng(16);

@@ -112,12 +112,14 @@ TEST(QuicksortTest, NetworkFallbackSizesAroundTheTile) {
 
 TEST(QuicksortTest, Random64MU32) {
   SKIP_WITHOUT_KERNEL_DEVICE();
+  SKIP_OVER_TEST_MAX_KEYS(std::size_t{64} << 20);
   ExpectMatchesReference(MakeInput<std::uint32_t>(Pattern::kRandom, std::size_t{64} << 20, 64), false);
 }
 
 // The inputs that make a naive quicksort quadratic, at 16M keys.
 TEST(QuicksortTest, Adversarial16MU32) {
   SKIP_WITHOUT_KERNEL_DEVICE();
+  SKIP_OVER_TEST_MAX_KEYS(std::size_t{16} << 20);
   for (Pattern pattern :
        {Pattern::kSorted, Pattern::kReversed, Pattern::kAllEqual, Pattern::kOrganPipe, Pattern::kFewDistinct}) {
     SCOPED_TRACE(PatternName(pattern));
@@ -129,6 +131,7 @@ TEST(QuicksortTest, Adversarial16MU32) {
 // position, few-distinct ones must come out in input order within each key.
 TEST(QuicksortTest, Positions16M) {
   SKIP_WITHOUT_KERNEL_DEVICE();
+  SKIP_OVER_TEST_MAX_KEYS(std::size_t{16} << 20);
   for (Pattern pattern : {Pattern::kRandom, Pattern::kFewDistinct}) {
     SCOPED_TRACE(PatternName(pattern) + " u64");
     ExpectMatchesReference(MakeInput<std::uint64_t>(pattern, std::size_t{16} << 20, 17), true);
@@ -143,6 +146,7 @@ TEST(QuicksortTest, ConcurrentSortsOnSeveralStreams) {
   SKIP_WITHOUT_KERNEL_DEVICE();
   constexpr int kSorts = 8;
   constexpr std::size_t kCount = std::size_t{4} << 20;
+  SKIP_OVER_TEST_MAX_KEYS(kCount);
   KernelDevice& d = *Device();
   struct One {
     kernels::Stream stream;

@@ -288,6 +288,7 @@ TEST(RadixSelectTopKTest, BadArgumentsAreInvalid) {
 TEST(RadixSelectTopKTest, Keys256M) {
   SKIP_WITHOUT_KERNEL_DEVICE();
   const std::size_t n = std::size_t{1} << 28, k = 100000;
+  SKIP_OVER_TEST_MAX_KEYS(n);
   std::vector<std::uint32_t> keys(n);
   std::mt19937_64 rng(3);
   for (std::size_t i = 0; i < n; i += 2) {

@@ -92,6 +92,9 @@ class CudaBackend final : public Backend {
             Algorithm::kCpu};
   }
 
+  // UNAVAILABLE once a job met a sticky CUDA error (DeviceContext::Watch): the process must restart.
+  absl::Status Healthy() const override { return context_->Health(); }
+
   std::vector<MemoryReading> memory() const override {
     const kernels::PoolCounters c = context_->pool().Counters();
     std::size_t free_bytes = 0, total_bytes = 0;
@@ -103,8 +106,58 @@ class CudaBackend final : public Backend {
             {device, "device_total", static_cast<double>(total_bytes)}};
   }
 
+  // Every way out passes its status through context_->Watch, which notes a sticky CUDA error.
   absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
                     ExecutionReport& report) override {
+    return context_->Watch(RunSort(spec, buffers, cancellation, report));
+  }
+  absl::Status SortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation) override {
+    return context_->Watch(RunSortBatch(spec, items, cancellation));
+  }
+  absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(std::span<std::byte> memory) override {
+    absl::StatusOr<std::unique_ptr<HostMemoryPin>> pin = RunPinHostMemory(memory);
+    if (!pin.ok()) return context_->Watch(pin.status());
+    return pin;
+  }
+  absl::Status SortPinned(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
+                          const Cancellation& cancellation, ExecutionReport& report) override {
+    return context_->Watch(RunSortPinned(spec, keys_in, buffers, cancellation, report));
+  }
+  absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
+                    ExecutionReport& report) override {
+    return context_->Watch(RunTopK(spec, buffers, cancellation, report));
+  }
+
+  // The GPU paths read each key of the region once (staged, then converted on the device), so they
+  // work on the region itself; what AUTO leaves to the CPU works on a private copy (Backend::TopKPinned).
+  absl::Status TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
+                          ExecutionReport& report) override {
+    ASSIGN_OR_RETURN(const Route route,
+                     RouteFor("TopK", spec.algorithm, ChooseTopK(spec, buffers.count), topk_algorithms()));
+    if (route == Route::kCpu) return Backend::TopKPinned(spec, buffers, cancellation, report);
+    return TopK(spec, buffers, cancellation, report);  // watched there
+  }
+
+  std::unique_ptr<SortIngest> StartSortIngest(const SortSpec& spec) override {
+    // Values of any width stay on the collect-then-sort path; the CPU by name needs no GPU at all.
+    if (spec.payload == SortPayload::kValues) return nullptr;
+    if (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix) return nullptr;
+    return MakeCudaSortIngest(*context_, *this, spec, device_);  // which watches its own statuses
+  }
+
+  absl::StatusOr<std::unique_ptr<PartedSortIngest>> StartPartedSortIngest(const SortSpec& spec,
+                                                                          std::size_t total_keys) override {
+    // As StartSortIngest; arrays AUTO leaves on the CPU gather on the host.
+    if (spec.payload == SortPayload::kValues || total_keys < kAutoSortCpuBelowKeys ||
+        (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix)) {
+      return Backend::StartPartedSortIngest(spec, total_keys);
+    }
+    return MakeCudaPartedSortIngest(*context_, *this, spec, device_, total_keys);
+  }
+
+ private:
+  absl::Status RunSort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
+                       ExecutionReport& report) {
     ASSIGN_OR_RETURN(const Route route,
                      RouteFor("Sort", spec.algorithm, ChooseSort(spec, buffers.count), sort_algorithms()));
     if (route == Route::kCpu) {
@@ -115,7 +168,7 @@ class CudaBackend final : public Backend {
     return SortOnGpu(spec, buffers, cancellation, report);
   }
 
-  absl::Status SortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation) override {
+  absl::Status RunSortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation) {
     std::size_t total = 0;
     for (const BatchItem& item : items) total += item.buffers.count;
     ASSIGN_OR_RETURN(const Route route, RouteFor("Sort", spec.algorithm, ChooseSort(spec, total), sort_algorithms()));
@@ -135,13 +188,13 @@ class CudaBackend final : public Backend {
     return Backend::SortBatch(spec, items, cancellation);
   }
 
-  absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(std::span<std::byte> memory) override {
+  absl::StatusOr<std::unique_ptr<HostMemoryPin>> RunPinHostMemory(std::span<std::byte> memory) {
     GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_->ordinal()), "selecting the GPU");
     return PinForDevice(memory);
   }
 
-  absl::Status SortPinned(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
-                          const Cancellation& cancellation, ExecutionReport& report) override {
+  absl::Status RunSortPinned(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
+                             const Cancellation& cancellation, ExecutionReport& report) {
     ASSIGN_OR_RETURN(const Route route,
                      RouteFor("Sort", spec.algorithm, ChooseSort(spec, buffers.count), sort_algorithms()));
     // The named comparison sorts take the ordinary path (copy in, Sort): regions are a radix fast path.
@@ -152,35 +205,8 @@ class CudaBackend final : public Backend {
     return SortPinnedOnGpu(*context_, spec, keys_in, buffers, cancellation, report);
   }
 
-  // The GPU paths read each key of the region once (staged, then converted on the device), so they
-  // work on the region itself; what AUTO leaves to the CPU works on a private copy (Backend::TopKPinned).
-  absl::Status TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                          ExecutionReport& report) override {
-    ASSIGN_OR_RETURN(const Route route,
-                     RouteFor("TopK", spec.algorithm, ChooseTopK(spec, buffers.count), topk_algorithms()));
-    if (route == Route::kCpu) return Backend::TopKPinned(spec, buffers, cancellation, report);
-    return TopK(spec, buffers, cancellation, report);
-  }
-
-  std::unique_ptr<SortIngest> StartSortIngest(const SortSpec& spec) override {
-    // Values of any width stay on the collect-then-sort path; the CPU by name needs no GPU at all.
-    if (spec.payload == SortPayload::kValues) return nullptr;
-    if (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix) return nullptr;
-    return MakeCudaSortIngest(*context_, *this, spec, device_);
-  }
-
-  absl::StatusOr<std::unique_ptr<PartedSortIngest>> StartPartedSortIngest(const SortSpec& spec,
-                                                                          std::size_t total_keys) override {
-    // As StartSortIngest; arrays AUTO leaves on the CPU gather on the host.
-    if (spec.payload == SortPayload::kValues || total_keys < kAutoSortCpuBelowKeys ||
-        (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix)) {
-      return Backend::StartPartedSortIngest(spec, total_keys);
-    }
-    return MakeCudaPartedSortIngest(*context_, *this, spec, device_, total_keys);
-  }
-
-  absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                    ExecutionReport& report) override {
+  absl::Status RunTopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
+                       ExecutionReport& report) {
     ASSIGN_OR_RETURN(const Route route,
                      RouteFor("TopK", spec.algorithm, ChooseTopK(spec, buffers.count), topk_algorithms()));
     if (route == Route::kCpu) {
@@ -194,7 +220,6 @@ class CudaBackend final : public Backend {
     return TopKOnGpu(spec, algorithm, buffers, cancellation, report);
   }
 
- private:
   template <typename F>
   absl::Status OnCpu(ExecutionReport& report, F&& run) {
     report.backend = BackendKind::kCpu;

@@ -89,4 +89,22 @@ absl::Status DeviceContext::AllocateAll(const kernels::Stream& stream, const std
                                       " are free");
 }
 
+absl::Status DeviceContext::Watch(absl::Status status) {
+  if (status.ok() || !IsDeviceLost(status) || lost_.load()) return status;
+  std::lock_guard lock(lost_mutex_);
+  if (!lost_.load()) {
+    lost_message_ = std::string(status.message());
+    lost_.store(true);
+    spdlog::critical("GPU {} failed: {}; this process's CUDA context is unusable until it is restarted", ordinal_,
+                     lost_message_);
+  }
+  return status;
+}
+
+absl::Status DeviceContext::Health() const {
+  if (!lost_.load()) return absl::OkStatus();
+  std::lock_guard lock(lost_mutex_);
+  return absl::UnavailableError("the GPU failed: " + lost_message_ + "; this replica must be restarted");
+}
+
 }  // namespace gpusort

@@ -3,6 +3,7 @@
 // start-up, so a warm request allocates nothing but pool memory (no cudaMalloc, no cudaHostAlloc).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <memory>
@@ -61,6 +62,13 @@ class DeviceContext {
   absl::Status AllocateAll(const kernels::Stream& stream, const std::vector<std::size_t>& sizes,
                            std::vector<kernels::DeviceAllocation>* out);
 
+  // A sticky CUDA error (kernel_status.h's IsDeviceLost) met by any job leaves this process's context
+  // on the GPU unusable for good. Every way out of the CUDA backend passes its status through Watch,
+  // which notes the first such error and returns the status unchanged; from then on Health() is
+  // UNAVAILABLE, naming the error (Backend::Healthy).
+  absl::Status Watch(absl::Status status);
+  absl::Status Health() const;
+
  private:
   DeviceContext() = default;
   void Return(StreamSlot* slot);
@@ -74,6 +82,9 @@ class DeviceContext {
   std::condition_variable slot_returned_;
   std::vector<StreamSlot*> free_slots_;
   std::mutex trim_mutex_;
+  std::atomic<bool> lost_{false};  // set once, after lost_message_
+  mutable std::mutex lost_mutex_;
+  std::string lost_message_;
 };
 
 }  // namespace gpusort

@@ -4,9 +4,19 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/strings/cord.h"
 #include "gpusort/kernels/status.h"
 
 namespace gpusort {
+
+// Marks an INTERNAL status that came from a sticky CUDA error (kernels::StatusCode::kDeviceLost): the
+// request that met it fails as INTERNAL like any other GPU failure, and the CUDA backend, seeing the
+// mark on its way out (DeviceContext::Watch), stops serving for good.
+inline constexpr std::string_view kDeviceLostPayload = "type.gpusort/device-lost";
+
+inline bool IsDeviceLost(const absl::Status& s) {
+  return s.GetPayload(absl::string_view(kDeviceLostPayload.data(), kDeviceLostPayload.size())).has_value();
+}
 
 inline absl::Status ToAbslStatus(const kernels::Status& s, std::string_view context = {}) {
   if (s.ok()) return absl::OkStatus();
@@ -17,6 +27,11 @@ inline absl::Status ToAbslStatus(const kernels::Status& s, std::string_view cont
     case kernels::StatusCode::kOutOfMemory: return absl::ResourceExhaustedError(message);
     case kernels::StatusCode::kUnavailable: return absl::UnavailableError(message);
     case kernels::StatusCode::kInternal: return absl::InternalError(message);
+    case kernels::StatusCode::kDeviceLost: {
+      absl::Status lost = absl::InternalError(message);
+      lost.SetPayload(absl::string_view(kDeviceLostPayload.data(), kDeviceLostPayload.size()), absl::Cord());
+      return lost;
+    }
   }
   return absl::InternalError(message);
 }

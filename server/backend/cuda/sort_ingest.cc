@@ -32,7 +32,21 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
         key_bytes_(ElementSize(spec.dtype)),
         descending_(spec.order == SortOrder::kDescending) {}
 
-  absl::Status Append(std::span<const std::byte> keys) override {
+  // Every way out passes its status through context_.Watch, which notes a sticky CUDA error.
+  absl::Status Append(std::span<const std::byte> keys) override { return context_.Watch(AppendKeys(keys)); }
+  absl::Status Reserve(std::size_t total_keys) { return context_.Watch(ReserveKeys(total_keys)); }
+  absl::Status Write(std::size_t first_key, std::span<const std::byte> keys) override {
+    return context_.Watch(WriteKeys(first_key, keys));
+  }
+  absl::Status Sort(const Cancellation& cancellation, ExecutionReport& report) override {
+    return context_.Watch(SortKeys(cancellation, report));
+  }
+  absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) override {
+    return context_.Watch(ReadKeys(begin, end, keys, indices));
+  }
+
+ private:
+  absl::Status AppendKeys(std::span<const std::byte> keys) {
     if (keys.empty()) return absl::OkStatus();
     if (!on_device_) {
       host_keys_.append(reinterpret_cast<const char*>(keys.data()), keys.size());
@@ -47,7 +61,7 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
   }
 
   // Parted form: the whole array's device buffer, at once (the parts then only write into it).
-  absl::Status Reserve(std::size_t total_keys) {
+  absl::Status ReserveKeys(std::size_t total_keys) {
     GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_.ordinal()), "selecting the GPU");
     DeviceContext::Lease lease = context_.Acquire();
     StreamSlot& slot = lease.slot();
@@ -60,7 +74,7 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
   }
 
   // Parted form: converts one part's piece on a slot of its own, so that parts cross side by side.
-  absl::Status Write(std::size_t first_key, std::span<const std::byte> keys) override {
+  absl::Status WriteKeys(std::size_t first_key, std::span<const std::byte> keys) {
     if (keys.empty()) return absl::OkStatus();
     StageClock clock;
     GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_.ordinal()), "selecting the GPU");
@@ -77,7 +91,7 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     return absl::OkStatus();
   }
 
-  absl::Status Sort(const Cancellation& cancellation, ExecutionReport& report) override {
+  absl::Status SortKeys(const Cancellation& cancellation, ExecutionReport& report) {
     if (!on_device_) return SortOnHost(cancellation, report);
     report.AddStage("h2d", h2d_seconds_);
     const std::size_t n = bytes_ / key_bytes_;
@@ -129,7 +143,7 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     return absl::OkStatus();
   }
 
-  absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) override {
+  absl::Status ReadKeys(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) {
     if (begin >= end) return absl::OkStatus();
     if (!on_device_) {
       std::copy_n(reinterpret_cast<const std::byte*>(host_keys_.data()) + begin * key_bytes_,
@@ -156,7 +170,6 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     return absl::OkStatus();
   }
 
- private:
   bool with_positions() const { return spec_.payload == SortPayload::kIndices; }
 
   // Converts `keys` into ordered bits and appends them to the device buffer, growing it when full.
