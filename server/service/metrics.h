@@ -43,7 +43,8 @@ class Metrics {
   prometheus::Histogram& batch_size() { return *batch_size_; }
   prometheus::Histogram& batch_wait() { return *batch_wait_; }
   prometheus::Gauge& batch_queue_depth() { return *batch_queue_depth_; }
-  // gpusort_device_memory_bytes{device,kind}: set from the backend's readings after each call.
+  // gpusort_device_memory_bytes{device,kind}: set from the backend's readings at each scrape
+  // (DeviceMemoryRefresh).
   void SetDeviceMemory(std::string_view device, std::string_view kind, double bytes);
 
  private:

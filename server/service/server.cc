@@ -15,6 +15,7 @@
 
 #include "server/backend/backend_factory.h"
 #include "server/service/auth.h"
+#include "server/service/device_memory_refresh.h"
 #include "server/service/metrics.h"
 #include "server/service/region_socket_listener.h"
 #include "server/service/tls.h"
@@ -114,6 +115,8 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
       return absl::UnavailableError("cannot serve metrics on " + config_.metrics_listen + ": " +
                                     e.what());
     }
+    device_memory_refresh_ = std::make_shared<DeviceMemoryRefresh>(*backend_, *metrics_);
+    exposer_->RegisterCollectable(device_memory_refresh_);  // first: it fills the registry's gauges
     exposer_->RegisterCollectable(metrics_->registry());
     const auto ports = exposer_->GetListeningPorts();
     metrics_port_ = ports.empty() ? 0 : ports.front();

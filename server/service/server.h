@@ -18,6 +18,8 @@ namespace prometheus { class Exposer; }
 
 namespace gpusort {
 
+class DeviceMemoryRefresh;
+
 class Metrics;
 class ServiceCore;
 class SortService;
@@ -55,6 +57,7 @@ class GpusortServer {
   ServerConfig config_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Metrics> metrics_;
+  std::shared_ptr<DeviceMemoryRefresh> device_memory_refresh_;  // the exposer holds it weakly
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<ServiceCore> core_;
   std::unique_ptr<RegionSocketListener> region_socket_;  // --shm-socket; null without it

@@ -151,9 +151,6 @@ absl::Status ServiceCore::Complete(CallState& call, const absl::Status& status) 
                 held_back == 0 ? "" : " (" + std::to_string(held_back) + " more " + code +
                                           " lines were held back by the log's rate limit)");
   }
-  for (const Backend::MemoryReading& m : backend_.memory()) {
-    metrics_.SetDeviceMemory(m.device, m.kind, m.bytes);
-  }
   if (call.admitted) {
     call.admitted = false;
     metrics_.inflight().Decrement();

@@ -1,0 +1,31 @@
+// Reads the backend's device memory into gpusort_device_memory_bytes as /metrics is scraped, so that
+// the gauges say what is held now. (They used to be set as each call ended, from inside that call, so
+// after the load stopped pool_used still showed the last call's own memory: the GPU soak read 128 MiB
+// "held" with nothing running.) Registered with the exposer before the registry it fills.
+#pragma once
+
+#include <vector>
+
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
+#include "server/backend/backend.h"
+#include "server/service/metrics.h"
+
+namespace gpusort {
+
+class DeviceMemoryRefresh final : public prometheus::Collectable {
+ public:
+  DeviceMemoryRefresh(const Backend& backend, Metrics& metrics) : backend_(backend), metrics_(metrics) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    for (const Backend::MemoryReading& m : backend_.memory()) metrics_.SetDeviceMemory(m.device, m.kind, m.bytes);
+    return {};  // the gauges themselves come with the registry
+  }
+
+ private:
+  const Backend& backend_;
+  Metrics& metrics_;
+};
+
+}  // namespace gpusort
