@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <future>
 #include <regex>
@@ -150,8 +151,27 @@ TEST(CallerStrings, HugeRegionIdWithControlBytesIsCutAndEscapedInReplyAndLog) {
   EXPECT_GT(lines, 0u);
 }
 
+// The server's gpusort_inflight_requests gauge, read from /metrics (-1 if absent). Tests that must
+// know a stream holds its ticket wait on this, not on a probing call: a probe takes a ticket itself for a
+// moment, and the stream whose first message arrives in that moment is refused instead.
+double InflightRequests(TestServer& server) {
+  const std::string text = HttpGet(server.server().metrics_port(), "/metrics");
+  const std::string name = "\ngpusort_inflight_requests ";
+  const std::size_t at = text.find(name);
+  return at == std::string::npos ? -1.0 : std::strtod(text.c_str() + at + name.size(), nullptr);
+}
+
+bool WaitForInflightRequests(TestServer& server, double want) {
+  for (int i = 0; i < 1000; ++i) {
+    if (InflightRequests(server) == want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 ServerConfig QuickTimeouts(int max_inflight) {
   ServerConfig config = LoopbackConfig();
+  config.metrics_listen = "127.0.0.1:0";  // for InflightRequests
   config.max_inflight = max_inflight;
   config.stream_first_message_timeout_seconds = 0.5;
   config.stream_idle_timeout_seconds = 0.5;
@@ -197,10 +217,9 @@ TEST(IdleStreams, StreamThatStopsSendingEndsAtTheIdleTimeoutAndGivesBackItsTicke
   *first.mutable_options() = SmallSort().options();
   first.set_keys(SmallSort().keys());
   ASSERT_TRUE(stream->Write(first));
-  // The stream holds the only ticket: wait until a Sort is refused for it.
-  grpc::Status refused;
-  for (int i = 0; i < 100 && (refused = CallSort(server.stub())).ok(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // The stream holds the only ticket: a Sort is refused for it.
+  ASSERT_TRUE(WaitForInflightRequests(server, 1));
+  const grpc::Status refused = CallSort(server.stub());
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
   v1::SortStreamResponse r;
   EXPECT_FALSE(stream->Read(&r));
@@ -247,18 +266,25 @@ TEST(IdleStreams, OneCallerCannotTakeEveryTicket) {
   ServerConfig config = LoopbackConfig();
   config.max_inflight = 4;  // one caller: 3 of them
   config.auth_tokens_file = tokens_path;
+  config.metrics_listen = "127.0.0.1:0";
   TestServer server(config);
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
   std::vector<std::unique_ptr<grpc::ClientReaderWriter<v1::SortStreamRequest, v1::SortStreamResponse>>> streams;
   v1::SortStreamRequest first;
   *first.mutable_options() = SmallSort().options();
-  for (int i = 0; i < 4; ++i) {
+  const auto open_stream = [&] {
     contexts.push_back(std::make_unique<grpc::ClientContext>());
     contexts.back()->AddMetadata("authorization", "Bearer token-of-mallory");
     contexts.back()->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
     streams.push_back(server.stub().SortStream(contexts.back().get()));
-    ASSERT_TRUE(streams.back()->Write(first));
-  }
+    return streams.back()->Write(first);
+  };
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(open_stream());
+  // Streams are admitted when the server reads their first message, in whatever order it reads them:
+  // wait until all three hold a ticket before the fourth, so that the fourth is the one refused (CI once
+  // saw the fourth admitted ahead of a slower third).
+  ASSERT_TRUE(WaitForInflightRequests(server, 3));
+  ASSERT_TRUE(open_stream());
   // The fourth is refused for Mallory's share; Alice is still served.
   v1::SortStreamResponse r;
   EXPECT_FALSE(streams.back()->Read(&r));
