@@ -130,15 +130,56 @@ device() {
   tar -czf "$out/logs.tar.gz" -C "$logs" .
 }
 
-# compute-sanitizer over the kernel tests (issue 14), one step per tool and test: memcheck (accesses out
-# of bounds or misaligned, device memory leaked), racecheck (shared-memory races) and synccheck (barriers
-# not every thread reaches); any error the tool finds fails the step. The tools run kernels 10-100 times
-# slower (racecheck more), so GPUSORT_TEST_MAX_KEYS leaves out the largest inputs (tests/gpu/test_max_keys.h;
-# racecheck and synccheck look inside a block, where 64K keys already take every path), each step has a
-# time limit, and no step starts after SANITIZE_SECONDS: the whole fits one device call, and summary.txt
-# names what did not run. The limits are first guesses, not yet measured on the H100. Never the fault
-# tests: their faults are on purpose.
-SANITIZE_SECONDS=480
+# compute-sanitizer over the kernel tests (issue 14), one step per tool, test and shard: memcheck
+# (accesses out of bounds or misaligned, device memory leaked), racecheck (shared-memory races) and
+# synccheck (barriers and warp collectives not every thread reaches); any error the tool finds fails the
+# step. The tools run kernels 10-1000 times slower (racecheck most), so:
+#   - GPUSORT_TEST_MAX_KEYS leaves out the largest inputs (tests/gpu/test_max_keys.h; racecheck and
+#     synccheck look inside a block, where 16K keys already take every path of the block kernels and
+#     several blocks of the grid ones);
+#   - the slow tests are split into gtest shards, and steps run side by side, GPUSORT_SANITIZE_JOBS at a
+#     time (default 12 of the 16 cores: the tools are bound by the host more than by the GPU), the
+#     slowest first (sanitize_plan, from the H100's times of 2026-11-24);
+#   - no step starts, or runs, past SANITIZE_SECONDS, so that the whole fits one device call;
+#     summary.txt names what did not run, and each step's log shows every test's time (line-buffered,
+#     so a step cut short still shows how far it got).
+# GPUSORT_SANITIZE_TOOLS and GPUSORT_SANITIZE_TESTS narrow a run. Never the fault tests: their faults are
+# on purpose. quicksort_test gets memcheck only: racecheck and synccheck do not support dynamic
+# parallelism ("CUDA Dynamic Parallelism is not supported by the selected tool").
+SANITIZE_SECONDS=${SANITIZE_SECONDS:-540}
+
+# TOOL TEST MAX_KEYS SHARDS, slowest first. Seconds seen alone (8 steps side by side, before the shards):
+# racecheck radix-select 535, merge 207, small-k 247, thread-lists 150, bitonic 109; racecheck
+# odd-even and batch, memcheck quicksort (16M keys) and batch, synccheck batch: past 390-540 s.
+sanitize_plan() {
+  cat <<'PLAN'
+racecheck odd_even_sort_test 2049 6
+racecheck batch_sort_test 16385 6
+memcheck batch_sort_test 4194304 6
+memcheck quicksort_test 1048576 4
+racecheck top_k_radix_select_test 16385 4
+synccheck batch_sort_test 16385 4
+racecheck top_k_small_test 16385 2
+racecheck merge_sort_test 16385 2
+memcheck top_k_radix_select_test 4194304 2
+memcheck top_k_thread_lists_test 4194304 2
+racecheck top_k_thread_lists_test 16385 2
+racecheck bitonic_sort_test 16385 1
+memcheck top_k_small_test 4194304 1
+memcheck odd_even_sort_test 4194304 1
+memcheck bitonic_sort_test 4194304 1
+memcheck merge_sort_test 4194304 1
+synccheck odd_even_sort_test 16385 1
+synccheck top_k_small_test 16385 1
+synccheck top_k_thread_lists_test 16385 1
+synccheck quicksort_test - 0
+racecheck quicksort_test - 0
+synccheck bitonic_sort_test 16385 1
+synccheck merge_sort_test 16385 1
+synccheck top_k_radix_select_test 16385 1
+PLAN
+}
+
 sanitize_steps() {
   local cs; cs=$(command -v compute-sanitizer || true)
   for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
@@ -146,27 +187,44 @@ sanitize_steps() {
   done
   if [ -z "$cs" ]; then echo "compute-sanitizer: not found" | tee -a "$out/summary.txt"; return 1; fi
   "$cs" --version | tail -n 1 | tee -a "$out/summary.txt"
-  local tests="merge_sort_test bitonic_sort_test odd_even_sort_test quicksort_test batch_sort_test
-               top_k_radix_select_test top_k_small_test top_k_thread_lists_test" t
-  local deadline=$((SECONDS + SANITIZE_SECONDS))
-  for t in $tests; do sanitized memcheck 16777216 120 "$t" --tool memcheck --leak-check full; done
-  for t in $tests; do sanitized racecheck 65537 60 "$t" --tool racecheck --racecheck-report all; done
-  for t in $tests; do sanitized synccheck 65537 30 "$t" --tool synccheck; done
+  local tools=${GPUSORT_SANITIZE_TOOLS:-"memcheck racecheck synccheck"}
+  local tests=${GPUSORT_SANITIZE_TESTS:-"merge_sort_test bitonic_sort_test odd_even_sort_test quicksort_test
+               batch_sort_test top_k_radix_select_test top_k_small_test top_k_thread_lists_test"}
+  local deadline=$((SECONDS + SANITIZE_SECONDS)) jobs=${GPUSORT_SANITIZE_JOBS:-12}
+  local tool t keys shards shard args
+  while read -r tool t keys shards; do
+    [[ " $(echo $tools) " == *" $tool "* && " $(echo $tests) " == *" $t "* ]] || continue
+    if [ "$shards" = 0 ]; then
+      echo "${tool}_$t: not run, $tool does not support dynamic parallelism" | tee -a "$out/summary.txt"
+      continue
+    fi
+    case $tool in
+      memcheck) args=(--tool memcheck --leak-check full) ;;
+      racecheck) args=(--tool racecheck --racecheck-report all) ;;
+      synccheck) args=(--tool synccheck) ;;
+    esac
+    for ((shard = 0; shard < shards; shard++)); do
+      while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+      sanitized "$tool" "$keys" "$t" "$shard" "$shards" "${args[@]}" &
+    done
+  done < <(sanitize_plan)
+  wait
 }
 
-# sanitized TOOL MAX_KEYS SECONDS TEST TOOL_ARGS...: TEST under compute-sanitizer (sanitize_steps' $cs),
-# as the step TOOL_TEST, for at most SECONDS and never past sanitize_steps' $deadline.
+# sanitized TOOL MAX_KEYS TEST SHARD SHARDS TOOL_ARGS...: shard SHARD of TEST under compute-sanitizer
+# (sanitize_steps' $cs), as the step TOOL_TEST[_SHARD], until sanitize_steps' $deadline at the latest.
 sanitized() {
-  local tool=$1 keys=$2 seconds=$3 t=$4; shift 4
-  if [ ! -x "$bin/$t" ]; then echo "${tool}_$t: not in this bundle, skipped" | tee -a "$out/summary.txt"; return; fi
-  local left=$((deadline - SECONDS))
-  [ "$left" -lt "$seconds" ] && seconds=$left
+  local tool=$1 keys=$2 t=$3 shard=$4 shards=$5; shift 5
+  local name="${tool}_$t"
+  [ "$shards" -gt 1 ] && name="${name}_$shard"
+  if [ ! -x "$bin/$t" ]; then echo "$name: not in this bundle, skipped" | tee -a "$out/summary.txt"; return; fi
+  local seconds=$((deadline - SECONDS))
   if [ "$seconds" -lt 10 ]; then
-    echo "${tool}_$t: not run, past the ${SANITIZE_SECONDS} s of --sanitize" | tee -a "$out/summary.txt"
+    echo "$name: not run, past the ${SANITIZE_SECONDS} s of --sanitize" | tee -a "$out/summary.txt"
     return
   fi
-  step "${tool}_$t" env GPUSORT_TEST_MAX_KEYS="$keys" timeout "$seconds" "$cs" "$@" --error-exitcode 1 \
-    "$bin/$t" --gtest_brief=1
+  step "$name" env GPUSORT_TEST_MAX_KEYS="$keys" GTEST_TOTAL_SHARDS="$shards" GTEST_SHARD_INDEX="$shard" \
+    timeout "$seconds" stdbuf -oL -eL "$cs" "$@" --error-exitcode 1 "$bin/$t"
 }
 
 # A server on the CUDA backend: one sort and one top-k through the CLI, then /metrics must show the

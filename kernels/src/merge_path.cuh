@@ -58,21 +58,27 @@ __device__ __forceinline__ int WarpMergePath(const Key* a, int a_len, const Key*
 
 // Merges kItems outputs of the stable merge of s[a, a_end) and s[b, b_end), starting where MergePath
 // split them, into registers: keys[i] and from[i], the index in s it came from (to move a payload
-// with it). Both runs lie in one array s. Without kClamp every one of the kItems outputs must exist
-// (a + b + kItems <= a_end + b_end counted from the split), and s must have one readable item after
-// b_end (the merge reads one ahead). With kClamp a thread may run past both runs: reads are clamped to
+// with it). Both runs lie in one array s, a's before b's. Without kClamp every one of the kItems outputs
+// must exist (a + b + kItems <= a_end + b_end counted from the split). The merge reads one item ahead of
+// each output; a read ahead past b_end is kept at b_end - 1 (its value is never used: b is exhausted
+// then). It must not go past: in block sort's warp-synchronous rounds the item after b_end is the next
+// warp's, which that warp may be writing at the same moment (compute-sanitizer racecheck reported the
+// race, RAW and WAR, on the H100). With kClamp a thread may run past both runs: reads are clamped to
 // s[0, size) and its surplus outputs are garbage, for the caller to drop.
 template <bool kClamp, int kItems, typename Key>
 __device__ __forceinline__ void SerialMerge(const Key* s, int size, int a, int a_end, int b, int b_end,
                                             Key (&keys)[kItems], int (&from)[kItems]) {
-  auto at = [&](int i) { return kClamp ? (i < size ? i : size - 1) : i; };
+  auto at = [&](int i) {
+    if constexpr (kClamp) return i < size ? i : size - 1;
+    return i < b_end ? i : b_end - 1;
+  };
   Key key_a = s[at(a)];
   Key key_b = s[at(b)];
 #pragma unroll
   for (int i = 0; i < kItems; ++i) {
     const bool take_b = b < b_end && (a >= a_end || key_b < key_a);
     keys[i] = take_b ? key_b : key_a;
-    from[i] = at(take_b ? b : a);
+    from[i] = kClamp ? at(take_b ? b : a) : (take_b ? b : a);
     // One shared-memory load per output, into whichever run advanced: selects, not branches.
     if (take_b) {
       ++b;

@@ -260,8 +260,13 @@ __global__ void __launch_bounds__(kThreads) PassKernel(Job<Key> job) {
   const std::uint32_t r = blockIdx.y;
   RowState& st = job.states[r];
   if (st.done) return;
+  // Everything this pass needs of the row's state is read here, before any thread can change it: the
+  // one thread that narrows the state at the end writes st.k_rem too, and a warp still to read it then
+  // would see the new value, find a second crossing bin and narrow the state again, wrongly (as
+  // compute-sanitizer synccheck, which runs a block's warps one after another, showed: the top-k lost
+  // all but one of its results).
   const unsigned long long lo = st.lo, hi = st.hi;
-  const std::uint32_t plo = st.plo, phi = st.phi;
+  const std::uint32_t plo = st.plo, phi = st.phi, k_rem = st.k_rem;
   const bool key_phase = lo < hi;
   const unsigned long long width = key_phase ? hi - lo : phi - plo;
   const int shift = ShiftFor(width);
@@ -320,7 +325,6 @@ __global__ void __launch_bounds__(kThreads) PassKernel(Job<Key> job) {
     thread_sums[threadIdx.x] += other;
     __syncthreads();
   }
-  const std::uint32_t k_rem = st.k_rem;
   std::uint32_t before = thread_sums[threadIdx.x] - sum;
   for (int b = 0; b < kPerThread; ++b) {
     const std::uint32_t bin = threadIdx.x * kPerThread + b;
