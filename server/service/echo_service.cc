@@ -1,5 +1,6 @@
 #include "server/service/echo_service.h"
 
+#include "server/service/grpc_hand_off.h"
 #include "server/service/refused_call.h"
 
 namespace gpusort {
@@ -9,8 +10,13 @@ namespace {
 // i+1 is read, so a client that pipelines its writes sees gRPC's flow control, as a Sort stream would.
 class EchoStreamReactor final : public grpc::ServerBidiReactor<v1::EchoMessage, v1::EchoMessage> {
  public:
-  EchoStreamReactor() { StartRead(&message_); }
+  EchoStreamReactor() {
+    ReleaseToGrpc(this);
+    StartRead(&message_);
+  }
   void OnReadDone(bool ok) override {
+    AcquireFromGrpc(this);
+    ReleaseToGrpc(this);
     if (!ok) {
       Finish(grpc::Status::OK);
       return;
@@ -18,13 +24,18 @@ class EchoStreamReactor final : public grpc::ServerBidiReactor<v1::EchoMessage, 
     StartWrite(&message_);
   }
   void OnWriteDone(bool ok) override {
+    AcquireFromGrpc(this);
+    ReleaseToGrpc(this);
     if (!ok) {
       Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away"));
       return;
     }
     StartRead(&message_);
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    AcquireFromGrpc(this);
+    delete this;
+  }
 
  private:
   v1::EchoMessage message_;
@@ -34,6 +45,7 @@ class EchoStreamReactor final : public grpc::ServerBidiReactor<v1::EchoMessage, 
 
 grpc::ServerUnaryReactor* EchoService::Echo(grpc::CallbackServerContext* context, const v1::EchoMessage* request,
                                             v1::EchoMessage* response) {
+  AcquireFromGrpc(this);
   if (auth_ != nullptr) {
     if (absl::Status s = auth_->Check(*context); !s.ok()) return RefuseUnary(context, s);
   }
@@ -45,6 +57,7 @@ grpc::ServerUnaryReactor* EchoService::Echo(grpc::CallbackServerContext* context
 }
 
 grpc::ServerBidiReactor<v1::EchoMessage, v1::EchoMessage>* EchoService::EchoStream(grpc::CallbackServerContext* context) {
+  AcquireFromGrpc(this);
   if (auth_ != nullptr) {
     if (absl::Status s = auth_->Check(*context); !s.ok()) return new RefusedBidiCall<v1::EchoMessage, v1::EchoMessage>(s);
   }

@@ -5,6 +5,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
+#include "server/service/grpc_hand_off.h"
 #include "server/service/grpc_status.h"
 
 namespace gpusort {
@@ -18,15 +19,27 @@ inline grpc::ServerUnaryReactor* RefuseUnary(grpc::CallbackServerContext* contex
 template <typename Request, typename Response>
 class RefusedBidiCall final : public grpc::ServerBidiReactor<Request, Response> {
  public:
-  explicit RefusedBidiCall(const absl::Status& status) { this->Finish(ToGrpcStatus(status)); }
-  void OnDone() override { delete this; }
+  explicit RefusedBidiCall(const absl::Status& status) {
+    ReleaseToGrpc(this);
+    this->Finish(ToGrpcStatus(status));
+  }
+  void OnDone() override {
+    AcquireFromGrpc(this);
+    delete this;
+  }
 };
 
 template <typename Response>
 class RefusedWriteCall final : public grpc::ServerWriteReactor<Response> {
  public:
-  explicit RefusedWriteCall(const absl::Status& status) { this->Finish(ToGrpcStatus(status)); }
-  void OnDone() override { delete this; }
+  explicit RefusedWriteCall(const absl::Status& status) {
+    ReleaseToGrpc(this);
+    this->Finish(ToGrpcStatus(status));
+  }
+  void OnDone() override {
+    AcquireFromGrpc(this);
+    delete this;
+  }
 };
 
 }  // namespace gpusort

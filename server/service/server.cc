@@ -20,6 +20,7 @@
 #include "server/service/region_socket_listener.h"
 #include "server/service/tls.h"
 #include "server/service/echo_service.h"
+#include "server/service/grpc_hand_off.h"
 #include "server/service/service_core.h"
 #include "server/service/sort_service.h"
 
@@ -131,6 +132,9 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
   region_socket_ = std::move(*region_socket);
   service_ = std::make_unique<SortService>(*core_, auth_.get());
   echo_service_ = std::make_unique<EchoService>(auth_.get());
+  // Everything built so far happens before the first call's handler, on gRPC's threads.
+  ReleaseToGrpc(service_.get());
+  ReleaseToGrpc(echo_service_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -219,6 +223,7 @@ GpusortServer::~GpusortServer() {
     server_->Shutdown(std::chrono::system_clock::now());
     // Every call answers (cancelled ones quickly) before the workers and the server go away.
     core_->WaitIdle(std::chrono::seconds(30));
+    AcquireFromGrpc(core_.get());  // every call's OnDone, which gRPC ran before Shutdown returned
   }
   if (health_server_ != nullptr) health_server_->Shutdown(std::chrono::system_clock::now());
   {

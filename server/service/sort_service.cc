@@ -1,6 +1,7 @@
 #include "server/service/sort_service.h"
 
 #include "server/service/call_state.h"
+#include "server/service/grpc_hand_off.h"
 #include "server/service/refused_call.h"
 #include "server/service/register_region_call.h"
 #include "server/service/stream_calls.h"
@@ -23,6 +24,7 @@ absl::Status SortService::Authorize(grpc::CallbackServerContext* context, std::s
 grpc::ServerUnaryReactor* SortService::Sort(grpc::CallbackServerContext* context,
                                             const v1::SortRequest* request,
                                             v1::SortResponse* response) {
+  AcquireFromGrpc(this);  // the server started after this service was built (grpc_hand_off.h)
   if (absl::Status s = Authorize(context, "Sort"); !s.ok()) return RefuseUnary(context, s);
   return StartSortCall(core_, context, request, response);
 }
@@ -30,12 +32,14 @@ grpc::ServerUnaryReactor* SortService::Sort(grpc::CallbackServerContext* context
 grpc::ServerUnaryReactor* SortService::TopK(grpc::CallbackServerContext* context,
                                             const v1::TopKRequest* request,
                                             v1::TopKResponse* response) {
+  AcquireFromGrpc(this);  // the server started after this service was built (grpc_hand_off.h)
   if (absl::Status s = Authorize(context, "TopK"); !s.ok()) return RefuseUnary(context, s);
   return StartTopKCall(core_, context, request, response);
 }
 
 grpc::ServerBidiReactor<v1::SortStreamRequest, v1::SortStreamResponse>* SortService::SortStream(
     grpc::CallbackServerContext* context) {
+  AcquireFromGrpc(this);  // the server started after this service was built (grpc_hand_off.h)
   if (absl::Status s = Authorize(context, "SortStream"); !s.ok())
     return new RefusedBidiCall<v1::SortStreamRequest, v1::SortStreamResponse>(s);
   return StartSortStreamCall(core_, context);
@@ -43,6 +47,7 @@ grpc::ServerBidiReactor<v1::SortStreamRequest, v1::SortStreamResponse>* SortServ
 
 grpc::ServerBidiReactor<v1::TopKStreamRequest, v1::TopKStreamResponse>* SortService::TopKStream(
     grpc::CallbackServerContext* context) {
+  AcquireFromGrpc(this);  // the server started after this service was built (grpc_hand_off.h)
   if (absl::Status s = Authorize(context, "TopKStream"); !s.ok())
     return new RefusedBidiCall<v1::TopKStreamRequest, v1::TopKStreamResponse>(s);
   return StartTopKStreamCall(core_, context);
@@ -50,6 +55,7 @@ grpc::ServerBidiReactor<v1::TopKStreamRequest, v1::TopKStreamResponse>* SortServ
 
 grpc::ServerWriteReactor<v1::RegisterRegionEvent>* SortService::RegisterRegion(
     grpc::CallbackServerContext* context, const v1::RegisterRegionRequest* request) {
+  AcquireFromGrpc(this);  // the server started after this service was built (grpc_hand_off.h)
   if (absl::Status s = Authorize(context, "RegisterRegion"); !s.ok()) return new RefusedWriteCall<v1::RegisterRegionEvent>(s);
   return StartRegisterRegionCall(core_, context, request);
 }

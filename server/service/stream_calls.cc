@@ -11,6 +11,7 @@
 #include <string>
 
 #include "server/core/status_macros.h"
+#include "server/service/grpc_hand_off.h"
 #include "server/service/grpc_status.h"
 #include "server/service/caller_identity.h"
 #include "server/service/request_decode.h"
@@ -32,12 +33,14 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
       : core_(core), context_(context), call_(method, context) {}
 
   void OnCancel() override {
+    AcquireFromGrpc(&call_.cancellation);  // released when Begin handed the call to gRPC
     call_.cancellation.Cancel();
     OnFailure(absl::CancelledError("the caller cancelled"));
   }
   // gRPC is done with the call; a worker may still be inside it (it marks itself idle as its very last
   // touch of the call), so wait for that before the call goes.
   void OnDone() override {
+    AcquireFromGrpc(this);
     core_.watchdog().Forget(this);
     {
       std::unique_lock lock(work_mutex_);
@@ -47,12 +50,15 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
       std::unique_lock lock(answer_mutex_);
       idle_.wait(lock, [this] { return !filling_; });
     }
+    ServiceCore* core = &core_;
     delete this;
+    ReleaseToGrpc(core);  // the server's shutdown acquires it before the core goes
   }
 
   // Reads run back to back: each message is taken in (Accept) and the next read starts at once, while
   // a worker does what the message left to do (the GPU copy) off gRPC's threads, one piece at a time.
   void OnReadDone(bool ok) override {
+    AcquireFromGrpc(this);
     std::unique_lock lock(work_mutex_);
     if (replied() || (input_ended_ && ok)) return;  // answered, or ended by the watchdog
     if (!ok) {  // the caller half-closed, or the call broke
@@ -86,11 +92,13 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     const bool start_worker = !working_ && HasPendingWork();
     if (start_worker) working_ = true;
     lock.unlock();
+    ReleaseToGrpc(this);
     this->StartRead(&request_);
     if (start_worker) core_.RunOnWorker([this] { Work(); });
   }
 
   void OnWriteDone(bool ok) override {
+    AcquireFromGrpc(this);
     if (!ok) return Reply(absl::CancelledError("the caller stopped reading the answer"));
     Moved();
     if (ChunksNeedWorker()) return AnswerChunkWritten();
@@ -102,10 +110,12 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
   // only once its first message is in: until then it holds one of the waiting streams' tickets, for at
   // most --stream-first-message-timeout, so that streams that never send cannot keep others out.
   void Begin() {
+    ReleaseToGrpc(&call_.cancellation);  // construction happens before OnCancel
     absl::Status status = core_.AdmitWaitingStream(call_, *context_);
     // Refused: Trailers-Only, so that the caller's retry policy may still retry it (as unary calls).
     if (!status.ok()) return Reply(status);
     core_.watchdog().Watch(this);
+    ReleaseToGrpc(this);
     this->StartRead(&request_);
   }
 
@@ -367,11 +377,13 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
 
   void WriteAnswerSlot(int index) {
     AnswerSlot& slot = slots_[index];
+    ReleaseToGrpc(this);
     if (!slot.last) return this->StartWrite(&slot.message);
     call_.report.AddStage("send", sending_.Seconds());
     if (replied_.exchange(true)) return;
     core_.FillInfo(call_, slot.message.mutable_info());
     core_.Complete(call_, absl::OkStatus());
+    ReleaseToGrpc(this);
     this->StartWriteAndFinish(&slot.message, grpc::WriteOptions(), grpc::Status::OK);
   }
 
@@ -382,11 +394,13 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     bool more = false;
     absl::Status chunk = NextChunk(&response_, &more);
     if (!chunk.ok()) return Reply(chunk);
+    ReleaseToGrpc(this);
     if (more) return this->StartWrite(&response_);
     call_.report.AddStage("send", sending_.Seconds());
     if (replied_.exchange(true)) return;
     core_.FillInfo(call_, response_.mutable_info());
     core_.Complete(call_, absl::OkStatus());
+    ReleaseToGrpc(this);
     this->StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
   }
 
@@ -402,6 +416,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     // The watchdog cancelled a caller that stopped reading: the log and the metrics say why; the caller
     // sees the cancellation. Otherwise the answer as Complete gives it (with the request id for INTERNAL).
     const absl::Status answer = core_.Complete(call_, expired.ok() ? status : expired);
+    ReleaseToGrpc(this);
     this->Finish(ToGrpcStatus(expired.ok() ? answer : status));
   }
 

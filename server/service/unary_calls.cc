@@ -3,6 +3,7 @@
 #include <string>
 
 #include "server/core/status_macros.h"
+#include "server/service/grpc_hand_off.h"
 #include "server/service/grpc_status.h"
 #include "server/service/region_requests.h"
 #include "server/service/request_decode.h"
@@ -16,8 +17,16 @@ class UnaryCall : public grpc::ServerUnaryReactor {
   UnaryCall(ServiceCore& core, grpc::CallbackServerContext* context, std::string_view method)
       : core_(core), context_(context), call_(method, context) {}
 
-  void OnCancel() override { call_.cancellation.Cancel(); }
-  void OnDone() override { delete this; }
+  void OnCancel() override {
+    AcquireFromGrpc(&call_.cancellation);  // released when Start handed the call to gRPC
+    call_.cancellation.Cancel();
+  }
+  void OnDone() override {
+    AcquireFromGrpc(this);
+    ServiceCore* core = &core_;
+    delete this;
+    ReleaseToGrpc(core);  // the server's shutdown acquires it before the core goes
+  }
 
   // Validates on the gRPC thread (bad requests are answered at once), then runs on a worker.
   UnaryCall* Start() {
@@ -30,6 +39,7 @@ class UnaryCall : public grpc::ServerUnaryReactor {
     } else {
       core_.Submit(call_, [this] { RunThenReply(); });
     }
+    ReleaseToGrpc(&call_.cancellation);  // the call is gRPC's from here: OnCancel may come
     return this;
   }
 
@@ -52,7 +62,9 @@ class UnaryCall : public grpc::ServerUnaryReactor {
     // headers: gRPC commits a call, never to retry it, once its answer's headers arrive, so this
     // keeps a refusal by a draining replica retryable on another (ClientOptions::retry).
     if (call_.admitted) context_->AddInitialMetadata("x-request-id", call_.request_id);
-    Finish(ToGrpcStatus(core_.Complete(call_, status)));  // with the request id where it helps (INTERNAL)
+    const grpc::Status answer = ToGrpcStatus(core_.Complete(call_, status));
+    ReleaseToGrpc(this);
+    Finish(answer);  // with the request id where it helps (INTERNAL)
   }
 
   absl::Status RequestFits(std::size_t bytes) const {

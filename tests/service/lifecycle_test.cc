@@ -248,7 +248,7 @@ TEST(Drain, SteadyTrafficThroughADrainLosesNoCallOverTwoReplicas) {
     stop = true;
     for (auto& c : callers) c.join();
     EXPECT_TRUE(failures.empty()) << failures.size() << " calls lost, the first: " << failures.front();
-    EXPECT_GT(served.load(), 100);
+    EXPECT_GT(served.load(), 30);  // steady traffic throughout (about 400 here, 70 under ThreadSanitizer)
   }
 }
 

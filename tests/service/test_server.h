@@ -108,7 +108,7 @@ class TestServer {
   std::unique_ptr<GpusortServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::SortService::Stub> stub_;
-  mutable int next_unique_ = 0;
+  mutable std::atomic<int> next_unique_ = 0;
 };
 
 template <typename T>

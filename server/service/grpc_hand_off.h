@@ -1,0 +1,45 @@
+// What gRPC orders between its threads, told to ThreadSanitizer. Debian's gRPC is not instrumented: it
+// hands a call from one thread to the next through absl::Mutex, its own atomics and futexes, none of
+// which TSan sees, so everything our code did before a hand-off looks unordered with what it does after,
+// on another thread. These mark the hand-offs that gRPC's API guarantees, on the object handed over:
+//   - a reactor's operation (StartRead, StartWrite, Finish...) happens before its callback (OnReadDone,
+//     OnWriteDone, OnDone): ReleaseToGrpc(reactor) before starting one, AcquireFromGrpc(reactor) first
+//     thing in each callback;
+//   - a service built before the server starts happens before every handler call:
+//     ReleaseToGrpc(service) once it is ready, AcquireFromGrpc(service) first thing in each handler.
+//   - a reactor's construction happens before its OnCancel (gRPC binds the reactor first), but nothing
+//     later does: OnCancel acquires a token of its own (the call's Cancellation object), released once
+//     when the reactor is handed to gRPC, and what OnCancel touches must be synchronized on its own;
+//   - every call's OnDone happens before the server's Shutdown returns: OnDone releases the
+//     ServiceCore (after deleting the call), and the server acquires it after Shutdown.
+// In builds without TSan both are empty inline functions.
+#pragma once
+
+#if defined(__SANITIZE_THREAD__)
+#define GPUSORT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GPUSORT_TSAN 1
+#endif
+#endif
+
+#ifdef GPUSORT_TSAN
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#endif
+
+namespace gpusort {
+
+inline void ReleaseToGrpc([[maybe_unused]] const void* handed_over) {
+#ifdef GPUSORT_TSAN
+  __tsan_release(const_cast<void*>(handed_over));
+#endif
+}
+
+inline void AcquireFromGrpc([[maybe_unused]] const void* handed_over) {
+#ifdef GPUSORT_TSAN
+  __tsan_acquire(const_cast<void*>(handed_over));
+#endif
+}
+
+}  // namespace gpusort
