@@ -71,7 +71,7 @@ Timing TimeForm(DeviceContext& context, FormFn form, const std::vector<std::vect
     if (run < 10) continue;
     call_ms.push_back(ms);
     for (const StageTime& stage : reports[0].stages) {
-      if (stage.stage == "kernel") kernel_ms.push_back(stage.seconds * 1e3);
+      if (stage.stage == Stage::kKernel) kernel_ms.push_back(stage.seconds * 1e3);
     }
   }
   return {Median(call_ms), kernel_ms.empty() ? 0 : Median(kernel_ms)};

@@ -33,13 +33,13 @@ absl::Status Backend::SortPinned(const SortSpec& spec, std::span<const std::byte
     indices = Room(n * sizeof(int64_t));
     mine.indices_out = std::span(reinterpret_cast<int64_t*>(indices.get()), n);
   }
-  report.AddStage("snapshot", copy_in.Seconds());
+  report.AddStage(Stage::kSnapshot, copy_in.Seconds());
   absl::Status status = Sort(spec, mine, cancellation, report);
   if (!status.ok()) return status;
   StageClock copy_out;
   if (!keys_in.empty()) std::memcpy(buffers.keys.data(), keys.get(), keys_in.size());
   if (indices != nullptr) std::memcpy(buffers.indices_out.data(), indices.get(), n * sizeof(int64_t));
-  report.AddStage("write_back", copy_out.Seconds());
+  report.AddStage(Stage::kWriteBack, copy_out.Seconds());
   return absl::OkStatus();
 }
 
@@ -55,7 +55,7 @@ absl::Status Backend::TopKPinned(const TopKSpec& spec, const TopKBuffers& buffer
   mine.keys = std::span<const std::byte>(keys.get(), buffers.keys.size());
   mine.values_out = std::span(values.get(), buffers.values_out.size());
   mine.indices_out = std::span(reinterpret_cast<int64_t*>(indices.get()), buffers.indices_out.size());
-  report.AddStage("snapshot", copy_in.Seconds());
+  report.AddStage(Stage::kSnapshot, copy_in.Seconds());
   absl::Status status = TopK(spec, mine, cancellation, report);
   if (!status.ok()) return status;
   StageClock copy_out;
@@ -63,7 +63,7 @@ absl::Status Backend::TopKPinned(const TopKSpec& spec, const TopKBuffers& buffer
   if (!buffers.indices_out.empty()) {
     std::memcpy(buffers.indices_out.data(), indices.get(), buffers.indices_out.size_bytes());
   }
-  report.AddStage("write_back", copy_out.Seconds());
+  report.AddStage(Stage::kWriteBack, copy_out.Seconds());
   return absl::OkStatus();
 }
 

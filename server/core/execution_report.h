@@ -9,11 +9,12 @@
 #include <vector>
 
 #include "server/core/spec.h"
+#include "server/core/stage.h"
 
 namespace gpusort {
 
 struct StageTime {
-  std::string stage;
+  Stage stage;
   double seconds = 0;
 };
 
@@ -25,12 +26,10 @@ struct ExecutionReport {
   std::optional<BackendKind> backend;
   std::string device;
 
-  void AddStage(std::string stage, double seconds) {
-    stages.push_back({std::move(stage), seconds});
-  }
+  void AddStage(Stage stage, double seconds) { stages.push_back({stage, seconds}); }
 };
 
-// Measures one stage: `StageClock c; ...; report.AddStage("sort", c.Seconds());`
+// Measures one stage: `StageClock c; ...; report.AddStage(Stage::kSort, c.Seconds());`
 class StageClock {
  public:
   StageClock() : start_(std::chrono::steady_clock::now()) {}

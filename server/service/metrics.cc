@@ -81,7 +81,7 @@ void Metrics::Record(const RequestRecord& r) {
   if (r.keys > 0) keys_.Add({{"method", method}}).Increment(static_cast<double>(r.keys));
   if (r.stages != nullptr) {
     for (const StageTime& s : *r.stages)
-      stage_duration_.Add({{"stage", s.stage}}, LatencyBuckets()).Observe(s.seconds);
+      stage_duration_.Add({{"stage", std::string(StageName(s.stage))}}, LatencyBuckets()).Observe(s.seconds);
   }
 }
 

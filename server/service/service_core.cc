@@ -181,7 +181,7 @@ absl::Status ServiceCore::CheckTopKAlgorithm(Algorithm a) const {
 
 void ServiceCore::Submit(CallState& call, std::function<void()> work) {
   pool_.Submit([&call, queued = StageClock(), work = std::move(work)] {
-    call.report.AddStage("queue", queued.Seconds());
+    call.report.AddStage(Stage::kQueue, queued.Seconds());
     work();
   });
 }
@@ -192,7 +192,7 @@ void ServiceCore::FillInfo(const CallState& call, v1::ExecutionInfo* info) const
   info->set_device(call.report.device.empty() ? backend_.device() : call.report.device);
   for (const StageTime& s : call.report.stages) {
     auto* stage = info->add_stages();
-    stage->set_stage(s.stage);
+    stage->set_stage(std::string(StageName(s.stage)));
     stage->set_seconds(s.seconds);
   }
   info->set_server_seconds(call.SecondsSinceArrival());

@@ -68,7 +68,7 @@ void SortBatcher::Launch(Open batch) {
   for (const Waiting& w : batch.requests) {
     const double waited = std::chrono::duration<double>(now - w.arrived).count();
     metrics_.batch_wait().Observe(waited);
-    w.report->AddStage("batch_wait", waited);
+    w.report->AddStage(Stage::kBatchWait, waited);
   }
   run_([this, batch = std::move(batch)]() mutable {
     std::vector<BatchItem> items;

@@ -290,7 +290,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
   // Once: every message is in and worked on (or the input failed).
   void FinishInput() {
     if (!failed_.ok()) return Reply(failed_);
-    call_.report.AddStage("receive", receiving_.Seconds());
+    call_.report.AddStage(Stage::kReceive, receiving_.Seconds());
     absl::Status status = EndOfInput();
     if (!status.ok()) return Reply(status);
     Schedule([this] {
@@ -379,7 +379,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     AnswerSlot& slot = slots_[index];
     ReleaseToGrpc(this);
     if (!slot.last) return this->StartWrite(&slot.message);
-    call_.report.AddStage("send", sending_.Seconds());
+    call_.report.AddStage(Stage::kSend, sending_.Seconds());
     if (replied_.exchange(true)) return;
     core_.FillInfo(call_, slot.message.mutable_info());
     core_.Complete(call_, absl::OkStatus());
@@ -396,7 +396,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     if (!chunk.ok()) return Reply(chunk);
     ReleaseToGrpc(this);
     if (more) return this->StartWrite(&response_);
-    call_.report.AddStage("send", sending_.Seconds());
+    call_.report.AddStage(Stage::kSend, sending_.Seconds());
     if (replied_.exchange(true)) return;
     core_.FillInfo(call_, response_.mutable_info());
     core_.Complete(call_, absl::OkStatus());
@@ -586,7 +586,7 @@ class SortStreamCall final
     set_phase(Phase::kPartsWait);
     job_->Arrive([this, run = std::move(run), clock = StageClock()]() mutable {
       set_phase(Phase::kServerWork);
-      call_.report.AddStage("parts_wait", clock.Seconds());
+      call_.report.AddStage(Stage::kPartsWait, clock.Seconds());
       core_.Submit(call_, std::move(run));
     });
   }

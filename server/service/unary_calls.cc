@@ -34,7 +34,7 @@ class UnaryCall : public grpc::ServerUnaryReactor {
     if (!status.ok()) {
       Reply(status);
     } else if (RunsInline()) {
-      call_.report.AddStage("queue", 0);  // no wait for a worker: the stage list stays the same
+      call_.report.AddStage(Stage::kQueue, 0);  // no wait for a worker: the stage list stays the same
       RunThenReply();  // cheaper than the hop to a worker: answered on gRPC's thread
     } else {
       core_.Submit(call_, [this] { RunThenReply(); });
@@ -113,14 +113,14 @@ class SortCall final : public UnaryCall {
       ASSIGN_OR_RETURN(regions_, ResolveSortRegions(core_.regions(), *request_, spec_));
       call_.keys = regions_.count;
       RETURN_IF_ERROR(core_.CheckSortAlgorithm(spec_.algorithm));
-      call_.report.AddStage("validate", clock.Seconds());
+      call_.report.AddStage(Stage::kValidate, clock.Seconds());
       return absl::OkStatus();
     }
     ASSIGN_OR_RETURN(call_.keys, CheckSortSizes(spec_, request_->keys().size(),
                                                 request_->values().size()));
     RETURN_IF_ERROR(ResponseFits(SortResponseBytes(spec_, call_.keys), "SortStream"));
     RETURN_IF_ERROR(core_.CheckSortAlgorithm(spec_.algorithm));
-    call_.report.AddStage("validate", clock.Seconds());
+    call_.report.AddStage(Stage::kValidate, clock.Seconds());
     return absl::OkStatus();
   }
 
@@ -172,7 +172,7 @@ class SortCall final : public UnaryCall {
       buffers.indices_out =
           std::span(reinterpret_cast<int64_t*>(response_->mutable_indices()->data()), n);
     }
-    call_.report.AddStage("prepare", clock.Seconds());
+    call_.report.AddStage(Stage::kPrepare, clock.Seconds());
     return buffers;
   }
 
@@ -215,13 +215,13 @@ class TopKCall final : public UnaryCall {
       ASSIGN_OR_RETURN(regions_, ResolveTopKRegions(core_.regions(), *request_, spec_));
       call_.keys = regions_.count;
       RETURN_IF_ERROR(core_.CheckTopKAlgorithm(spec_.algorithm));
-      call_.report.AddStage("validate", clock.Seconds());
+      call_.report.AddStage(Stage::kValidate, clock.Seconds());
       return absl::OkStatus();
     }
     ASSIGN_OR_RETURN(call_.keys, CheckTopKShape(spec_, request_->keys().size()));
     RETURN_IF_ERROR(ResponseFits(TopKResponseBytes(spec_), "TopKStream"));
     RETURN_IF_ERROR(core_.CheckTopKAlgorithm(spec_.algorithm));
-    call_.report.AddStage("validate", clock.Seconds());
+    call_.report.AddStage(Stage::kValidate, clock.Seconds());
     return absl::OkStatus();
   }
 

@@ -81,7 +81,7 @@ TEST(CpuBackend, AutoAndCpuRunAndReportStages) {
     ASSERT_TRUE(backend->Sort(job.spec, job.buffers, cancellation, report).ok());
     EXPECT_EQ(report.algorithm, Algorithm::kCpu);
     ASSERT_FALSE(report.stages.empty());
-    EXPECT_EQ(report.stages[0].stage, "sort");
+    EXPECT_EQ(report.stages[0].stage, Stage::kSort);
     EXPECT_GE(report.stages[0].seconds, 0.0);
 
     TopKJob topk(100'000, 10);
@@ -90,7 +90,7 @@ TEST(CpuBackend, AutoAndCpuRunAndReportStages) {
     ASSERT_TRUE(backend->TopK(topk.spec, topk.buffers, cancellation, topk_report).ok());
     EXPECT_EQ(topk_report.algorithm, Algorithm::kCpu);
     ASSERT_EQ(topk_report.stages.size(), 1u);
-    EXPECT_EQ(topk_report.stages[0].stage, "select");
+    EXPECT_EQ(topk_report.stages[0].stage, Stage::kSelect);
   }
 }
 
@@ -105,8 +105,8 @@ TEST(CpuBackend, WideValuesReportAGatherStage) {
   ExecutionReport report;
   ASSERT_TRUE(backend->Sort(job.spec, job.buffers, cancellation, report).ok());
   ASSERT_EQ(report.stages.size(), 2u);
-  EXPECT_EQ(report.stages[0].stage, "sort");
-  EXPECT_EQ(report.stages[1].stage, "gather");
+  EXPECT_EQ(report.stages[0].stage, Stage::kSort);
+  EXPECT_EQ(report.stages[1].stage, Stage::kGather);
 }
 
 TEST(CpuBackend, OtherAlgorithmsAreUnimplemented) {

@@ -315,10 +315,10 @@ TEST(CudaBackend, AutoAnswersTinyArraysOnTheCpuAndLargeOnTheGpu) {
   ASSERT_TRUE(large.status.ok()) << large.status;
   EXPECT_FALSE(large.report.backend.has_value());
   EXPECT_EQ(large.report.algorithm, Algorithm::kRadix);
-  std::vector<std::string> stages;
+  std::vector<Stage> stages;
   for (const StageTime& s : large.report.stages) stages.push_back(s.stage);
-  for (const char* want : {"h2d", "kernel", "d2h"}) {
-    EXPECT_NE(std::find(stages.begin(), stages.end(), want), stages.end()) << "missing stage " << want;
+  for (Stage want : {Stage::kH2d, Stage::kKernel, Stage::kD2h}) {
+    EXPECT_NE(std::find(stages.begin(), stages.end(), want), stages.end()) << "missing stage " << StageName(want);
   }
 }
 

@@ -45,7 +45,7 @@ absl::Status SortTyped(const SortSpec& spec, const SortBuffers& b, int threads,
   if (n < kSmallSortMax) {
     SmallSort<T>(n, keys, descending, spec.payload, b.values.data(), spec.value_width,
                  b.values_out.data(), b.indices_out.data());
-    report.AddStage("sort", clock.Seconds());
+    report.AddStage(Stage::kSort, clock.Seconds());
     return absl::OkStatus();
   }
   switch (spec.payload) {
@@ -65,16 +65,16 @@ absl::Status SortTyped(const SortSpec& spec, const SortBuffers& b, int threads,
       ScratchArray<Index> perm = MakeScratch<Index>(n);
       RETURN_IF_ERROR(radix::Sort<T>(n, keys, keys, descending,
                                       radix::PermutationTo<Index>(perm.get()), threads, &cancel));
-      report.AddStage("sort", clock.Seconds());
+      report.AddStage(Stage::kSort, clock.Seconds());
       RETURN_IF_ERROR(cancel.Check());
       StageClock gather;
       GatherValues<Index>(b.values.data(), spec.value_width, perm.get(), n, b.values_out.data(),
                           threads);
-      report.AddStage("gather", gather.Seconds());
+      report.AddStage(Stage::kGather, gather.Seconds());
       return absl::OkStatus();
     }
   }
-  report.AddStage("sort", clock.Seconds());
+  report.AddStage(Stage::kSort, clock.Seconds());
   return absl::OkStatus();
 }
 

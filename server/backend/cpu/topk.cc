@@ -128,7 +128,7 @@ absl::Status TopKOnCpu(const TopKSpec& spec, const TopKBuffers& buffers, int thr
     return TopKTyped<T, uint64_t>(spec, buffers, threads, cancellation);
   });
   if (!status.ok()) return status;
-  report.AddStage("select", clock.Seconds());
+  report.AddStage(Stage::kSelect, clock.Seconds());
   return absl::OkStatus();
 }
 

@@ -135,11 +135,11 @@ void ReportBatchItem(ExecutionReport& report, Algorithm algorithm, const std::st
   report.algorithm = algorithm;
   report.backend = BackendKind::kCuda;
   report.device = device_name;
-  report.AddStage("batch_prepare", seconds.prepare);
-  report.AddStage("stream_wait", seconds.stream_wait);
-  report.AddStage("h2d", seconds.h2d);
-  report.AddStage("kernel", seconds.kernel);
-  report.AddStage("d2h", seconds.d2h);
+  report.AddStage(Stage::kBatchPrepare, seconds.prepare);
+  report.AddStage(Stage::kStreamWait, seconds.stream_wait);
+  report.AddStage(Stage::kH2d, seconds.h2d);
+  report.AddStage(Stage::kKernel, seconds.kernel);
+  report.AddStage(Stage::kD2h, seconds.d2h);
 }
 
 }  // namespace gpusort

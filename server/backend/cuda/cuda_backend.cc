@@ -236,7 +236,7 @@ class CudaBackend final : public Backend {
     StageClock wait;
     DeviceContext::Lease lease = context_->Acquire();
     StreamSlot& slot = lease.slot();
-    report.AddStage("stream_wait", wait.Seconds());
+    report.AddStage(Stage::kStreamWait, wait.Seconds());
     RETURN_IF_ERROR(cancellation.Check());
 
     // The payload that rides with the keys: 4- and 8-byte values directly, positions for argsort and
@@ -311,7 +311,7 @@ class CudaBackend final : public Backend {
                              spec.value_width, PlainCopyFn()));
     }
     VaryingBitRange(scan.varying(), &args.begin_bit, &args.end_bit);
-    report.AddStage("h2d", h2d.Seconds());
+    report.AddStage(Stage::kH2d, h2d.Seconds());
     RETURN_IF_ERROR(cancellation.Check());
 
     JobTimer timer(slot);
@@ -354,8 +354,8 @@ class CudaBackend final : public Backend {
                                buffers.values_out.size(), spec.value_width, PlainCopyFn()));
     }
     GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "finishing the sort");
-    report.AddStage("kernel", timer.KernelSeconds());
-    report.AddStage("d2h", d2h.Seconds());
+    report.AddStage(Stage::kKernel, timer.KernelSeconds());
+    report.AddStage(Stage::kD2h, d2h.Seconds());
     return absl::OkStatus();
   }
 
@@ -374,7 +374,7 @@ class CudaBackend final : public Backend {
     StageClock wait;
     DeviceContext::Lease lease = context_->Acquire();
     StreamSlot& slot = lease.slot();
-    report.AddStage("stream_wait", wait.Seconds());
+    report.AddStage(Stage::kStreamWait, wait.Seconds());
     RETURN_IF_ERROR(cancellation.Check());
 
     // Largest first = ascending over complemented bits; the sort is stable, so among equal keys the
@@ -412,7 +412,7 @@ class CudaBackend final : public Backend {
     KeyBitsScan scan;
     RETURN_IF_ERROR(Upload(slot, buffers.keys.data(), mem[kKeys0].data(), n * key_bytes, key_bytes,
                            ToOrderedBitsFn(spec.dtype, complement, &scan)));
-    report.AddStage("h2d", h2d.Seconds());
+    report.AddStage(Stage::kH2d, h2d.Seconds());
     RETURN_IF_ERROR(cancellation.Check());
 
     JobTimer timer(slot);
@@ -463,8 +463,8 @@ class CudaBackend final : public Backend {
                                results * 8, 8, PlainCopyFn()));
     }
     GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "finishing the top-k");
-    report.AddStage("kernel", timer.KernelSeconds());
-    report.AddStage("d2h", d2h.Seconds());
+    report.AddStage(Stage::kKernel, timer.KernelSeconds());
+    report.AddStage(Stage::kD2h, d2h.Seconds());
     return absl::OkStatus();
   }
 

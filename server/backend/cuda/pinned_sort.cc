@@ -54,7 +54,7 @@ absl::Status SortPinnedOnGpu(DeviceContext& context, const SortSpec& spec, std::
   StageClock wait;
   DeviceContext::Lease lease = context.Acquire();
   StreamSlot& slot = lease.slot();
-  report.AddStage("stream_wait", wait.Seconds());
+  report.AddStage(Stage::kStreamWait, wait.Seconds());
   RETURN_IF_ERROR(cancellation.Check());
 
   const bool with_positions = spec.payload == SortPayload::kIndices;
@@ -102,7 +102,7 @@ absl::Status SortPinnedOnGpu(DeviceContext& context, const SortSpec& spec, std::
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.staging_free[0].Record(slot.stream), "recording an event");
   // The sort's bit range depends on what varies: wait for those 16 bytes (the copy in is done by then).
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.staging_free[0].Synchronize(), "reading the varying bits");
-  report.AddStage("h2d", h2d.Seconds());
+  report.AddStage(Stage::kH2d, h2d.Seconds());
   RETURN_IF_ERROR(cancellation.Check());
   VaryingBitRange(or_and_host[0] ^ or_and_host[1], &args.begin_bit, &args.end_bit);
 
@@ -130,8 +130,8 @@ absl::Status SortPinnedOnGpu(DeviceContext& context, const SortSpec& spec, std::
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "finishing the sort");
   double kernel_seconds = 0;
   (void)slot.kernel_stop.SecondsSince(slot.kernel_start, &kernel_seconds);
-  report.AddStage("kernel", kernel_seconds);
-  report.AddStage("d2h", d2h.Seconds());
+  report.AddStage(Stage::kKernel, kernel_seconds);
+  report.AddStage(Stage::kD2h, d2h.Seconds());
   return absl::OkStatus();
 }
 

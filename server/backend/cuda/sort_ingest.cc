@@ -93,7 +93,7 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
 
   absl::Status SortKeys(const Cancellation& cancellation, ExecutionReport& report) {
     if (!on_device_) return SortOnHost(cancellation, report);
-    report.AddStage("h2d", h2d_seconds_);
+    report.AddStage(Stage::kH2d, h2d_seconds_);
     const std::size_t n = bytes_ / key_bytes_;
     if (n >= (std::size_t{1} << 31)) {
       return absl::InvalidArgumentError("the CUDA backend sorts at most 2^31-1 keys per request");
@@ -107,7 +107,7 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     StageClock wait;
     DeviceContext::Lease lease = context_.Acquire();
     StreamSlot& slot = lease.slot();
-    report.AddStage("stream_wait", wait.Seconds());
+    report.AddStage(Stage::kStreamWait, wait.Seconds());
 
     kernels::RadixSortArgs args;
     args.key_width = key_bytes_ == 4 ? kernels::KeyWidth::k32 : kernels::KeyWidth::k64;
@@ -135,7 +135,7 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "finishing the sort");
     double kernel_seconds = 0;
     (void)slot.kernel_stop.SecondsSince(slot.kernel_start, &kernel_seconds);
-    report.AddStage("kernel", kernel_seconds);
+    report.AddStage(Stage::kKernel, kernel_seconds);
 
     // Keep the answer's buffers; give the rest back now.
     if (result == 1) std::swap(keys_, mem[0]);

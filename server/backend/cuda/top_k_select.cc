@@ -73,7 +73,7 @@ absl::Status SelectTopKOnGpu(DeviceContext& context, Algorithm algorithm, const 
   StageClock wait;
   DeviceContext::Lease lease = context.Acquire();
   StreamSlot& slot = lease.slot();
-  report.AddStage("stream_wait", wait.Seconds());
+  report.AddStage(Stage::kStreamWait, wait.Seconds());
   RETURN_IF_ERROR(cancellation.Check());
 
   enum { kKeys, kOutKeys, kOutPositions, kTemp };
@@ -91,7 +91,7 @@ absl::Status SelectTopKOnGpu(DeviceContext& context, Algorithm algorithm, const 
   KeyBitsScan scan;
   RETURN_IF_ERROR(Upload(slot, buffers.keys.data(), mem[kKeys].data(), n * width, width,
                          ToOrderedBitsFn(spec.dtype, spec.largest, &scan)));
-  report.AddStage("h2d", h2d.Seconds());
+  report.AddStage(Stage::kH2d, h2d.Seconds());
   RETURN_IF_ERROR(cancellation.Check());
 
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.kernel_start.Record(slot.stream), "recording an event");
@@ -111,8 +111,8 @@ absl::Status SelectTopKOnGpu(DeviceContext& context, Algorithm algorithm, const 
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "finishing the top-k");
   double kernel_seconds = 0;
   (void)slot.kernel_stop.SecondsSince(slot.kernel_start, &kernel_seconds);
-  report.AddStage("kernel", kernel_seconds);
-  report.AddStage("d2h", d2h.Seconds());
+  report.AddStage(Stage::kKernel, kernel_seconds);
+  report.AddStage(Stage::kD2h, d2h.Seconds());
   return absl::OkStatus();
 }
 
