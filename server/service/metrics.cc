@@ -25,7 +25,7 @@ Metrics::Metrics(std::string_view version, std::string_view backend)
                     .Register(*registry_)),
       stage_duration_(prometheus::BuildHistogram()
                           .Name("gpusort_stage_duration_seconds")
-                          .Help("Time of each stage of successful calls (queue, sort, encode, ...)")
+                          .Help("Time of each stage of successful calls, by method (validate, queue, sort, h2d, ...)")
                           .Register(*registry_)),
       device_memory_(prometheus::BuildGauge()
                          .Name("gpusort_device_memory_bytes")
@@ -81,7 +81,8 @@ void Metrics::Record(const RequestRecord& r) {
   if (r.keys > 0) keys_.Add({{"method", method}}).Increment(static_cast<double>(r.keys));
   if (r.stages != nullptr) {
     for (const StageTime& s : *r.stages)
-      stage_duration_.Add({{"stage", std::string(StageName(s.stage))}}, LatencyBuckets()).Observe(s.seconds);
+      stage_duration_.Add({{"method", method}, {"stage", std::string(StageName(s.stage))}}, LatencyBuckets())
+          .Observe(s.seconds);
   }
 }
 

@@ -109,7 +109,9 @@ TEST(Metrics, CountersAndHistogramsFollowTheCalls) {
   EXPECT_EQ(MetricValue(text, "gpusort_keys_total{method=\"Sort\"}"), 3000);
   EXPECT_EQ(MetricValue(text, "gpusort_request_duration_seconds_count{algorithm=\"cpu\",method=\"Sort\"}"), 3);
   EXPECT_EQ(MetricValue(text, "gpusort_inflight_requests"), 0);
-  EXPECT_THAT(text, HasSubstr("gpusort_stage_duration_seconds_bucket{stage=\"queue\""));
+  // Stages by method: a stream's "receive" is not a unary call's, nor its "queue" time.
+  EXPECT_THAT(text, HasSubstr("gpusort_stage_duration_seconds_bucket{method=\"Sort\",stage=\"queue\""));
+  EXPECT_EQ(MetricValue(text, "gpusort_stage_duration_seconds_count{method=\"Sort\",stage=\"validate\"}"), 3);
   EXPECT_THAT(text, HasSubstr("gpusort_build_info{backend=\"" + TestBackendName() + "\""));
 }
 
