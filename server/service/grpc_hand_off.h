@@ -15,31 +15,11 @@
 // In builds without TSan both are empty inline functions.
 #pragma once
 
-#if defined(__SANITIZE_THREAD__)
-#define GPUSORT_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define GPUSORT_TSAN 1
-#endif
-#endif
-
-#ifdef GPUSORT_TSAN
-extern "C" void __tsan_acquire(void* addr);
-extern "C" void __tsan_release(void* addr);
-#endif
+#include "server/core/tsan_hand_off.h"
 
 namespace gpusort {
 
-inline void ReleaseToGrpc([[maybe_unused]] const void* handed_over) {
-#ifdef GPUSORT_TSAN
-  __tsan_release(const_cast<void*>(handed_over));
-#endif
-}
-
-inline void AcquireFromGrpc([[maybe_unused]] const void* handed_over) {
-#ifdef GPUSORT_TSAN
-  __tsan_acquire(const_cast<void*>(handed_over));
-#endif
-}
+inline void ReleaseToGrpc(const void* handed_over) { TsanRelease(handed_over); }
+inline void AcquireFromGrpc(const void* handed_over) { TsanAcquire(handed_over); }
 
 }  // namespace gpusort

@@ -87,7 +87,6 @@ class ServiceCore {
   Admission admission_;
   Admission waiting_streams_;
   LogLimiter failure_log_;
-  StreamWatchdog watchdog_;
   std::atomic<bool> draining_{false};
   BackendFailedFn backend_failed_;
   std::atomic<bool> backend_failed_seen_{false};
@@ -95,6 +94,9 @@ class ServiceCore {
   SharedRegions regions_;
   PartedSorts parted_sorts_;  // every part is an admitted call, so max_inflight bounds the jobs too
   WorkerPool pool_;  // its threads stop before the rest goes away
+  // After the pool: its thread, which may hand a stalled part's work to the pool, stops before the pool
+  // goes (members go in reverse order).
+  StreamWatchdog watchdog_;
   std::unique_ptr<SortBatcher> batcher_;  // reset first: it hands what still waits to the pool
 };
 

@@ -111,7 +111,9 @@ TEST(Client, ErrorsComeBackAsStatusValues) {
   EXPECT_EQ(bad_algorithm.status().code(),
             TestingCuda() ? absl::StatusCode::kInvalidArgument : absl::StatusCode::kUnimplemented);
 
-  Client nowhere({.target = "127.0.0.1:1", .timeout = std::chrono::milliseconds(500)});
+  // Time enough for the retry policy's attempts to end first: with 500 ms a slow machine (a sanitizer
+  // build beside another build) hit the deadline before the last refused attempt.
+  Client nowhere({.target = "127.0.0.1:1", .timeout = std::chrono::seconds(5)});
   EXPECT_EQ(nowhere.Sort(keys).status().code(), absl::StatusCode::kUnavailable);
   EXPECT_FALSE(nowhere.Health().ok());
 }

@@ -478,11 +478,9 @@ absl::Status Sort(std::size_t n, const std::byte* src, std::byte* dst, bool desc
   if (chunks == 1) {
     for (std::size_t bucket = 0; bucket < D::kBuckets; ++bucket) sort_bucket(bucket);
   } else {
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, D::kBuckets, 1),
-                      [&](const tbb::blocked_range<std::size_t>& r) {
-                        for (std::size_t bucket = r.begin(); bucket != r.end(); ++bucket)
-                          sort_bucket(bucket);
-                      });
+    ParallelFor(tbb::blocked_range<std::size_t>(0, D::kBuckets, 1), [&](const tbb::blocked_range<std::size_t>& r) {
+      for (std::size_t bucket = r.begin(); bucket != r.end(); ++bucket) sort_bucket(bucket);
+    });
   }
   if (stop.load()) return cancel->Check();
   return absl::OkStatus();

@@ -104,10 +104,8 @@ absl::Status TopKTyped(const TopKSpec& spec, const TopKBuffers& b, int threads,
   if (threads <= 1 || b.count < kParallelMinElements || rows == 1) {
     for (std::size_t r = 0; r < rows && !stop.load(); r += grain) select_rows(r, std::min(rows, r + grain));
   } else {
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, rows, grain),
-                      [&](const tbb::blocked_range<std::size_t>& range) {
-                        select_rows(range.begin(), range.end());
-                      });
+    ParallelFor(tbb::blocked_range<std::size_t>(0, rows, grain),
+                [&](const tbb::blocked_range<std::size_t>& range) { select_rows(range.begin(), range.end()); });
   }
   if (stop.load()) return cancel.Check();
   return absl::OkStatus();
