@@ -148,12 +148,16 @@ device() {
 # parallelism ("CUDA Dynamic Parallelism is not supported by the selected tool").
 SANITIZE_SECONDS=${SANITIZE_SECONDS:-540}
 
-# TOOL TEST MAX_KEYS SHARDS, slowest first. Seconds seen alone (8 steps side by side, before the shards):
-# racecheck radix-select 535, merge 207, small-k 247, thread-lists 150, bitonic 109; racecheck
-# odd-even and batch, memcheck quicksort (16M keys) and batch, synccheck batch: past 390-540 s.
+# TOOL TEST MAX_KEYS SHARDS, slowest first; no more shards than the test has tests (a shard of none
+# makes compute-sanitizer fail: "terminated before first instrumented API call"). Seconds seen on the
+# H100, 14 steps side by side (2026-11-24, stop 22): racecheck batch 12-358 per shard of 6, radix-select
+# 21-331 of 4, small-k 170-220 of 2, merge 107-223 of 2, bitonic 139, thread-lists 116-121 of 2,
+# odd-even 4-73 of 3; memcheck quicksort 19-58 of 4, the rest 3-57; synccheck 4-39. Racecheck odd-even
+# at 2049 keys did not end in 540 s: each of its n rounds has every thread touch shared memory, which
+# racecheck tracks access by access; 257 keys still take five warps and the odd tail.
 sanitize_plan() {
   cat <<'PLAN'
-racecheck odd_even_sort_test 2049 6
+racecheck odd_even_sort_test 257 3
 racecheck batch_sort_test 16385 6
 memcheck batch_sort_test 4194304 6
 memcheck quicksort_test 1048576 4

@@ -153,7 +153,11 @@ TYPED_TEST(BatchSort, NamedBitonicAndRadixRunTheirOwnForm) {
   SKIP_WITHOUT_GPU();
   using T = TypeParam;
   std::uint64_t seed = 100;
-  for (const Shape& shape : Shapes()) {
+  for (Shape shape : Shapes()) {
+    // 64-bit keys fit neither form when rows do not fit: each request then runs as its own sort, and
+    // 20000 one-key sorts test nothing that 64 do not (AUTO's 16384-key threshold, the reason for
+    // 20000, plays no part when the form is named). Under compute-sanitizer they took past 9 minutes.
+    if (sizeof(T) == 8 && !shape.rows && shape.lengths.size() > 64) shape.lengths.resize(64);
     for (Algorithm algorithm : {Algorithm::kBitonic, Algorithm::kRadix}) {
       for (SortOrder order : {SortOrder::kAscending, SortOrder::kDescending}) {
         SortSpec spec;
