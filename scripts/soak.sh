@@ -4,8 +4,10 @@
 # and memory, open descriptors and threads must be flat (scripts/soak_report.py says what "flat" is).
 #
 # usage: scripts/soak.sh BIN_DIR OUT_DIR SECONDS [cpu|cuda]
-#   CI runs 60 s on the CPU backend (ctest: e2e.soak); the GPU machine 600 s on the CUDA backend
-#   (scripts/gpu-loop.sh device $OUT --soak).
+#   CI runs 60 s on the CPU backend (ctest: e2e.soak); on the GPU machine, with a bundle of gpusort-server
+#   and gpusort (../shared/tools/device-bundle.sh build/device build/bin/gpusort-server build/bin/gpusort):
+#   LD_LIBRARY_PATH=$PWD/build/device/lib scripts/soak.sh build/device $OUT/soak 480 cuda
+#   (480 s leaves room inside one 600 s device call).
 # Leaves in OUT_DIR: samples.csv (every 2 s: RSS, descriptors, threads, device memory), one bench-*.json
 # per workload, server.log, and soak-summary.txt (the figures, and PASS or the failures).
 set -euo pipefail
