@@ -87,6 +87,14 @@ class Backend {
   // this one.
   virtual absl::Status Healthy() const { return absl::OkStatus(); }
 
+  // The limits this backend publishes, checked by the service while it validates a request (before the
+  // request queues, takes a stream slot or touches a device), against `count`, the keys of the whole
+  // request (a parted Sort: of every part). INVALID_ARGUMENT saying the limit when over it; OK by
+  // default. The backend may assume them in Sort, TopK and the rest, and checks again only where a
+  // kernel would otherwise misbehave.
+  virtual absl::Status CheckSortLimits(const SortSpec&, std::size_t /*count*/) const { return absl::OkStatus(); }
+  virtual absl::Status CheckTopKLimits(const TopKSpec&, std::size_t /*count*/) const { return absl::OkStatus(); }
+
   // Sorts buffers.keys in place and fills values_out / indices_out as spec.payload asks.
   virtual absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers,
                             const Cancellation& cancellation, ExecutionReport& report) = 0;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,7 @@
 #include "server/core/cancellation.h"
 #include "server/core/execution_report.h"
 #include "server/core/spec.h"
+#include "server/service/joint_record.h"
 
 namespace gpusort {
 
@@ -29,6 +31,8 @@ struct CallState {
   bool admitted = false;          // holds a ticket of --max-inflight
   bool waiting_stream = false;    // a stream holding a ticket of those waiting for their first message
   uint64_t keys = 0;
+  // Set when the call is a part that joined a parted Sort: its end is added there, not recorded alone.
+  std::shared_ptr<JointRecord> joint_record;
 
   double SecondsSinceArrival() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - arrival).count();

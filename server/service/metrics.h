@@ -15,19 +15,9 @@
 #include <prometheus/registry.h>
 
 #include "server/core/execution_report.h"
+#include "server/service/request_record.h"
 
 namespace gpusort {
-
-// What one finished call reports, once, at its end.
-struct RequestRecord {
-  std::string_view method;     // "Sort", "TopK", "SortStream", "TopKStream"
-  std::string_view algorithm;  // what ran, or what was asked when it never ran
-  std::string_view dtype;      // "u32", ... or "unknown"
-  std::string_view code;       // gRPC status code name, "OK", "INVALID_ARGUMENT", ...
-  double seconds = 0;          // arrival to reply
-  uint64_t keys = 0;           // keys processed (0 unless it succeeded)
-  const std::vector<StageTime>* stages = nullptr;
-};
 
 class Metrics {
  public:

@@ -62,7 +62,8 @@ ServiceCore::ServiceCore(const ServerConfig& config, Backend& backend, Metrics& 
       failure_log_(kFailureLogLinesPerSecond),
       backend_failed_(std::move(backend_failed)),
       regions_(backend, {.max_regions = config.shm_max_regions, .max_total_bytes = config.shm_max_bytes}),
-      parted_sorts_(static_cast<std::size_t>(std::max(1, config.max_inflight))),
+      parted_sorts_(static_cast<std::size_t>(std::max(1, config.max_inflight)),
+                    [&metrics](const RequestRecord& record) { metrics.Record(record); }),
       pool_(config.workers, [&metrics](std::size_t depth) {
         metrics.queue_depth().Set(static_cast<double>(depth));
       }),
@@ -135,13 +136,19 @@ absl::Status ServiceCore::Complete(CallState& call, const absl::Status& status) 
   const double seconds = call.SecondsSinceArrival();
   const std::string code = StatusCodeName(status);
   const Algorithm ran = status.ok() ? call.report.algorithm : call.requested;
-  metrics_.Record({.method = call.method,
-                   .algorithm = AlgorithmName(ran),
-                   .dtype = call.dtype_label,
-                   .code = code,
-                   .seconds = seconds,
-                   .keys = status.ok() ? call.keys : 0,
-                   .stages = status.ok() ? &call.report.stages : nullptr});
+  const RequestRecord record{.method = call.method,
+                             .algorithm = AlgorithmName(ran),
+                             .dtype = call.dtype_label,
+                             .code = code,
+                             .seconds = seconds,
+                             .keys = status.ok() ? call.keys : 0,
+                             .stages = status.ok() ? &call.report.stages : nullptr};
+  // A part of a parted Sort is one call of several that make one request: its job records them once.
+  if (call.joint_record != nullptr) {
+    call.joint_record->Add(record, call.arrival);
+  } else {
+    metrics_.Record(record);
+  }
   uint64_t held_back = 0;
   if (status.ok() || failure_log_.Allow(code, &held_back)) {
     // The message may quote what the caller sent; CallerText keeps it to one printable line.

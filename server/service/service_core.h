@@ -55,6 +55,15 @@ class ServiceCore {
   // UNIMPLEMENTED (with the list) when the backend lacks the asked algorithm.
   absl::Status CheckSortAlgorithm(Algorithm a) const;
   absl::Status CheckTopKAlgorithm(Algorithm a) const;
+  // INVALID_ARGUMENT when a request of `count` keys is over a limit the backend publishes (the CUDA
+  // backend's 2^31-1 keys, ODD_EVEN's size, a selection kernel's k): checked while validating, so that
+  // such a request never queues, waits for a stream slot or reaches the backend.
+  absl::Status CheckSortLimits(const SortSpec& spec, std::size_t count) const {
+    return backend_.CheckSortLimits(spec, count);
+  }
+  absl::Status CheckTopKLimits(const TopKSpec& spec, std::size_t count) const {
+    return backend_.CheckTopKLimits(spec, count);
+  }
 
   // Runs `work` on a worker thread, after stamping the call's "queue" stage.
   void Submit(CallState& call, std::function<void()> work);

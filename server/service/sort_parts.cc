@@ -44,11 +44,13 @@ absl::Status CheckPart(const SortSpec& spec, const PartRef& part, std::size_t ma
 
 }  // namespace
 
-PartedSort::PartedSort(const SortSpec& spec, const PartRef& first, std::unique_ptr<PartedSortIngest> ingest)
+PartedSort::PartedSort(const SortSpec& spec, const PartRef& first, std::unique_ptr<PartedSortIngest> ingest,
+                       std::function<void(const RequestRecord&)> record)
     : spec_(spec),
       count_(first.count),
       total_keys_(first.total_keys),
       ingest_(std::move(ingest)),
+      joint_record_(std::make_shared<JointRecord>(first.count, std::move(record))),
       joined_(first.count, false) {}
 
 bool PartedSort::AllArrived() {
@@ -124,6 +126,8 @@ absl::StatusOr<std::shared_ptr<PartedSort>> PartedSorts::Join(const std::string&
                                                              const PartRef& part, Backend& backend,
                                                              std::size_t max_request_bytes) {
   RETURN_IF_ERROR(CheckPart(spec, part, max_request_bytes));
+  // The whole Sort's count against the backend's limits, before any part starts a job or allocates.
+  RETURN_IF_ERROR(backend.CheckSortLimits(spec, part.total_keys));
   const std::string key = caller_host + '\n' + part.job;
   std::shared_ptr<PartedSort> job;
   absl::Status joined;
@@ -152,7 +156,7 @@ absl::StatusOr<std::shared_ptr<PartedSort>> PartedSorts::StartJob(const std::str
                                         " sorts arriving in parts; retry later");
   }
   ASSIGN_OR_RETURN(std::unique_ptr<PartedSortIngest> ingest, backend.StartPartedSortIngest(spec, part.total_keys));
-  auto job = std::make_shared<PartedSort>(spec, part, std::move(ingest));
+  auto job = std::make_shared<PartedSort>(spec, part, std::move(ingest), record_);
   job->on_failed_ = [this, key](const absl::Status& for_others, uint32_t parts_to_come) {
     std::lock_guard lock(mutex_);
     RememberFailed(key, for_others, parts_to_come);

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/backend/backend.h"
+#include "server/service/joint_record.h"
 
 namespace gpusort {
 
@@ -30,7 +31,9 @@ struct PartRef {
 
 class PartedSort {
  public:
-  PartedSort(const SortSpec& spec, const PartRef& first, std::unique_ptr<PartedSortIngest> ingest);
+  // `record` receives the job's one RequestRecord (JointRecord), once its parts have ended.
+  PartedSort(const SortSpec& spec, const PartRef& first, std::unique_ptr<PartedSortIngest> ingest,
+             std::function<void(const RequestRecord&)> record);
 
   const SortSpec& spec() const { return spec_; }
   uint32_t count() const { return count_; }
@@ -38,6 +41,8 @@ class PartedSort {
   // Part `index` carries keys [Begin(index), Begin(index + 1)).
   std::size_t Begin(uint32_t index) const { return static_cast<std::size_t>(total_keys_ * index / count_); }
   PartedSortIngest& ingest() { return *ingest_; }
+  // Where each part that joined adds its end instead of recording it: the job counts as one request.
+  const std::shared_ptr<JointRecord>& joint_record() const { return joint_record_; }
 
   // Some part of the job sent keys (or joined) now; LastMoved says when that last happened. A part
   // waiting for its siblings gives up once none of them has moved for --stream-idle-timeout.
@@ -66,6 +71,7 @@ class PartedSort {
   const uint32_t count_;
   const uint64_t total_keys_;
   std::unique_ptr<PartedSortIngest> ingest_;
+  std::shared_ptr<JointRecord> joint_record_;
   // Called once, with the failure, when the job fails before the sort (PartedSorts remembers it).
   std::function<void(const absl::Status& for_others, uint32_t parts_to_come)> on_failed_;
   std::atomic<std::chrono::steady_clock::rep> last_moved_{0};
@@ -91,7 +97,9 @@ class PartedSorts {
   // How long a failed job is remembered, at most.
   static constexpr std::chrono::seconds kFailedJobMemory{120};
 
-  explicit PartedSorts(std::size_t max_jobs) : max_jobs_(max_jobs) {}
+  // `record` receives each job's one RequestRecord (JointRecord); by default nothing does.
+  explicit PartedSorts(std::size_t max_jobs, std::function<void(const RequestRecord&)> record = {})
+      : max_jobs_(max_jobs), record_(std::move(record)) {}
 
   // The job `part` belongs to, started by whichever of its parts comes first. `caller_host` scopes job
   // ids, so that callers on other hosts cannot join a job even if they learn its id.
@@ -117,6 +125,7 @@ class PartedSorts {
   void Sweep();
 
   const std::size_t max_jobs_;
+  const std::function<void(const RequestRecord&)> record_;
   std::mutex mutex_;
   // weak: a job lives as long as its parts' calls hold it; expired entries are swept on the next Join.
   std::map<std::string, std::weak_ptr<PartedSort>> jobs_;

@@ -537,6 +537,7 @@ class SortStreamCall final
     part_index_ = ref.index;
     part_first_ = job->Begin(ref.index);
     part_keys_ = job->Begin(ref.index + 1) - part_first_;
+    call_.joint_record = job->joint_record();
     std::lock_guard lock(job_mutex_);
     job_ = std::move(job);
     return absl::OkStatus();
@@ -577,6 +578,8 @@ class SortStreamCall final
                                         std::to_string(job_->total_keys()) + " holds " +
                                         std::to_string(part_keys_));
     }
+    // A part's whole Sort was checked when its first part started the job (PartedSorts::Join).
+    if (job_ == nullptr) RETURN_IF_ERROR(core_.CheckSortLimits(spec_, call_.keys));
     return absl::OkStatus();
   }
 
@@ -709,7 +712,7 @@ class TopKStreamCall final
 
   absl::Status EndOfInput() override {
     ASSIGN_OR_RETURN(call_.keys, CheckTopKShape(spec_, keys_.size()));
-    return absl::OkStatus();
+    return core_.CheckTopKLimits(spec_, call_.keys);
   }
 
   absl::Status Execute() override {

@@ -113,6 +113,7 @@ class SortCall final : public UnaryCall {
       ASSIGN_OR_RETURN(regions_, ResolveSortRegions(core_.regions(), *request_, spec_));
       call_.keys = regions_.count;
       RETURN_IF_ERROR(core_.CheckSortAlgorithm(spec_.algorithm));
+      RETURN_IF_ERROR(core_.CheckSortLimits(spec_, call_.keys));
       call_.report.AddStage(Stage::kValidate, clock.Seconds());
       return absl::OkStatus();
     }
@@ -120,6 +121,7 @@ class SortCall final : public UnaryCall {
                                                 request_->values().size()));
     RETURN_IF_ERROR(ResponseFits(SortResponseBytes(spec_, call_.keys), "SortStream"));
     RETURN_IF_ERROR(core_.CheckSortAlgorithm(spec_.algorithm));
+    RETURN_IF_ERROR(core_.CheckSortLimits(spec_, call_.keys));
     call_.report.AddStage(Stage::kValidate, clock.Seconds());
     return absl::OkStatus();
   }
@@ -215,12 +217,14 @@ class TopKCall final : public UnaryCall {
       ASSIGN_OR_RETURN(regions_, ResolveTopKRegions(core_.regions(), *request_, spec_));
       call_.keys = regions_.count;
       RETURN_IF_ERROR(core_.CheckTopKAlgorithm(spec_.algorithm));
+      RETURN_IF_ERROR(core_.CheckTopKLimits(spec_, call_.keys));
       call_.report.AddStage(Stage::kValidate, clock.Seconds());
       return absl::OkStatus();
     }
     ASSIGN_OR_RETURN(call_.keys, CheckTopKShape(spec_, request_->keys().size()));
     RETURN_IF_ERROR(ResponseFits(TopKResponseBytes(spec_), "TopKStream"));
     RETURN_IF_ERROR(core_.CheckTopKAlgorithm(spec_.algorithm));
+    RETURN_IF_ERROR(core_.CheckTopKLimits(spec_, call_.keys));
     call_.report.AddStage(Stage::kValidate, clock.Seconds());
     return absl::OkStatus();
   }

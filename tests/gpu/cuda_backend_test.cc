@@ -437,12 +437,20 @@ TEST(CudaBackend, SelectionKernelsOverTheirKLimitAreInvalidArgumentSayingSo) {
     spec.k = limit;
     TopKResultBytes at_limit = RunTopK(*Cuda(), spec, keys);
     EXPECT_TRUE(at_limit.status.ok()) << at_limit.status;
+    EXPECT_TRUE(Cuda()->CheckTopKLimits(spec, 4096).ok());
     spec.k = limit + 1;
     TopKResultBytes over = RunTopK(*Cuda(), spec, keys);
     EXPECT_EQ(over.status.code(), absl::StatusCode::kInvalidArgument) << over.status;
     EXPECT_NE(std::string(over.status.message()).find("at most " + std::to_string(limit)), std::string::npos)
         << over.status;
+    // The published limit (what the service checks before admission) says exactly what the run says.
+    EXPECT_EQ(Cuda()->CheckTopKLimits(spec, 4096), over.status);
   }
+  TopKSpec any;
+  any.dtype = DType::kFloat32;
+  any.k = 10;
+  EXPECT_EQ(Cuda()->CheckTopKLimits(any, std::size_t{1} << 31).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Cuda()->CheckTopKLimits(any, (std::size_t{1} << 31) - 1).ok());
   SortSpec sort;
   sort.algorithm = Algorithm::kRadixSelect;  // a top-k kernel cannot sort
   SortOutput out = RunSort(*Cuda(), sort, Bytes(MakeInput<uint32_t>(Pattern::kRandom, 100, 1)), {});
@@ -458,6 +466,15 @@ TEST(CudaBackend, OddEvenOverItsLimitIsInvalidArgumentSayingSo) {
   SortOutput over = RunSort(*Cuda(), spec, Bytes(MakeInput<uint32_t>(Pattern::kRandom, 4097, 1)), {});
   EXPECT_EQ(over.status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(over.status.message()).find("at most 4096"), std::string::npos) << over.status;
+  // The published limits (what the service checks before admission) say exactly what the runs say.
+  EXPECT_TRUE(Cuda()->CheckSortLimits(spec, 4096).ok());
+  EXPECT_EQ(Cuda()->CheckSortLimits(spec, 4097), over.status);
+  SortSpec auto_spec;
+  EXPECT_TRUE(Cuda()->CheckSortLimits(auto_spec, 100).ok());  // the CPU's, which has no limit
+  EXPECT_EQ(Cuda()->CheckSortLimits(auto_spec, std::size_t{1} << 31).code(), absl::StatusCode::kInvalidArgument);
+  SortSpec cpu_spec;
+  cpu_spec.algorithm = Algorithm::kCpu;
+  EXPECT_TRUE(Cuda()->CheckSortLimits(cpu_spec, std::size_t{1} << 31).ok());
 }
 
 // A request larger than the device memory it may use is refused with RESOURCE_EXHAUSTED and a message

@@ -4,10 +4,12 @@
 #include <chrono>
 #include <future>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/service/http_get.h"
 #include "tests/service/test_server.h"
 #include "tests/support/inputs.h"
 #include "tests/support/reference.h"
@@ -84,8 +86,33 @@ v1::StreamPart Part(const std::string& job, uint32_t index, uint32_t count, uint
   return p;
 }
 
+// The sum of every series of `name` whose labels include each of `labels` (e.g. `method="SortStream"`).
+double SumOfSeries(const std::string& text, const std::string& name, const std::vector<std::string>& labels) {
+  std::istringstream in(text);
+  std::string line;
+  double sum = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind(name + "{", 0) != 0) continue;
+    const std::size_t close = line.find('}');
+    if (close == std::string::npos) continue;
+    const std::string label_text = line.substr(name.size() + 1, close - name.size() - 1);
+    bool all = true;
+    for (const std::string& label : labels) all = all && label_text.find(label) != std::string::npos;
+    if (all) sum += std::stod(line.substr(close + 2));
+  }
+  return sum;
+}
+
+ServerConfig WithMetrics() {
+  ServerConfig config = LoopbackConfig();
+  config.metrics_listen = "127.0.0.1:0";
+  return config;
+}
+
 class StreamParts : public ::testing::Test {
  protected:
+  std::string Scrape() { return HttpGet(server_.server().metrics_port(), "/metrics"); }
+
   // Sorts `keys` in `count` parts, each on its own connection, and checks the joined answer.
   template <typename T>
   void SortInParts(const std::vector<T>& keys, uint32_t count, std::size_t chunk, bool descending,
@@ -128,7 +155,7 @@ class StreamParts : public ::testing::Test {
     }
   }
 
-  TestServer server_;
+  TestServer server_{WithMetrics()};
 };
 
 TEST_F(StreamParts, ThreePartsCutInsideKeysSortTheWholeArray) {
@@ -231,6 +258,52 @@ TEST_F(StreamParts, APartThatBreaksTheJobFailsTheWaitingPart) {
     EXPECT_EQ(a.status.error_code(), grpc::StatusCode::ABORTED) << a.status.error_message();
     EXPECT_THAT(a.status.error_message(), ::testing::HasSubstr(c.second_text));
   }
+}
+
+// A Sort sent in parts is one request: one count, one latency sample, its keys once, each stage once;
+// not one per part (a 10M-key CLI sort in 8 parts used to count 8 requests).
+TEST_F(StreamParts, ASortInPartsCountsAsOneRequest) {
+  const std::vector<std::string> sort_stream = {"method=\"SortStream\""};
+  const std::vector<std::string> ok = {"method=\"SortStream\"", "code=\"OK\""};
+  const std::string before = Scrape();
+  const std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 100003, 5);
+  SortInParts(keys, 4, 4096 + 3, false, false);
+  if (HasFatalFailure()) return;
+  const std::string after = Scrape();
+  auto delta = [&](const std::string& name, const std::vector<std::string>& labels) {
+    return SumOfSeries(after, name, labels) - SumOfSeries(before, name, labels);
+  };
+  EXPECT_EQ(delta("gpusort_requests_total", sort_stream), 1);
+  EXPECT_EQ(delta("gpusort_requests_total", ok), 1);
+  EXPECT_EQ(delta("gpusort_request_duration_seconds_count", sort_stream), 1);
+  EXPECT_EQ(delta("gpusort_keys_total", sort_stream), 100003);
+  EXPECT_EQ(delta("gpusort_stage_duration_seconds_count", {"method=\"SortStream\"", "stage=\"receive\""}), 1);
+  EXPECT_EQ(delta("gpusort_stage_duration_seconds_count", {"method=\"SortStream\"", "stage=\"send\""}), 1);
+}
+
+// A part that breaks its Sort fails its siblings with ABORTED; the one request counts once, under the
+// breaking part's own code, which says what went wrong.
+TEST_F(StreamParts, ABrokenSortInPartsCountsOnceUnderTheBreakingPartsCode) {
+  const auto options = Options(v1::DTYPE_UINT32);
+  const std::string half(40, '\2');
+  const std::string job = JobId(41);
+  const std::string before = Scrape();
+  auto first_stub = server_.NewStub();
+  auto first = std::async(std::launch::async, [&] { return SendPart(*first_stub, options, Part(job, 0, 2, 20), half, 40, 4); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the first part joins and waits
+  PartAnswer second = SendPart(*server_.NewStub(), options, Part(job, 1, 2, 20), half + "xxxx", 44, 4);
+  ASSERT_EQ(second.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << second.status.error_message();
+  ASSERT_EQ(first.get().status.error_code(), grpc::StatusCode::ABORTED);
+  const std::string after = Scrape();
+  auto delta = [&](const std::vector<std::string>& labels) {
+    return SumOfSeries(after, "gpusort_requests_total", labels) - SumOfSeries(before, "gpusort_requests_total", labels);
+  };
+  EXPECT_EQ(delta({"method=\"SortStream\""}), 1);
+  EXPECT_EQ(delta({"method=\"SortStream\"", "code=\"INVALID_ARGUMENT\""}), 1);
+  EXPECT_EQ(delta({"method=\"SortStream\"", "code=\"ABORTED\""}), 0);
+  EXPECT_EQ(SumOfSeries(after, "gpusort_request_duration_seconds_count", {"method=\"SortStream\""}) -
+                SumOfSeries(before, "gpusort_request_duration_seconds_count", {"method=\"SortStream\""}),
+            1);
 }
 
 TEST_F(StreamParts, APartCancelledByItsCallerFailsTheWaitingPart) {

@@ -21,6 +21,7 @@
 #include "server/backend/cuda/sort_ingest.h"
 #include "server/backend/cuda/staging.h"
 #include "server/backend/cuda/top_k_select.h"
+#include "server/backend/cuda/gpu_limits.h"
 #include "server/core/status_macros.h"
 
 namespace gpusort {
@@ -35,11 +36,12 @@ kernels::KeyWidth WidthOf(DType dtype) {
 // GPU (AUTO's radix engine, or the GPU algorithm named); any other algorithm is UNIMPLEMENTED with the
 // list this backend has for the method.
 enum class Route { kCpu, kGpu };
+bool GoesToCpu(Algorithm asked, AutoChoice auto_choice) {
+  return asked == Algorithm::kCpu || (asked == Algorithm::kAuto && auto_choice == AutoChoice::kCpu);
+}
 absl::StatusOr<Route> RouteFor(std::string_view method, Algorithm asked, AutoChoice auto_choice,
                                const std::vector<Algorithm>& available) {
-  if (asked == Algorithm::kCpu || (asked == Algorithm::kAuto && auto_choice == AutoChoice::kCpu)) {
-    return Route::kCpu;
-  }
+  if (GoesToCpu(asked, auto_choice)) return Route::kCpu;
   if (asked == Algorithm::kAuto || std::find(available.begin(), available.end(), asked) != available.end()) {
     return Route::kGpu;
   }
@@ -90,6 +92,20 @@ class CudaBackend final : public Backend {
   std::vector<Algorithm> topk_algorithms() const override {
     return {Algorithm::kRadix,  Algorithm::kRadixSelect, Algorithm::kSmallK, Algorithm::kThreadLists,
             Algorithm::kCpu};
+  }
+
+  // Limits of the GPU paths; what AUTO or the caller sends to the CPU has none. The same route as
+  // RunSort and RunTopK take, so a request is refused here exactly when the GPU would refuse it.
+  absl::Status CheckSortLimits(const SortSpec& spec, std::size_t count) const override {
+    if (GoesToCpu(spec.algorithm, ChooseSort(spec, count))) return absl::OkStatus();
+    RETURN_IF_ERROR(CheckGpuSortKeys(count));
+    return CheckComparisonSortSize(spec.algorithm, count);
+  }
+  absl::Status CheckTopKLimits(const TopKSpec& spec, std::size_t count) const override {
+    if (count == 0 || GoesToCpu(spec.algorithm, ChooseTopK(spec, count))) return absl::OkStatus();
+    RETURN_IF_ERROR(CheckGpuTopKKeys(count));
+    const Algorithm algorithm = spec.algorithm == Algorithm::kAuto ? ChooseTopKKernel(spec, count) : spec.algorithm;
+    return IsTopKSelection(algorithm) ? CheckTopKSelectionLimits(algorithm, spec.k) : absl::OkStatus();
   }
 
   // UNAVAILABLE once a job met a sticky CUDA error (DeviceContext::Watch): the process must restart.
@@ -264,9 +280,7 @@ class CudaBackend final : public Backend {
         gather_values = true;
       }
     }
-    if (n >= (std::size_t{1} << 31)) {
-      return absl::InvalidArgumentError("the CUDA backend sorts at most 2^31-1 keys per request");
-    }
+    RETURN_IF_ERROR(CheckGpuSortKeys(n));
 
     StageClock h2d;
     kernels::RadixSortArgs args;
@@ -367,9 +381,7 @@ class CudaBackend final : public Backend {
     const std::size_t key_bytes = ElementSize(spec.dtype);
     const std::size_t m = n / spec.rows, k = spec.k, results = spec.rows * k;
     if (n == 0 || k == 0) return absl::OkStatus();
-    if (n >= (std::size_t{1} << 31)) {
-      return absl::InvalidArgumentError("the CUDA backend takes top-k of at most 2^31-1 keys per request");
-    }
+    RETURN_IF_ERROR(CheckGpuTopKKeys(n));
     GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_->ordinal()), "selecting the GPU");
     StageClock wait;
     DeviceContext::Lease lease = context_->Acquire();

@@ -10,6 +10,7 @@
 #include "gpusort/kernels/runtime.h"
 #include "server/backend/cuda/kernel_status.h"
 #include "server/backend/cuda/staging.h"
+#include "server/backend/cuda/gpu_limits.h"
 #include "server/core/status_macros.h"
 
 namespace gpusort {
@@ -47,9 +48,7 @@ absl::Status SortPinnedOnGpu(DeviceContext& context, const SortSpec& spec, std::
   const std::size_t n = buffers.count;
   const std::size_t key_bytes = ElementSize(spec.dtype);
   if (n == 0) return absl::OkStatus();
-  if (n >= (std::size_t{1} << 31)) {
-    return absl::InvalidArgumentError("the CUDA backend sorts at most 2^31-1 keys per request");
-  }
+  RETURN_IF_ERROR(CheckGpuSortKeys(n));
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context.ordinal()), "selecting the GPU");
   StageClock wait;
   DeviceContext::Lease lease = context.Acquire();

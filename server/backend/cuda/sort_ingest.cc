@@ -12,6 +12,7 @@
 #include "server/backend/cuda/auto_policy.h"
 #include "server/backend/cuda/kernel_status.h"
 #include "server/backend/cuda/staging.h"
+#include "server/backend/cuda/gpu_limits.h"
 #include "server/core/status_macros.h"
 
 namespace gpusort {
@@ -95,9 +96,7 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     if (!on_device_) return SortOnHost(cancellation, report);
     report.AddStage(Stage::kH2d, h2d_seconds_);
     const std::size_t n = bytes_ / key_bytes_;
-    if (n >= (std::size_t{1} << 31)) {
-      return absl::InvalidArgumentError("the CUDA backend sorts at most 2^31-1 keys per request");
-    }
+    RETURN_IF_ERROR(CheckGpuSortKeys(n));
     RETURN_IF_ERROR(cancellation.Check());
     report.algorithm = Algorithm::kRadix;
     report.backend = BackendKind::kCuda;

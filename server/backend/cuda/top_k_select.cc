@@ -8,6 +8,7 @@
 #include "gpusort/kernels/top_k.h"
 #include "server/backend/cuda/kernel_status.h"
 #include "server/backend/cuda/staging.h"
+#include "server/backend/cuda/gpu_limits.h"
 #include "server/core/status_macros.h"
 
 namespace gpusort {
@@ -53,9 +54,7 @@ absl::Status SelectTopKOnGpu(DeviceContext& context, Algorithm algorithm, const 
   const std::size_t n = buffers.count, width = ElementSize(spec.dtype);
   const std::size_t m = n / spec.rows, results = spec.rows * spec.k;
   if (n == 0 || spec.k == 0) return absl::OkStatus();
-  if (n >= (std::size_t{1} << 31)) {
-    return absl::InvalidArgumentError("the CUDA backend takes top-k of at most 2^31-1 keys per request");
-  }
+  RETURN_IF_ERROR(CheckGpuTopKKeys(n));
   RETURN_IF_ERROR(CheckTopKSelectionLimits(algorithm, spec.k));
   const Selection selection = SelectionOf(algorithm);
   report.algorithm = algorithm;
