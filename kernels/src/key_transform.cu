@@ -1,4 +1,5 @@
-// ToOrderedBitsAsync / FromOrderedBitsAsync: grid-stride, memory bound (a read and a write per key).
+// ToOrderedBitsAsync / FromOrderedBitsAsync: grid-stride, memory bound (a read and a write per key). The
+// map itself is gpusort/kernels/key_order.h, the host's too.
 #include "gpusort/kernels/key_transform.h"
 
 #include <type_traits>
@@ -14,29 +15,11 @@ unsigned Blocks(std::size_t items, int threads) {
 }
 
 template <typename U, KeyKind Kind>
-__device__ U Forward(U bits) {
-  constexpr U kSign = U{1} << (sizeof(U) * 8 - 1);
-  if constexpr (Kind == KeyKind::kFloat) return (bits & kSign) ? static_cast<U>(~bits) : static_cast<U>(bits | kSign);
-  if constexpr (Kind == KeyKind::kSigned) return bits ^ kSign;
-  return bits;
-}
-
-template <typename U, KeyKind Kind>
-__device__ U Backward(U ordered) {
-  constexpr U kSign = U{1} << (sizeof(U) * 8 - 1);
-  if constexpr (Kind == KeyKind::kFloat) {
-    return (ordered & kSign) ? static_cast<U>(ordered ^ kSign) : static_cast<U>(~ordered);
-  }
-  if constexpr (Kind == KeyKind::kSigned) return ordered ^ kSign;
-  return ordered;
-}
-
-template <typename U, KeyKind Kind>
 __global__ void ToOrderedKernel(U* keys, std::size_t count, U flip, unsigned long long* or_and) {
   U or_bits = 0, and_bits = static_cast<U>(~U{0});
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < count;
        i += std::size_t{gridDim.x} * blockDim.x) {
-    const U o = static_cast<U>(Forward<U, Kind>(keys[i]) ^ flip);
+    const U o = static_cast<U>(OrderedBits<U, Kind>(keys[i]) ^ flip);
     keys[i] = o;
     or_bits |= o;
     and_bits &= o;
@@ -57,7 +40,7 @@ template <typename U, KeyKind Kind>
 __global__ void FromOrderedKernel(U* keys, std::size_t count, U flip) {
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < count;
        i += std::size_t{gridDim.x} * blockDim.x) {
-    keys[i] = Backward<U, Kind>(static_cast<U>(keys[i] ^ flip));
+    keys[i] = KeyBitsFromOrdered<U, Kind>(static_cast<U>(keys[i] ^ flip));
   }
 }
 

@@ -1,45 +1,42 @@
-// The one key order every backend uses, as a map from a key to an unsigned integer whose natural
-// order is the key order. Integers: flip the sign bit. Floats: IEEE 754 totalOrder
-// (-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN, NaNs by payload), which is the classic
-// radix-sort transform: negative floats have all bits flipped, others only the sign bit. Two keys are
-// equal in this order exactly when their bit patterns are equal.
+// The one key order every backend uses, for typed keys on the host: a map from a key to an unsigned
+// integer whose natural order is the key order (IEEE 754 totalOrder for floats, NaNs by payload; two keys
+// are equal exactly when their bits are). The map itself is defined once, for the host and the device,
+// in kernels/include/gpusort/kernels/key_order.h; this header only gives it C++ key types.
 #pragma once
 
 #include <bit>
 #include <cstdint>
 #include <type_traits>
 
+#include "gpusort/kernels/key_order.h"
+
 namespace gpusort {
 
 template <typename T>
 using OrderedBitsType = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
 
+// How T's bits are read by the shared definition.
+template <typename T>
+constexpr kernels::KeyKind KeyKindOf() {
+  if constexpr (std::is_floating_point_v<T>) {
+    return kernels::KeyKind::kFloat;
+  } else if constexpr (std::is_signed_v<T>) {
+    return kernels::KeyKind::kSigned;
+  } else {
+    return kernels::KeyKind::kUnsigned;
+  }
+}
+
 template <typename T>
 constexpr OrderedBitsType<T> ToOrderedBits(T key) {
   using U = OrderedBitsType<T>;
-  constexpr U kSign = U{1} << (sizeof(U) * 8 - 1);
-  const U bits = std::bit_cast<U>(key);
-  if constexpr (std::is_floating_point_v<T>) {
-    return (bits & kSign) ? static_cast<U>(~bits) : static_cast<U>(bits | kSign);
-  } else if constexpr (std::is_signed_v<T>) {
-    return bits ^ kSign;
-  } else {
-    return bits;
-  }
+  return kernels::OrderedBits<U, KeyKindOf<T>()>(std::bit_cast<U>(key));
 }
 
 template <typename T>
 constexpr T FromOrderedBits(OrderedBitsType<T> ordered) {
   using U = OrderedBitsType<T>;
-  constexpr U kSign = U{1} << (sizeof(U) * 8 - 1);
-  if constexpr (std::is_floating_point_v<T>) {
-    return std::bit_cast<T>((ordered & kSign) ? static_cast<U>(ordered ^ kSign)
-                                              : static_cast<U>(~ordered));
-  } else if constexpr (std::is_signed_v<T>) {
-    return std::bit_cast<T>(static_cast<U>(ordered ^ kSign));
-  } else {
-    return ordered;
-  }
+  return std::bit_cast<T>(kernels::KeyBitsFromOrdered<U, KeyKindOf<T>()>(ordered));
 }
 
 // The bits that sort ascending when the keys sort in `descending` order or not: the ordered bits,

@@ -1,19 +1,18 @@
-// Keys <-> order-preserving unsigned bits, on the device. The same map as server/core/key_order.h
-// (integers: flip the sign bit; floats: IEEE 754 totalOrder), so that the radix sort's unsigned order is
-// the service's key order. Used where the host must not touch the keys: arrays in shared memory that
+// Keys <-> order-preserving unsigned bits, on the device: the map of gpusort/kernels/key_order.h, which
+// the host uses too (server/core/key_order.h), so that the radix sort's unsigned order is the service's
+// key order. Used where the host must not touch the keys: arrays in shared memory that
 // the device reads and writes directly.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "gpusort/kernels/key_order.h"
 #include "gpusort/kernels/radix_sort.h"
 #include "gpusort/kernels/runtime.h"
 #include "gpusort/kernels/status.h"
 
 namespace gpusort::kernels {
-
-enum class KeyKind { kUnsigned, kSigned, kFloat };
 
 // In place: each key becomes its ordered bits, complemented when `complement` (descending order, or the
 // largest-first top-k). The OR and the AND of every result are folded into or_and[0] and or_and[1] (a
