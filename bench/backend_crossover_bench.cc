@@ -1,7 +1,7 @@
 // Where AUTO should stop sending work to the CPU: the CUDA backend (staging, PCIe both ways, kernels)
 // beside the CPU backend, through the Backend interface exactly as the server calls them, for sizes
 // from 256 keys to 4M. Wall clock per call on the calling thread, median of many calls after warm-up.
-// The result justifies the thresholds in server/backend/cuda/auto_policy.h.
+// The result justifies the thresholds in server/backend/auto_policy.h.
 //
 //   build/bin/backend_crossover_bench [--json PATH] [--topk-only]
 #include <algorithm>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "server/backend/cpu/cpu_backend.h"
-#include "server/backend/cuda/cuda_backend.h"
+#include "server/backend/cuda_backend.h"
 #include "server/core/dtype.h"
 #include "tests/support/inputs.h"
 

@@ -4,7 +4,7 @@
 //   gpusort_auto     kernels::RadixSort over ordered key bits, sorting only the bits that vary across
 //                    the keys. The range is found on the host from the generated keys (OR ^ AND of
 //                    their ordered bits), exactly as the server finds it while it stages keys
-//                    (server/backend/cuda/cuda_backend.cc, VaryingBitRange).
+//                    (server/backend/cuda/staging.h, VaryingBitRange).
 //   cub_direct       cub::DeviceRadixSort::SortKeys / SortPairs on the natural type (uint32_t, float,
 //                    uint64_t) over all bits, through a DoubleBuffer, temp storage allocated up front,
 //                    int item count (the count type kernels/ passes, so both get CUB's 32-bit offsets).

@@ -1,6 +1,8 @@
-// The engine seam: one implementation per kind of device (CPU now, CUDA next). The service validates a
-// request completely before it calls a backend, so backends may assume consistent specs and buffers;
-// they still answer UNIMPLEMENTED for algorithms they do not have and honour cancellation.
+// The engine seam: one implementation per kind of device (the CPU engine, the CUDA engine), and the
+// router above them (auto_router.h), which is itself a Backend: the service talks to one Backend and
+// never knows which engine serves. The service validates a request completely before it calls a
+// backend, so backends may assume consistent specs and buffers; they still answer UNIMPLEMENTED for
+// algorithms they do not have and honour cancellation.
 #pragma once
 
 #include <cstdint>
@@ -102,6 +104,10 @@ class Backend {
   // its own. Never kValues. The default sorts them one by one; the CUDA backend sorts 32-bit keys of a
   // whole batch in one launch. An error fails every item.
   virtual absl::Status SortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation);
+  // Whether SortBatch sorts these items together, in a batched form (one launch), rather than one at a
+  // time. The router (auto_router.h) hands such a batch over whole, and otherwise sends each request
+  // where its own size takes it. False by default.
+  virtual bool SortsBatchTogether(const SortSpec&, std::span<const BatchItem>) const { return false; }
   // Registers host memory the server mapped from a shared-memory region, once, so that requests on it
   // can copy to and from the device without staging. nullptr: this backend needs nothing of the kind.
   virtual absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(std::span<std::byte>) {

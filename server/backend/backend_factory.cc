@@ -4,7 +4,7 @@
 
 #include "server/backend/cpu/cpu_backend.h"
 #ifdef GPUSORT_WITH_CUDA
-#include "server/backend/cuda/cuda_backend.h"
+#include "server/backend/cuda_backend.h"
 #endif
 
 namespace gpusort {

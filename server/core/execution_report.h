@@ -21,8 +21,8 @@ struct StageTime {
 struct ExecutionReport {
   Algorithm algorithm = Algorithm::kAuto;
   std::vector<StageTime> stages;
-  // Set when a backend hands the request to another one (the CUDA backend's AUTO sends tiny arrays
-  // to the CPU): what really served it. Empty: the backend the service called.
+  // The engine that served the request, as the router (auto_router.h) sends it to one: the CPU engine
+  // or the GPU's. Empty: the backend the service called (a server on the CPU engine alone).
   std::optional<BackendKind> backend;
   std::string device;
 

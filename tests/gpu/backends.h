@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "server/backend/cpu/cpu_backend.h"
-#include "server/backend/cuda/cuda_backend.h"
+#include "server/backend/cuda_backend.h"
 
 namespace gpusort::testing {
 

@@ -22,7 +22,7 @@
 #include "gpusort/kernels/memory.h"
 #include "gpusort/kernels/runtime.h"
 #include "kernels/testing/faults.h"
-#include "server/backend/cuda/cuda_backend.h"
+#include "server/backend/cuda_backend.h"
 #include "tests/service/health_check.h"
 #include "tests/service/http_get.h"
 #include "tests/service/rpc_calls.h"

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "server/backend/cpu/cpu_backend.h"
-#include "server/backend/cuda/auto_policy.h"
-#include "server/backend/cuda/cuda_backend.h"
+#include "server/backend/auto_policy.h"
+#include "server/backend/cuda_backend.h"
 #include "server/core/dtype.h"
 #include "tests/gpu/backends.h"
 #include "tests/support/inputs.h"

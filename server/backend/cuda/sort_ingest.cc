@@ -9,7 +9,6 @@
 #include "gpusort/kernels/memory.h"
 #include "gpusort/kernels/radix_sort.h"
 #include "gpusort/kernels/runtime.h"
-#include "server/backend/cuda/auto_policy.h"
 #include "server/backend/cuda/kernel_status.h"
 #include "server/backend/cuda/staging.h"
 #include "server/backend/cuda/gpu_limits.h"
@@ -25,9 +24,8 @@ constexpr std::size_t kFirstDeviceBytes = std::size_t{8} << 20;
 // of a buffer sized up front (PartedSortIngest); the sort and the reads are the same.
 class CudaSortIngest final : public SortIngest, public PartedSortIngest {
  public:
-  CudaSortIngest(DeviceContext& context, Backend& host_sort, const SortSpec& spec, std::string device_name)
+  CudaSortIngest(DeviceContext& context, const SortSpec& spec, std::string device_name)
       : context_(context),
-        host_sort_(host_sort),
         spec_(spec),
         device_name_(std::move(device_name)),
         key_bytes_(ElementSize(spec.dtype)),
@@ -49,15 +47,6 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
  private:
   absl::Status AppendKeys(std::span<const std::byte> keys) {
     if (keys.empty()) return absl::OkStatus();
-    if (!on_device_) {
-      host_keys_.append(reinterpret_cast<const char*>(keys.data()), keys.size());
-      if (host_keys_.size() < kAutoSortCpuBelowKeys * key_bytes_) return absl::OkStatus();
-      // Large enough that AUTO would pick the GPU: from here on every piece goes straight there.
-      on_device_ = true;
-      std::string held;
-      held.swap(host_keys_);
-      return ToDevice(std::as_bytes(std::span(held.data(), held.size())));
-    }
     return ToDevice(keys);
   }
 
@@ -70,7 +59,6 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     RETURN_IF_ERROR(context_.AllocateAll(slot.stream, {std::max<std::size_t>(1, total_keys * key_bytes_)}, &buffer));
     keys_ = std::move(buffer[0]);
     bytes_ = total_keys * key_bytes_;
-    on_device_ = true;
     return absl::OkStatus();
   }
 
@@ -93,7 +81,6 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
   }
 
   absl::Status SortKeys(const Cancellation& cancellation, ExecutionReport& report) {
-    if (!on_device_) return SortOnHost(cancellation, report);
     report.AddStage(Stage::kH2d, h2d_seconds_);
     const std::size_t n = bytes_ / key_bytes_;
     RETURN_IF_ERROR(CheckGpuSortKeys(n));
@@ -101,6 +88,7 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     report.algorithm = Algorithm::kRadix;
     report.backend = BackendKind::kCuda;
     report.device = device_name_;
+    if (n == 0) return absl::OkStatus();  // nothing came (the router never sends such a stream here)
 
     GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_.ordinal()), "selecting the GPU");
     StageClock wait;
@@ -144,12 +132,6 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
 
   absl::Status ReadKeys(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) {
     if (begin >= end) return absl::OkStatus();
-    if (!on_device_) {
-      std::copy_n(reinterpret_cast<const std::byte*>(host_keys_.data()) + begin * key_bytes_,
-                  (end - begin) * key_bytes_, keys);
-      if (indices != nullptr) std::copy(host_indices_.begin() + begin, host_indices_.begin() + end, indices);
-      return absl::OkStatus();
-    }
     GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_.ordinal()), "selecting the GPU");
     DeviceContext::Lease lease = context_.Acquire();
     StreamSlot& slot = lease.slot();
@@ -199,28 +181,12 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     return absl::OkStatus();
   }
 
-  absl::Status SortOnHost(const Cancellation& cancellation, ExecutionReport& report) {
-    const std::size_t n = host_keys_.size() / key_bytes_;
-    SortBuffers buffers;
-    buffers.count = n;
-    buffers.keys = std::as_writable_bytes(std::span(host_keys_.data(), host_keys_.size()));
-    if (with_positions()) {
-      host_indices_.resize(n);
-      buffers.indices_out = std::span(host_indices_);
-    }
-    return host_sort_.Sort(spec_, buffers, cancellation, report);
-  }
-
   DeviceContext& context_;
-  Backend& host_sort_;
   const SortSpec spec_;
   const std::string device_name_;
   const std::size_t key_bytes_;
   const bool descending_;
 
-  bool on_device_ = false;
-  std::string host_keys_;            // until on_device_
-  std::vector<int64_t> host_indices_;
   kernels::DeviceAllocation keys_;   // ordered bits; after Sort, the sorted ones
   std::size_t bytes_ = 0;            // of keys_ in use
   kernels::DeviceAllocation positions_;
@@ -231,15 +197,14 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
 
 }  // namespace
 
-std::unique_ptr<SortIngest> MakeCudaSortIngest(DeviceContext& context, Backend& host_sort, const SortSpec& spec,
-                                               std::string device_name) {
-  return std::make_unique<CudaSortIngest>(context, host_sort, spec, std::move(device_name));
+std::unique_ptr<SortIngest> MakeCudaSortIngest(DeviceContext& context, const SortSpec& spec, std::string device_name) {
+  return std::make_unique<CudaSortIngest>(context, spec, std::move(device_name));
 }
 
-absl::StatusOr<std::unique_ptr<PartedSortIngest>> MakeCudaPartedSortIngest(DeviceContext& context, Backend& host_sort,
+absl::StatusOr<std::unique_ptr<PartedSortIngest>> MakeCudaPartedSortIngest(DeviceContext& context,
                                                                          const SortSpec& spec, std::string device_name,
                                                                          std::size_t total_keys) {
-  auto ingest = std::make_unique<CudaSortIngest>(context, host_sort, spec, std::move(device_name));
+  auto ingest = std::make_unique<CudaSortIngest>(context, spec, std::move(device_name));
   RETURN_IF_ERROR(ingest->Reserve(total_keys));
   return ingest;
 }

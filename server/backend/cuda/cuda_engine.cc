@@ -1,4 +1,4 @@
-#include "server/backend/cuda/cuda_backend.h"
+#include "server/backend/cuda/cuda_engine.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,8 +11,7 @@
 #include "gpusort/kernels/radix_sort.h"
 #include "gpusort/kernels/runtime.h"
 #include "gpusort/kernels/segmented_sort.h"
-#include "server/backend/cpu/cpu_backend.h"
-#include "server/backend/cuda/auto_policy.h"
+#include "server/backend/auto_policy.h"
 #include "server/backend/cuda/comparison_sort.h"
 #include "server/backend/cuda/batch_sort.h"
 #include "server/backend/cuda/device_context.h"
@@ -32,18 +31,12 @@ kernels::KeyWidth WidthOf(DType dtype) {
 }
 
 
-// Who answers a request: the CPU backend (asked for by name, or AUTO's choice for small work) or the
-// GPU (AUTO's radix engine, or the GPU algorithm named); any other algorithm is UNIMPLEMENTED with the
-// list this backend has for the method.
-enum class Route { kCpu, kGpu };
-bool GoesToCpu(Algorithm asked, AutoChoice auto_choice) {
-  return asked == Algorithm::kCpu || (asked == Algorithm::kAuto && auto_choice == AutoChoice::kCpu);
-}
-absl::StatusOr<Route> RouteFor(std::string_view method, Algorithm asked, AutoChoice auto_choice,
-                               const std::vector<Algorithm>& available) {
-  if (GoesToCpu(asked, auto_choice)) return Route::kCpu;
+// OK for AUTO (the GPU's own choice of kernel) and the GPU algorithms; else UNIMPLEMENTED with the list
+// this engine has for the method. Which engine a request goes to is the router's business
+// (auto_router.h): this one runs everything it is given on the GPU.
+absl::Status CheckGpuAlgorithm(std::string_view method, Algorithm asked, const std::vector<Algorithm>& available) {
   if (asked == Algorithm::kAuto || std::find(available.begin(), available.end(), asked) != available.end()) {
-    return Route::kGpu;
+    return absl::OkStatus();
   }
   return AlgorithmUnavailable(method, asked, available, "cuda");
 }
@@ -74,35 +67,30 @@ class JobTimer {
   StreamSlot& slot_;
 };
 
-class CudaBackend final : public Backend {
+class CudaEngine final : public Backend {
  public:
-  CudaBackend(std::unique_ptr<DeviceContext> context, std::unique_ptr<Backend> cpu)
-      : context_(std::move(context)), cpu_(std::move(cpu)) {
+  explicit CudaEngine(std::unique_ptr<DeviceContext> context) : context_(std::move(context)) {
     const auto& p = context_->properties();
     device_ = "cuda:" + std::to_string(p.ordinal) + " " + p.name;
   }
 
   BackendKind kind() const override { return BackendKind::kCuda; }
-  bool SmallCallsAreCheap() const override { return true; }  // AUTO answers them on its CPU backend
   std::string device() const override { return device_; }
   std::vector<Algorithm> sort_algorithms() const override {
-    return {Algorithm::kRadix, Algorithm::kMerge, Algorithm::kBitonic, Algorithm::kOddEven, Algorithm::kQuicksort,
-            Algorithm::kCpu};
+    return {Algorithm::kRadix, Algorithm::kMerge, Algorithm::kBitonic, Algorithm::kOddEven, Algorithm::kQuicksort};
   }
   std::vector<Algorithm> topk_algorithms() const override {
-    return {Algorithm::kRadix,  Algorithm::kRadixSelect, Algorithm::kSmallK, Algorithm::kThreadLists,
-            Algorithm::kCpu};
+    return {Algorithm::kRadix, Algorithm::kRadixSelect, Algorithm::kSmallK, Algorithm::kThreadLists};
   }
 
-  // Limits of the GPU paths; what AUTO or the caller sends to the CPU has none. The same route as
-  // RunSort and RunTopK take, so a request is refused here exactly when the GPU would refuse it.
+  // The GPU paths' limits, as RunSort and RunTopK meet them: a request is refused here exactly when the
+  // GPU would refuse it.
   absl::Status CheckSortLimits(const SortSpec& spec, std::size_t count) const override {
-    if (GoesToCpu(spec.algorithm, ChooseSort(spec, count))) return absl::OkStatus();
     RETURN_IF_ERROR(CheckGpuSortKeys(count));
     return CheckComparisonSortSize(spec.algorithm, count);
   }
   absl::Status CheckTopKLimits(const TopKSpec& spec, std::size_t count) const override {
-    if (count == 0 || GoesToCpu(spec.algorithm, ChooseTopK(spec, count))) return absl::OkStatus();
+    if (count == 0) return absl::OkStatus();
     RETURN_IF_ERROR(CheckGpuTopKKeys(count));
     const Algorithm algorithm = spec.algorithm == Algorithm::kAuto ? ChooseTopKKernel(spec, count) : spec.algorithm;
     return IsTopKSelection(algorithm) ? CheckTopKSelectionLimits(algorithm, spec.k) : absl::OkStatus();
@@ -130,6 +118,12 @@ class CudaBackend final : public Backend {
   absl::Status SortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation) override {
     return context_->Watch(RunSortBatch(spec, items, cancellation));
   }
+  // One launch per batch where a batched form fits (batch_sort.h): the segmented bitonic sort of one
+  // row per request (AUTO or BITONIC, requests of up to 4096 keys), else one composite radix sort (AUTO
+  // or RADIX, 32-bit keys). Never values.
+  bool SortsBatchTogether(const SortSpec& spec, std::span<const BatchItem> items) const override {
+    return BatchForm(spec, items) != Algorithm::kAuto;
+  }
   absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(std::span<std::byte> memory) override {
     absl::StatusOr<std::unique_ptr<HostMemoryPin>> pin = RunPinHostMemory(memory);
     if (!pin.ok()) return context_->Watch(pin.status());
@@ -145,63 +139,61 @@ class CudaBackend final : public Backend {
   }
 
   // The GPU paths read each key of the region once (staged, then converted on the device), so they
-  // work on the region itself; what AUTO leaves to the CPU works on a private copy (Backend::TopKPinned).
+  // work on the region itself, with no private copy (Backend::TopKPinned).
   absl::Status TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                           ExecutionReport& report) override {
-    ASSIGN_OR_RETURN(const Route route,
-                     RouteFor("TopK", spec.algorithm, ChooseTopK(spec, buffers.count), topk_algorithms()));
-    if (route == Route::kCpu) return Backend::TopKPinned(spec, buffers, cancellation, report);
     return TopK(spec, buffers, cancellation, report);  // watched there
   }
 
   std::unique_ptr<SortIngest> StartSortIngest(const SortSpec& spec) override {
-    // Values of any width stay on the collect-then-sort path; the CPU by name needs no GPU at all.
+    // Values of any width and the comparison sorts stay on the collect-then-sort path.
     if (spec.payload == SortPayload::kValues) return nullptr;
     if (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix) return nullptr;
-    return MakeCudaSortIngest(*context_, *this, spec, device_);  // which watches its own statuses
+    return MakeCudaSortIngest(*context_, spec, device_);  // which watches its own statuses
   }
 
   absl::StatusOr<std::unique_ptr<PartedSortIngest>> StartPartedSortIngest(const SortSpec& spec,
                                                                           std::size_t total_keys) override {
-    // As StartSortIngest; arrays AUTO leaves on the CPU gather on the host.
-    if (spec.payload == SortPayload::kValues || total_keys < kAutoSortCpuBelowKeys ||
+    // As StartSortIngest: the rest gathers on the host and is sorted through Sort.
+    if (spec.payload == SortPayload::kValues ||
         (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix)) {
       return Backend::StartPartedSortIngest(spec, total_keys);
     }
-    return MakeCudaPartedSortIngest(*context_, *this, spec, device_, total_keys);
+    return MakeCudaPartedSortIngest(*context_, spec, device_, total_keys);
   }
 
  private:
   absl::Status RunSort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
                        ExecutionReport& report) {
-    ASSIGN_OR_RETURN(const Route route,
-                     RouteFor("Sort", spec.algorithm, ChooseSort(spec, buffers.count), sort_algorithms()));
-    if (route == Route::kCpu) {
-      return OnCpu(report, [&] { return cpu_->Sort(spec, buffers, cancellation, report); });
-    }
+    RETURN_IF_ERROR(CheckGpuAlgorithm("Sort", spec.algorithm, sort_algorithms()));
     RETURN_IF_ERROR(CheckComparisonSortSize(spec.algorithm, buffers.count));
     report.algorithm = GpuAlgorithm(spec.algorithm);
     return SortOnGpu(spec, buffers, cancellation, report);
   }
 
-  absl::Status RunSortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation) {
-    std::size_t total = 0;
-    for (const BatchItem& item : items) total += item.buffers.count;
-    ASSIGN_OR_RETURN(const Route route, RouteFor("Sort", spec.algorithm, ChooseSort(spec, total), sort_algorithms()));
-    // One launch per batch where a batched form fits (batch_sort.h): the segmented bitonic sort of one
-    // row per request (AUTO or BITONIC, requests of up to 4096 keys), else one composite radix sort
-    // (AUTO or RADIX, 32-bit keys). The rest (the CPU's share, values, 64-bit keys in long requests,
-    // the other comparison sorts) goes one request at a time, each by its own choice.
-    if (route == Route::kCpu || spec.payload == SortPayload::kValues) return Backend::SortBatch(spec, items, cancellation);
-    const std::span<const BatchItem> batch(items.data(), items.size());
+  // The batched form that fits (SortsBatchTogether): BITONIC for rows, RADIX for the composite radix
+  // sort, AUTO for none.
+  static Algorithm BatchForm(const SortSpec& spec, std::span<const BatchItem> batch) {
+    if (spec.payload == SortPayload::kValues) return Algorithm::kAuto;
     if ((spec.algorithm == Algorithm::kAuto && BatchFitsRows(batch)) ||
         (spec.algorithm == Algorithm::kBitonic && BatchRowLength(batch) <= kernels::kBitonicRowsMaxLength)) {
-      return SortBatchAsRowsOnGpu(*context_, spec, items, device_);
+      return Algorithm::kBitonic;
     }
     if ((spec.algorithm == Algorithm::kAuto || spec.algorithm == Algorithm::kRadix) && ElementSize(spec.dtype) == 4) {
-      return SortBatchOnGpu(*context_, spec, items, device_);
+      return Algorithm::kRadix;
     }
-    return Backend::SortBatch(spec, items, cancellation);
+    return Algorithm::kAuto;
+  }
+
+  // The rest (values, 64-bit keys in long requests, the other comparison sorts) goes one request at a
+  // time, on the GPU; the router sends such a batch's requests one by one instead, each by its own size.
+  absl::Status RunSortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation) {
+    RETURN_IF_ERROR(CheckGpuAlgorithm("Sort", spec.algorithm, sort_algorithms()));
+    switch (BatchForm(spec, std::span<const BatchItem>(items))) {
+      case Algorithm::kBitonic: return SortBatchAsRowsOnGpu(*context_, spec, items, device_);
+      case Algorithm::kRadix: return SortBatchOnGpu(*context_, spec, items, device_);
+      default: return Backend::SortBatch(spec, items, cancellation);
+    }
   }
 
   absl::StatusOr<std::unique_ptr<HostMemoryPin>> RunPinHostMemory(std::span<std::byte> memory) {
@@ -211,10 +203,9 @@ class CudaBackend final : public Backend {
 
   absl::Status RunSortPinned(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
                              const Cancellation& cancellation, ExecutionReport& report) {
-    ASSIGN_OR_RETURN(const Route route,
-                     RouteFor("Sort", spec.algorithm, ChooseSort(spec, buffers.count), sort_algorithms()));
+    RETURN_IF_ERROR(CheckGpuAlgorithm("Sort", spec.algorithm, sort_algorithms()));
     // The named comparison sorts take the ordinary path (copy in, Sort): regions are a radix fast path.
-    if (route == Route::kCpu || spec.payload == SortPayload::kValues || IsComparisonSort(spec.algorithm)) {
+    if (spec.payload == SortPayload::kValues || IsComparisonSort(spec.algorithm)) {
       return Backend::SortPinned(spec, keys_in, buffers, cancellation, report);
     }
     report.algorithm = Algorithm::kRadix;
@@ -223,24 +214,13 @@ class CudaBackend final : public Backend {
 
   absl::Status RunTopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                        ExecutionReport& report) {
-    ASSIGN_OR_RETURN(const Route route,
-                     RouteFor("TopK", spec.algorithm, ChooseTopK(spec, buffers.count), topk_algorithms()));
-    if (route == Route::kCpu) {
-      return OnCpu(report, [&] { return cpu_->TopK(spec, buffers, cancellation, report); });
-    }
+    RETURN_IF_ERROR(CheckGpuAlgorithm("TopK", spec.algorithm, topk_algorithms()));
     const Algorithm algorithm =
         spec.algorithm == Algorithm::kAuto ? ChooseTopKKernel(spec, buffers.count) : spec.algorithm;
     if (IsTopKSelection(algorithm)) {
       return SelectTopKOnGpu(*context_, algorithm, spec, buffers, cancellation, report);
     }
     return TopKOnGpu(spec, algorithm, buffers, cancellation, report);
-  }
-
-  template <typename F>
-  absl::Status OnCpu(ExecutionReport& report, F&& run) {
-    report.backend = BackendKind::kCpu;
-    report.device = cpu_->device();
-    return run();
   }
 
   absl::Status SortOnGpu(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
@@ -481,13 +461,12 @@ class CudaBackend final : public Backend {
   }
 
   std::unique_ptr<DeviceContext> context_;
-  std::unique_ptr<Backend> cpu_;
   std::string device_;
 };
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const CudaBackendOptions& options) {
+absl::StatusOr<std::unique_ptr<Backend>> MakeCudaEngine(const CudaEngineOptions& options) {
   std::string why_none;
   if (kernels::CountDevices(&why_none) <= options.device) {
     return absl::UnavailableError("no usable GPU: " +
@@ -501,8 +480,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const CudaBackendOption
       .staging_bytes = options.staging_bytes,
       .memory_limit_bytes = options.memory_limit_bytes};
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceContext> context, DeviceContext::Create(context_options));
-  return std::unique_ptr<Backend>(
-      new CudaBackend(std::move(context), MakeCpuBackend({.threads = options.cpu_threads})));
+  return std::unique_ptr<Backend>(new CudaEngine(std::move(context)));
 }
 
 }  // namespace gpusort

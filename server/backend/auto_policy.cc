@@ -1,4 +1,4 @@
-#include "server/backend/cuda/auto_policy.h"
+#include "server/backend/auto_policy.h"
 
 #include "gpusort/kernels/comparison_sorts.h"
 #include "gpusort/kernels/top_k.h"

@@ -1,4 +1,5 @@
-// AUTO's choices for the CUDA backend, in one place. Each threshold comes from
+// AUTO's choices, in one place: the engine (the router, auto_router.h, sends small work to the CPU
+// engine) and, on the GPU engine, the top-k kernel. Each threshold comes from
 // bench/backend_crossover_bench on the H100 machine (16 host cores), BENCHMARKS.md "AUTO: where the CPU
 // wins": the CUDA backend's whole call (staging, PCIe both ways, kernels) beside the CPU backend's.
 // Change them only with a new measurement.

@@ -1,0 +1,209 @@
+#include "server/backend/auto_router.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/backend/auto_policy.h"
+#include "server/core/dtype.h"
+#include "server/core/status_macros.h"
+
+namespace gpusort {
+namespace {
+
+// What served the request, in its report: the service answers with it (ExecutionInfo.backend, device).
+void Stamp(const Backend& engine, ExecutionReport& report) {
+  report.backend = engine.kind();
+  report.device = engine.device();
+}
+
+// The streams AUTO or RADIX may send to the GPU: pieces wait on the host until they hold as many keys
+// as AUTO takes to the GPU (kAutoSortCpuBelowKeys); from then on they go to the GPU engine's ingest as
+// they come, so that a long stream crosses PCIe while the rest is still on the wire and a short one
+// never touches the device. A stream that ends short is sorted where the router sends a Sort of its
+// size (AUTO: the CPU; RADIX: the GPU).
+class RoutedSortIngest final : public SortIngest {
+ public:
+  RoutedSortIngest(Backend& router, Backend& gpu, const SortSpec& spec)
+      : router_(router), gpu_(gpu), spec_(spec), key_bytes_(ElementSize(spec.dtype)) {}
+
+  absl::Status Append(std::span<const std::byte> keys) override {
+    if (on_gpu_ != nullptr) return on_gpu_->Append(keys);
+    held_.append(reinterpret_cast<const char*>(keys.data()), keys.size());
+    if (held_.size() < kAutoSortCpuBelowKeys * key_bytes_ || gpu_declined_) return absl::OkStatus();
+    on_gpu_ = gpu_.StartSortIngest(spec_);
+    if (on_gpu_ == nullptr) {  // the engine takes whole arrays only: keep collecting
+      gpu_declined_ = true;
+      return absl::OkStatus();
+    }
+    std::string held;
+    held.swap(held_);
+    return on_gpu_->Append(std::as_bytes(std::span(held.data(), held.size())));
+  }
+
+  absl::Status Sort(const Cancellation& cancellation, ExecutionReport& report) override {
+    if (on_gpu_ != nullptr) {
+      Stamp(gpu_, report);
+      return on_gpu_->Sort(cancellation, report);
+    }
+    const std::size_t n = held_.size() / key_bytes_;
+    SortBuffers buffers;
+    buffers.count = n;
+    buffers.keys = std::as_writable_bytes(std::span(held_.data(), held_.size()));
+    if (spec_.payload == SortPayload::kIndices) {
+      held_indices_.resize(n);
+      buffers.indices_out = std::span(held_indices_);
+    }
+    return router_.Sort(spec_, buffers, cancellation, report);  // which stamps the engine it picks
+  }
+
+  absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) override {
+    if (on_gpu_ != nullptr) return on_gpu_->Read(begin, end, keys, indices);
+    if (begin >= end) return absl::OkStatus();
+    std::copy_n(reinterpret_cast<const std::byte*>(held_.data()) + begin * key_bytes_, (end - begin) * key_bytes_,
+                keys);
+    if (indices != nullptr) std::copy(held_indices_.begin() + begin, held_indices_.begin() + end, indices);
+    return absl::OkStatus();
+  }
+
+ private:
+  Backend& router_;
+  Backend& gpu_;
+  const SortSpec spec_;
+  const std::size_t key_bytes_;
+  std::unique_ptr<SortIngest> on_gpu_;  // once the keys reached AUTO's GPU threshold
+  bool gpu_declined_ = false;
+  std::string held_;                    // until then
+  std::vector<int64_t> held_indices_;
+};
+
+std::vector<Algorithm> WithCpu(std::vector<Algorithm> list) {
+  list.push_back(Algorithm::kCpu);
+  return list;
+}
+
+bool Listed(const std::vector<Algorithm>& list, Algorithm a) {
+  return std::find(list.begin(), list.end(), a) != list.end();
+}
+
+class AutoRouter final : public Backend {
+ public:
+  AutoRouter(std::unique_ptr<Backend> cpu, std::unique_ptr<Backend> gpu) : cpu_(std::move(cpu)), gpu_(std::move(gpu)) {}
+
+  // The server serves from the GPU engine; the CPU engine helps it with small work.
+  BackendKind kind() const override { return gpu_->kind(); }
+  std::string device() const override { return gpu_->device(); }
+  std::vector<Algorithm> sort_algorithms() const override { return WithCpu(gpu_->sort_algorithms()); }
+  std::vector<Algorithm> topk_algorithms() const override { return WithCpu(gpu_->topk_algorithms()); }
+  bool SmallCallsAreCheap() const override { return cpu_->SmallCallsAreCheap(); }  // AUTO's small work is the CPU's
+  std::vector<MemoryReading> memory() const override { return gpu_->memory(); }
+  absl::Status Healthy() const override { return gpu_->Healthy(); }
+
+  absl::Status CheckSortLimits(const SortSpec& spec, std::size_t count) const override {
+    ASSIGN_OR_RETURN(Backend* const engine, ForSort(spec, count));
+    return engine->CheckSortLimits(spec, count);
+  }
+  absl::Status CheckTopKLimits(const TopKSpec& spec, std::size_t count) const override {
+    ASSIGN_OR_RETURN(Backend* const engine, ForTopK(spec, count));
+    return engine->CheckTopKLimits(spec, count);
+  }
+
+  absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
+                    ExecutionReport& report) override {
+    ASSIGN_OR_RETURN(Backend* const engine, ForSort(spec, buffers.count));
+    Stamp(*engine, report);
+    return engine->Sort(spec, buffers, cancellation, report);
+  }
+
+  absl::Status SortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation) override {
+    std::size_t total = 0;
+    for (const BatchItem& item : items) total += item.buffers.count;
+    ASSIGN_OR_RETURN(Backend* const engine, ForSort(spec, total));
+    // A batch goes whole to an engine that sorts it together, or to the CPU when the whole of it is
+    // small; otherwise each request goes where its own size takes it.
+    if (engine == cpu_.get() || engine->SortsBatchTogether(spec, std::span<const BatchItem>(items))) {
+      for (BatchItem& item : items) Stamp(*engine, *item.report);
+      return engine->SortBatch(spec, items, cancellation);
+    }
+    return Backend::SortBatch(spec, items, cancellation);
+  }
+
+  absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(std::span<std::byte> memory) override {
+    return gpu_->PinHostMemory(memory);  // the CPU engine needs none
+  }
+
+  absl::Status SortPinned(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
+                          const Cancellation& cancellation, ExecutionReport& report) override {
+    ASSIGN_OR_RETURN(Backend* const engine, ForSort(spec, buffers.count));
+    Stamp(*engine, report);
+    return engine->SortPinned(spec, keys_in, buffers, cancellation, report);
+  }
+
+  absl::Status TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
+                          ExecutionReport& report) override {
+    ASSIGN_OR_RETURN(Backend* const engine, ForTopK(spec, buffers.count));
+    Stamp(*engine, report);
+    return engine->TopKPinned(spec, buffers, cancellation, report);
+  }
+
+  // Values, the CPU by name and the comparison sorts by name take whole arrays (collected, then Sort).
+  std::unique_ptr<SortIngest> StartSortIngest(const SortSpec& spec) override {
+    if (spec.payload == SortPayload::kValues) return nullptr;
+    if (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix) return nullptr;
+    return std::make_unique<RoutedSortIngest>(*this, *gpu_, spec);
+  }
+
+  // As StartSortIngest; a whole that AUTO would leave on the CPU gathers on the host and is sorted
+  // through Sort, like a named algorithm other than RADIX.
+  absl::StatusOr<std::unique_ptr<PartedSortIngest>> StartPartedSortIngest(const SortSpec& spec,
+                                                                          std::size_t total_keys) override {
+    if (spec.payload == SortPayload::kValues || total_keys < kAutoSortCpuBelowKeys ||
+        (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix)) {
+      return Backend::StartPartedSortIngest(spec, total_keys);
+    }
+    return gpu_->StartPartedSortIngest(spec, total_keys);
+  }
+
+  absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
+                    ExecutionReport& report) override {
+    ASSIGN_OR_RETURN(Backend* const engine, ForTopK(spec, buffers.count));
+    Stamp(*engine, report);
+    return engine->TopK(spec, buffers, cancellation, report);
+  }
+
+ private:
+  // The engine for a request: the one the named algorithm belongs to, or AUTO's choice (auto_policy.h);
+  // UNIMPLEMENTED, with the router's list, for an algorithm neither has.
+  absl::StatusOr<Backend*> ForSort(const SortSpec& spec, std::size_t count) const {
+    if (spec.algorithm == Algorithm::kCpu) return cpu_.get();
+    if (spec.algorithm == Algorithm::kAuto) {
+      return ChooseSort(spec, count) == AutoChoice::kCpu ? cpu_.get() : gpu_.get();
+    }
+    if (!Listed(gpu_->sort_algorithms(), spec.algorithm)) {
+      return AlgorithmUnavailable("Sort", spec.algorithm, sort_algorithms(), BackendKindName(kind()));
+    }
+    return gpu_.get();
+  }
+  absl::StatusOr<Backend*> ForTopK(const TopKSpec& spec, std::size_t count) const {
+    if (spec.algorithm == Algorithm::kCpu) return cpu_.get();
+    if (spec.algorithm == Algorithm::kAuto) {
+      return ChooseTopK(spec, count) == AutoChoice::kCpu ? cpu_.get() : gpu_.get();
+    }
+    if (!Listed(gpu_->topk_algorithms(), spec.algorithm)) {
+      return AlgorithmUnavailable("TopK", spec.algorithm, topk_algorithms(), BackendKindName(kind()));
+    }
+    return gpu_.get();
+  }
+
+  std::unique_ptr<Backend> cpu_;
+  std::unique_ptr<Backend> gpu_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeAutoRouter(std::unique_ptr<Backend> cpu, std::unique_ptr<Backend> gpu) {
+  return std::make_unique<AutoRouter>(std::move(cpu), std::move(gpu));
+}
+
+}  // namespace gpusort

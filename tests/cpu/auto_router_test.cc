@@ -1,0 +1,263 @@
+// The router (server/backend/auto_router.h) sends each request to the engine the named algorithm
+// belongs to, or where AUTO's policy (auto_policy.h) takes it, and says in the report which engine
+// served. A stand-in GPU engine (the CPU engine under another name, counting what reaches it) lets
+// this run without a GPU; tests/gpu/cuda_backend_test.cc and sort_ingest_test.cc check the real CUDA
+// backend (the router above the CUDA engine) on the GPU machine.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/backend/auto_policy.h"
+#include "server/backend/auto_router.h"
+#include "server/backend/cpu/cpu_backend.h"
+#include "server/core/dtype.h"
+#include "tests/support/inputs.h"
+
+namespace gpusort {
+namespace {
+
+using testing::MakeInput;
+using testing::Pattern;
+
+struct Counts {
+  std::atomic<int> sort{0}, batch{0}, topk{0}, ingest{0}, parted{0};
+};
+
+// The CPU engine wearing a GPU engine's name and lists (no CPU), counting the calls that reach it.
+class StandInGpu final : public Backend {
+ public:
+  StandInGpu(std::shared_ptr<Counts> counts, bool batches_together)
+      : counts_(std::move(counts)), batches_together_(batches_together) {}
+
+  BackendKind kind() const override { return BackendKind::kCuda; }
+  std::string device() const override { return "stand-in gpu"; }
+  std::vector<Algorithm> sort_algorithms() const override { return {Algorithm::kRadix, Algorithm::kMerge}; }
+  std::vector<Algorithm> topk_algorithms() const override { return {Algorithm::kRadix, Algorithm::kRadixSelect}; }
+  absl::Status CheckSortLimits(const SortSpec&, std::size_t count) const override {
+    return count <= kMaxKeys ? absl::OkStatus() : absl::InvalidArgumentError("stand-in gpu: too many keys");
+  }
+  absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
+                    ExecutionReport& report) override {
+    ++counts_->sort;
+    return cpu_->Sort(AsCpu(spec), buffers, cancellation, report);
+  }
+  absl::Status SortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation) override {
+    ++counts_->batch;
+    return cpu_->SortBatch(AsCpu(spec), items, cancellation);
+  }
+  bool SortsBatchTogether(const SortSpec&, std::span<const BatchItem>) const override { return batches_together_; }
+  std::unique_ptr<SortIngest> StartSortIngest(const SortSpec&) override {
+    ++counts_->ingest;
+    return nullptr;  // the router then collects the whole array and calls Sort
+  }
+  absl::StatusOr<std::unique_ptr<PartedSortIngest>> StartPartedSortIngest(const SortSpec& spec,
+                                                                          std::size_t total_keys) override {
+    ++counts_->parted;
+    return Backend::StartPartedSortIngest(spec, total_keys);
+  }
+  absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
+                    ExecutionReport& report) override {
+    ++counts_->topk;
+    TopKSpec cpu = spec;
+    cpu.algorithm = Algorithm::kAuto;
+    return cpu_->TopK(cpu, buffers, cancellation, report);
+  }
+
+  static constexpr std::size_t kMaxKeys = 1 << 20;
+
+ private:
+  static SortSpec AsCpu(SortSpec spec) {
+    spec.algorithm = Algorithm::kAuto;
+    return spec;
+  }
+  std::shared_ptr<Counts> counts_;
+  bool batches_together_;
+  std::unique_ptr<Backend> cpu_ = MakeCpuBackend({});
+};
+
+class AutoRouterTest : public ::testing::Test {
+ protected:
+  void Make(bool batches_together = false) {
+    router_ = MakeAutoRouter(MakeCpuBackend({}), std::make_unique<StandInGpu>(counts_, batches_together));
+  }
+  void SetUp() override { Make(); }
+
+  // Sorts n random u32 keys with `algorithm`; checks the answer against std::sort.
+  ExecutionReport SortOf(std::size_t n, Algorithm algorithm, absl::Status* status = nullptr) {
+    std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, n, n);
+    std::vector<uint32_t> want = keys;
+    std::sort(want.begin(), want.end());
+    SortSpec spec;
+    spec.algorithm = algorithm;
+    SortBuffers buffers;
+    buffers.count = n;
+    buffers.keys = std::as_writable_bytes(std::span(keys));
+    ExecutionReport report;
+    Cancellation cancellation;
+    absl::Status s = router_->Sort(spec, buffers, cancellation, report);
+    if (status != nullptr) *status = s;
+    if (s.ok()) {
+      EXPECT_EQ(keys, want) << "n=" << n;
+    }
+    return report;
+  }
+
+  std::shared_ptr<Counts> counts_ = std::make_shared<Counts>();
+  std::unique_ptr<Backend> router_;
+};
+
+TEST_F(AutoRouterTest, ItServesAsTheGpuEngineWithCpuAddedToItsLists) {
+  EXPECT_EQ(router_->kind(), BackendKind::kCuda);
+  EXPECT_EQ(router_->device(), "stand-in gpu");
+  EXPECT_EQ(router_->sort_algorithms(), (std::vector<Algorithm>{Algorithm::kRadix, Algorithm::kMerge, Algorithm::kCpu}));
+  EXPECT_EQ(router_->topk_algorithms(),
+            (std::vector<Algorithm>{Algorithm::kRadix, Algorithm::kRadixSelect, Algorithm::kCpu}));
+  EXPECT_TRUE(router_->SmallCallsAreCheap());  // AUTO's small work goes to the CPU engine
+}
+
+TEST_F(AutoRouterTest, AutoSortsSmallArraysOnTheCpuAndLargeOnesOnTheGpu) {
+  const ExecutionReport small = SortOf(kAutoSortCpuBelowKeys - 1, Algorithm::kAuto);
+  EXPECT_EQ(small.backend, BackendKind::kCpu);
+  EXPECT_NE(small.device, "stand-in gpu");
+  EXPECT_EQ(counts_->sort.load(), 0);
+  const ExecutionReport large = SortOf(kAutoSortCpuBelowKeys, Algorithm::kAuto);
+  EXPECT_EQ(large.backend, BackendKind::kCuda);
+  EXPECT_EQ(large.device, "stand-in gpu");
+  EXPECT_EQ(counts_->sort.load(), 1);
+}
+
+TEST_F(AutoRouterTest, ANamedAlgorithmGoesToItsEngineAtAnySize) {
+  EXPECT_EQ(SortOf(10, Algorithm::kRadix).backend, BackendKind::kCuda);
+  EXPECT_EQ(SortOf(100000, Algorithm::kCpu).backend, BackendKind::kCpu);
+  EXPECT_EQ(counts_->sort.load(), 1);
+  absl::Status status;
+  SortOf(10, Algorithm::kRadixSelect, &status);  // a top-k kernel: neither engine sorts with it
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(std::string(status.message()).find("radix, merge, cpu"), std::string::npos) << status;
+  EXPECT_EQ(counts_->sort.load(), 1);
+}
+
+TEST_F(AutoRouterTest, LimitsAreTheServingEnginesOnly) {
+  SortSpec spec;  // AUTO
+  EXPECT_TRUE(router_->CheckSortLimits(spec, StandInGpu::kMaxKeys).ok());
+  EXPECT_EQ(router_->CheckSortLimits(spec, StandInGpu::kMaxKeys + 1).code(), absl::StatusCode::kInvalidArgument);
+  spec.algorithm = Algorithm::kCpu;  // the CPU engine publishes no limit
+  EXPECT_TRUE(router_->CheckSortLimits(spec, StandInGpu::kMaxKeys + 1).ok());
+}
+
+TEST_F(AutoRouterTest, AutoTopKWithSmallKStaysOnTheCpuAtEverySize) {
+  const std::size_t n = 100000;
+  std::vector<float> keys(n);  // finite, mostly distinct: std::greater is the reference's order
+  for (std::size_t i = 0; i < n; ++i) keys[i] = static_cast<float>((i * 2654435761u) % 1000003);
+  for (const std::size_t k : {kAutoTopKCpuUpToK, kAutoTopKCpuUpToK + 1}) {
+    TopKSpec spec;
+    spec.dtype = DType::kFloat32;
+    spec.k = k;
+    spec.output = TopKOutput::kValues;
+    std::vector<float> values(k);
+    TopKBuffers buffers;
+    buffers.count = n;
+    buffers.keys = std::as_bytes(std::span(keys));
+    buffers.values_out = std::as_writable_bytes(std::span(values));
+    ExecutionReport report;
+    Cancellation cancellation;
+    ASSERT_TRUE(router_->TopK(spec, buffers, cancellation, report).ok());
+    EXPECT_EQ(report.backend, k <= kAutoTopKCpuUpToK ? BackendKind::kCpu : BackendKind::kCuda) << "k=" << k;
+    std::vector<float> want = keys;
+    std::partial_sort(want.begin(), want.begin() + k, want.end(), std::greater<float>());
+    want.resize(k);
+    EXPECT_EQ(values, want) << "k=" << k;
+  }
+  EXPECT_EQ(counts_->topk.load(), 1);
+}
+
+// A batch goes whole to the GPU engine when it sorts the batch together; otherwise each request goes
+// where its own size takes it; a batch small in all goes whole to the CPU.
+TEST_F(AutoRouterTest, BatchesGoWholeOnlyWhereTheEngineSortsThemTogether) {
+  auto run = [&](const std::vector<std::size_t>& lengths) {
+    std::vector<std::vector<uint32_t>> keys;
+    for (std::size_t n : lengths) keys.push_back(MakeInput<uint32_t>(Pattern::kRandom, n, n + 1));
+    std::vector<ExecutionReport> reports(lengths.size());
+    std::vector<BatchItem> items(lengths.size());
+    for (std::size_t i = 0; i < lengths.size(); ++i) {
+      items[i].buffers.count = lengths[i];
+      items[i].buffers.keys = std::as_writable_bytes(std::span(keys[i]));
+      items[i].report = &reports[i];
+    }
+    SortSpec spec;
+    Cancellation cancellation;
+    EXPECT_TRUE(router_->SortBatch(spec, items, cancellation).ok());
+    for (const auto& k : keys) EXPECT_TRUE(std::is_sorted(k.begin(), k.end()));
+    return reports;
+  };
+  // One large request among small ones, not sortable together: the small ones go to the CPU.
+  std::vector<ExecutionReport> reports = run({kAutoSortCpuBelowKeys, 100, 200});
+  EXPECT_EQ(reports[0].backend, BackendKind::kCuda);
+  EXPECT_EQ(reports[1].backend, BackendKind::kCpu);
+  EXPECT_EQ(reports[2].backend, BackendKind::kCpu);
+  EXPECT_EQ(counts_->batch.load(), 0);
+  EXPECT_EQ(counts_->sort.load(), 1);
+  // Small in all: the CPU takes it whole.
+  reports = run({100, 200, 300});
+  for (const ExecutionReport& r : reports) EXPECT_EQ(r.backend, BackendKind::kCpu);
+  EXPECT_EQ(counts_->batch.load(), 0);
+  // An engine that sorts it together gets it whole, and every report names it.
+  Make(/*batches_together=*/true);
+  reports = run({kAutoSortCpuBelowKeys, 100, 200});
+  for (const ExecutionReport& r : reports) EXPECT_EQ(r.backend, BackendKind::kCuda);
+  EXPECT_EQ(counts_->batch.load(), 1);
+}
+
+// A streamed AUTO Sort: short streams never reach the GPU engine; one that reaches AUTO's threshold is
+// offered to it (this stand-in declines, so the router collects and sorts the whole on the GPU engine).
+TEST_F(AutoRouterTest, StreamsGoToTheGpuEngineOnlyOnceTheyReachAutosThreshold) {
+  for (const std::size_t n : {std::size_t{0}, std::size_t{5}, kAutoSortCpuBelowKeys - 1, kAutoSortCpuBelowKeys + 3}) {
+    SCOPED_TRACE(n);
+    std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kReversed, n, 1);
+    SortSpec spec;
+    spec.payload = SortPayload::kIndices;
+    std::unique_ptr<SortIngest> ingest = router_->StartSortIngest(spec);
+    ASSERT_NE(ingest, nullptr);
+    const auto bytes = std::as_bytes(std::span(keys));
+    for (std::size_t at = 0; at < bytes.size(); at += 4093) {  // pieces that cut keys
+      ASSERT_TRUE(ingest->Append(bytes.subspan(at, std::min<std::size_t>(4093, bytes.size() - at))).ok());
+    }
+    ExecutionReport report;
+    Cancellation cancellation;
+    ASSERT_TRUE(ingest->Sort(cancellation, report).ok());
+    std::vector<uint32_t> sorted(n);
+    std::vector<int64_t> indices(n);
+    ASSERT_TRUE(ingest->Read(0, n, reinterpret_cast<std::byte*>(sorted.data()), indices.data()).ok());
+    std::vector<uint32_t> want = keys;
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(sorted, want);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(keys[indices[i]], sorted[i]) << i;
+    const bool gpu = n >= kAutoSortCpuBelowKeys;
+    EXPECT_EQ(report.backend, gpu ? BackendKind::kCuda : BackendKind::kCpu);
+    EXPECT_EQ(counts_->ingest.load(), gpu ? 1 : 0);
+    counts_->ingest = 0;
+  }
+  SortSpec values;
+  values.payload = SortPayload::kValues;
+  values.value_width = 4;
+  EXPECT_EQ(router_->StartSortIngest(values), nullptr);
+  SortSpec merge;
+  merge.algorithm = Algorithm::kMerge;
+  EXPECT_EQ(router_->StartSortIngest(merge), nullptr);
+}
+
+TEST_F(AutoRouterTest, PartedSortsGoToTheGpuEngineOnlyWhenAutoWouldSendTheWhole) {
+  SortSpec spec;
+  ASSERT_TRUE(router_->StartPartedSortIngest(spec, kAutoSortCpuBelowKeys - 1).ok());
+  EXPECT_EQ(counts_->parted.load(), 0);
+  ASSERT_TRUE(router_->StartPartedSortIngest(spec, kAutoSortCpuBelowKeys).ok());
+  EXPECT_EQ(counts_->parted.load(), 1);
+}
+
+}  // namespace
+}  // namespace gpusort
