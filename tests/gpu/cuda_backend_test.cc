@@ -446,9 +446,13 @@ TEST(CudaBackend, SelectionKernelsOverTheirKLimitAreInvalidArgumentSayingSo) {
     // The published limit (what the service checks before admission) says exactly what the run says.
     EXPECT_EQ(Cuda()->CheckTopKLimits(spec, 4096), over.status);
   }
+  // AUTO with k up to 128 is the CPU's at every size (auto_policy.h), which has no limit; larger k goes
+  // to the GPU, which takes at most 2^31-1 keys.
   TopKSpec any;
   any.dtype = DType::kFloat32;
   any.k = 10;
+  EXPECT_TRUE(Cuda()->CheckTopKLimits(any, std::size_t{1} << 31).ok());
+  any.k = 1000;
   EXPECT_EQ(Cuda()->CheckTopKLimits(any, std::size_t{1} << 31).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(Cuda()->CheckTopKLimits(any, (std::size_t{1} << 31) - 1).ok());
   SortSpec sort;
