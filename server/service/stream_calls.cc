@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <memory>
@@ -37,22 +36,13 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     call_.cancellation.Cancel();
     OnFailure(absl::CancelledError("the caller cancelled"));
   }
-  // gRPC is done with the call; a worker may still be inside it (it marks itself idle as its very last
-  // touch of the call), so wait for that before the call goes.
+  // gRPC is done with the call. A worker may still be inside it (a GPU copy of the input, a chunk of
+  // the answer): each holds the call while it runs, and whoever lets go last deletes it. gRPC's
+  // callback thread never waits for a worker.
   void OnDone() override {
     AcquireFromGrpc(this);
     core_.watchdog().Forget(this);
-    {
-      std::unique_lock lock(work_mutex_);
-      idle_.wait(lock, [this] { return !working_; });
-    }
-    {
-      std::unique_lock lock(answer_mutex_);
-      idle_.wait(lock, [this] { return !filling_; });
-    }
-    ServiceCore* core = &core_;
-    delete this;
-    ReleaseToGrpc(core);  // the server's shutdown acquires it before the core goes
+    Release();
   }
 
   // Reads run back to back: each message is taken in (Accept) and the next read starts at once, while
@@ -92,9 +82,15 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     const bool start_worker = !working_ && HasPendingWork();
     if (start_worker) working_ = true;
     lock.unlock();
+    if (start_worker) Hold();  // before StartRead: OnDone may follow the read, and must not delete it
     ReleaseToGrpc(this);
     this->StartRead(&request_);
-    if (start_worker) core_.RunOnWorker([this] { Work(); });
+    if (start_worker) {
+      core_.RunOnWorker([this] {
+        Work();
+        Release();  // the worker's very last touch of the call
+      });
+    }
   }
 
   void OnWriteDone(bool ok) override {
@@ -173,7 +169,16 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
   grpc::CallbackServerContext* context_;
   CallState call_;
   std::mutex work_mutex_;  // between the reads (gRPC's threads) and the pending work (a worker)
-  std::condition_variable idle_;  // a worker let go of the call (see OnDone)
+
+  // Who holds the call: gRPC until OnDone, and each worker task inside it (Work, FillAnswerChunks).
+  // The last to let go deletes it, on its own thread.
+  void Hold() { holds_.fetch_add(1, std::memory_order_relaxed); }
+  void Release() {
+    if (holds_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    ServiceCore* core = &core_;
+    delete this;
+    ReleaseToGrpc(core);  // the server's shutdown acquires it before the core goes
+  }
 
  private:
   Clock::time_point WatchDeadline() const override {
@@ -238,7 +243,6 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
         if (!failed_.ok() || !HasPendingWork()) {
           if (!input_ended_) {  // the next read starts the worker again
             working_ = false;
-            idle_.notify_all();
             return;
           }
           finish = true;
@@ -262,11 +266,10 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     }
   }
 
-  // The input worker's last touch of the call.
+  // The input worker is done with the input (it still holds the call until Work returns).
   void WorkerIdle() {
     std::lock_guard lock(work_mutex_);
     working_ = false;
-    idle_.notify_all();
   }
 
   // The caller sent a message or took a chunk of the answer.
@@ -305,7 +308,9 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
         std::lock_guard lock(answer_mutex_);
         filling_ = true;
       }
+      Hold();  // the filler may write the last chunk, and the call may be done before it returns
       FillAnswerChunks();
+      Release();
     });
   }
 
@@ -325,7 +330,6 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
         std::lock_guard lock(answer_mutex_);
         if (!more_chunks_ || slots_[fill_].ready || replied()) {
           filling_ = false;
-          idle_.notify_all();
           return;
         }
         index = fill_;
@@ -339,7 +343,6 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
         std::lock_guard lock(answer_mutex_);
         more_chunks_ = false;
         filling_ = false;
-        idle_.notify_all();
         return;
       }
       bool write_now;
@@ -352,7 +355,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
         write_now = !write_in_flight_ && index == write_;
         if (write_now) write_in_flight_ = true;
       }
-      if (write_now) WriteAnswerSlot(index);  // the last one finishes the call; filling_ keeps it alive
+      if (write_now) WriteAnswerSlot(index);  // the last one finishes the call; our hold keeps it alive
     }
   }
 
@@ -371,7 +374,13 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
       }
       if (!filling_ && more_chunks_) start_filler = filling_ = true;
     }
-    if (start_filler) core_.RunOnWorker([this] { FillAnswerChunks(); });
+    if (start_filler) {
+      Hold();  // taken on gRPC's thread, inside OnWriteDone: before OnDone can come
+      core_.RunOnWorker([this] {
+        FillAnswerChunks();
+        Release();
+      });
+    }
     if (next >= 0) WriteAnswerSlot(next);
   }
 
@@ -425,10 +434,11 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
   std::mutex answer_mutex_;  // the double-buffered answer: filler (a worker) and writer (gRPC)
   AnswerSlot slots_[2];
   int fill_ = 0, write_ = 0;       // which slot is filled next, and written next
-  bool filling_ = false;           // a worker is in FillAnswerChunks
+  bool filling_ = false;           // a worker is in FillAnswerChunks (answer_mutex_)
   bool write_in_flight_ = false;
   bool more_chunks_ = true;        // NextChunk has not yet said it gave the last one
   bool first_message_ = true;
+  std::atomic<int> holds_{1};  // gRPC's, until OnDone; see Hold and Release
   bool working_ = false;      // a worker is doing pending work (guarded by work_mutex_)
   bool input_ended_ = false;  // no more reads will come (guarded by work_mutex_)
   absl::Status failed_;       // the input's first failure (guarded by work_mutex_)
