@@ -112,6 +112,15 @@ ServerConfig WithMetrics() {
 class StreamParts : public ::testing::Test {
  protected:
   std::string Scrape() { return HttpGet(server_.server().metrics_port(), "/metrics"); }
+  // Waits (up to 10 s) until `want` calls hold a ticket: a part holds one from its first message on, and
+  // joins its job in the same step. A fixed sleep was too short under ThreadSanitizer.
+  bool WaitForInflight(double want) {
+    for (int i = 0; i < 1000; ++i) {
+      if (MetricValue(Scrape(), "gpusort_inflight_requests") == want) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
 
   // Sorts `keys` in `count` parts, each on its own connection, and checks the joined answer.
   template <typename T>
@@ -290,7 +299,10 @@ TEST_F(StreamParts, ABrokenSortInPartsCountsOnceUnderTheBreakingPartsCode) {
   const std::string before = Scrape();
   auto first_stub = server_.NewStub();
   auto first = std::async(std::launch::async, [&] { return SendPart(*first_stub, options, Part(job, 0, 2, 20), half, 40, 4); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the first part joins and waits
+  // The first part must have joined before the second breaks the job: a part that comes after its job
+  // failed never joins it and counts on its own (README, gpusort_requests_total).
+  ASSERT_TRUE(WaitForInflight(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   PartAnswer second = SendPart(*server_.NewStub(), options, Part(job, 1, 2, 20), half + "xxxx", 44, 4);
   ASSERT_EQ(second.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << second.status.error_message();
   ASSERT_EQ(first.get().status.error_code(), grpc::StatusCode::ABORTED);
