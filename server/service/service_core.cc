@@ -174,6 +174,26 @@ absl::Status ServiceCore::Complete(CallState& call, const absl::Status& status) 
   return WithRequestId(call, status);
 }
 
+namespace {
+
+bool SmallForInline(const ServerConfig& config, const Backend& backend, Algorithm requested, std::size_t keys) {
+  return keys <= config.inline_max_keys && (requested == Algorithm::kAuto || requested == Algorithm::kCpu) &&
+         backend.SmallCallsAreCheap();
+}
+
+}  // namespace
+
+ServiceCore::Placement ServiceCore::PlaceSort(const SortSpec& spec, std::size_t keys, bool on_shared_memory) const {
+  if (on_shared_memory) return Placement::kWorker;
+  if (batcher_->Eligible(spec, keys)) return Placement::kBatch;
+  return SmallForInline(config_, backend_, spec.algorithm, keys) ? Placement::kInline : Placement::kWorker;
+}
+
+ServiceCore::Placement ServiceCore::PlaceTopK(const TopKSpec& spec, std::size_t keys, bool on_shared_memory) const {
+  if (on_shared_memory) return Placement::kWorker;
+  return SmallForInline(config_, backend_, spec.algorithm, keys) ? Placement::kInline : Placement::kWorker;
+}
+
 absl::Status ServiceCore::CheckSortAlgorithm(Algorithm a) const {
   const auto list = backend_.sort_algorithms();
   if (Has(list, a)) return absl::OkStatus();

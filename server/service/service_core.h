@@ -34,7 +34,6 @@ class ServiceCore {
   const ServerConfig& config() const { return config_; }
   Backend& backend() { return backend_; }
   SharedRegions& regions() { return regions_; }
-  SortBatcher& batcher() { return *batcher_; }
   PartedSorts& parted_sorts() { return parted_sorts_; }
 
   // Takes an in-flight ticket for the call: UNAVAILABLE while draining or once the backend has failed
@@ -51,6 +50,22 @@ class ServiceCore {
   // server's log. When the call failed because the backend has failed for good, health is NOT_SERVING
   // before the answer goes out. Call it once, right before Finish, and finish with what it returns.
   absl::Status Complete(CallState& call, const absl::Status& status);
+
+  // Where a validated unary request runs: the one place that decides it, so that reactors hold no
+  // scheduling policy (issue 15).
+  //   kInline: on the gRPC thread that took it, as the echo is answered: AUTO or CPU work of at most
+  //            --inline-max-keys keys on a backend whose small calls are cheap, never on shared memory,
+  //            never one the batcher takes (tens of microseconds, cheaper than the hop to a worker);
+  //   kBatch:  a small Sort the batcher takes (--batch-delay-us): it waits for others of its kind;
+  //   kWorker: everything else, on a worker thread.
+  enum class Placement { kInline, kWorker, kBatch };
+  Placement PlaceSort(const SortSpec& spec, std::size_t keys, bool on_shared_memory) const;
+  Placement PlaceTopK(const TopKSpec& spec, std::size_t keys, bool on_shared_memory) const;
+  // Hands a small Sort to the batcher; `done` comes once, on a worker, after its answer is in its buffers.
+  void SubmitToBatch(const SortSpec& spec, const SortBuffers& buffers, ExecutionReport* report,
+                     SortBatcher::DoneFn done) {
+    batcher_->Submit(spec, buffers, report, std::move(done));
+  }
 
   // UNIMPLEMENTED (with the list) when the backend lacks the asked algorithm.
   absl::Status CheckSortAlgorithm(Algorithm a) const;

@@ -28,16 +28,21 @@ class UnaryCall : public grpc::ServerUnaryReactor {
     ReleaseToGrpc(core);  // the server's shutdown acquires it before the core goes
   }
 
-  // Validates on the gRPC thread (bad requests are answered at once), then runs on a worker.
+  // Validates on the gRPC thread (bad requests are answered at once), then runs where the service
+  // core places it (ServiceCore::Placement): here, on a worker, or in a batch (reached from a worker).
   UnaryCall* Start() {
     absl::Status status = Prepare();
     if (!status.ok()) {
       Reply(status);
-    } else if (RunsInline()) {
-      call_.report.AddStage(Stage::kQueue, 0);  // no wait for a worker: the stage list stays the same
-      RunThenReply();  // cheaper than the hop to a worker: answered on gRPC's thread
     } else {
-      core_.Submit(call_, [this] { RunThenReply(); });
+      switch (Place()) {
+        case ServiceCore::Placement::kInline:
+          call_.report.AddStage(Stage::kQueue, 0);  // no wait for a worker: the stage list stays the same
+          Reply(Run());
+          break;
+        case ServiceCore::Placement::kWorker: core_.Submit(call_, [this] { Reply(Run()); }); break;
+        case ServiceCore::Placement::kBatch: core_.Submit(call_, [this] { RunInBatch(); }); break;
+      }
     }
     ReleaseToGrpc(&call_.cancellation);  // the call is gRPC's from here: OnCancel may come
     return this;
@@ -46,15 +51,10 @@ class UnaryCall : public grpc::ServerUnaryReactor {
  protected:
   virtual absl::Status Prepare() = 0;
   virtual absl::Status Run() = 0;
-  // Tiny CPU work (AUTO or CPU, at most --inline-max-keys keys, not batched, not shared memory) runs
-  // on the gRPC thread that took the call, as the echo does.
-  virtual bool RunsInline() const = 0;
-  bool SmallForInline(Algorithm requested) const {
-    return call_.keys <= core_.config().inline_max_keys &&
-           (requested == Algorithm::kAuto || requested == Algorithm::kCpu) && core_.backend().SmallCallsAreCheap();
-  }
-  // On a worker. A call that hands its work on (to the batcher) replies later, from there.
-  virtual void RunThenReply() { Reply(Run()); }
+  // Where the core places this call, asked with what only the call knows (its spec, size, regions).
+  virtual ServiceCore::Placement Place() const = 0;
+  // On a worker, for a call placed in a batch: hands it to the batcher, which replies for it later.
+  virtual void RunInBatch() { Reply(absl::InternalError("this call cannot be batched")); }
 
   // Last thing a call does: gRPC may delete it as soon as Finish is called.
   void Reply(const absl::Status& status) {
@@ -135,19 +135,17 @@ class SortCall final : public UnaryCall {
     return absl::OkStatus();
   }
 
-  bool RunsInline() const override {
-    return regions_.keys.region == nullptr && SmallForInline(spec_.algorithm) &&
-           !core_.batcher().Eligible(spec_, call_.keys);
+  ServiceCore::Placement Place() const override {
+    return core_.PlaceSort(spec_, call_.keys, regions_.keys.region != nullptr);
   }
 
   // Small Sorts wait for others of their kind when batching is on; the batcher replies for them.
-  void RunThenReply() override {
-    if (regions_.keys.region != nullptr || !core_.batcher().Eligible(spec_, call_.keys)) return Reply(Run());
+  void RunInBatch() override {
     if (absl::Status s = call_.cancellation.Check(); !s.ok()) return Reply(s);
     const SortBuffers buffers = PrepareBuffers();
     // The last use of `this` here: once submitted, the batch may finish, reply and free this call at
     // any moment on another thread.
-    core_.batcher().Submit(spec_, buffers, &call_.report, [this](absl::Status status) {
+    core_.SubmitToBatch(spec_, buffers, &call_.report, [this](absl::Status status) {
       if (status.ok()) core_.FillInfo(call_, response_->mutable_info());
       Reply(status);
     });
@@ -259,7 +257,9 @@ class TopKCall final : public UnaryCall {
     return absl::OkStatus();
   }
 
-  bool RunsInline() const override { return regions_.keys.region == nullptr && SmallForInline(spec_.algorithm); }
+  ServiceCore::Placement Place() const override {
+    return core_.PlaceTopK(spec_, call_.keys, regions_.keys.region != nullptr);
+  }
 
   const v1::TopKRequest* request_;
   v1::TopKResponse* response_;
