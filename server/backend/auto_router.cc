@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -173,26 +174,19 @@ class AutoRouter final : public Backend {
   }
 
  private:
-  // The engine for a request: the one the named algorithm belongs to, or AUTO's choice (auto_policy.h);
-  // UNIMPLEMENTED, with the router's list, for an algorithm neither has.
   absl::StatusOr<Backend*> ForSort(const SortSpec& spec, std::size_t count) const {
-    if (spec.algorithm == Algorithm::kCpu) return cpu_.get();
-    if (spec.algorithm == Algorithm::kAuto) {
-      return ChooseSort(spec, count) == AutoChoice::kCpu ? cpu_.get() : gpu_.get();
-    }
-    if (!Listed(gpu_->sort_algorithms(), spec.algorithm)) {
-      return AlgorithmUnavailable("Sort", spec.algorithm, sort_algorithms(), BackendKindName(kind()));
-    }
-    return gpu_.get();
+    return Route("Sort", spec.algorithm, ChooseSort(spec, count), gpu_->sort_algorithms());
   }
   absl::StatusOr<Backend*> ForTopK(const TopKSpec& spec, std::size_t count) const {
-    if (spec.algorithm == Algorithm::kCpu) return cpu_.get();
-    if (spec.algorithm == Algorithm::kAuto) {
-      return ChooseTopK(spec, count) == AutoChoice::kCpu ? cpu_.get() : gpu_.get();
-    }
-    if (!Listed(gpu_->topk_algorithms(), spec.algorithm)) {
-      return AlgorithmUnavailable("TopK", spec.algorithm, topk_algorithms(), BackendKindName(kind()));
-    }
+    return Route("TopK", spec.algorithm, ChooseTopK(spec, count), gpu_->topk_algorithms());
+  }
+  // The engine for a request: the one the named algorithm belongs to, or AUTO's choice (auto_policy.h);
+  // UNIMPLEMENTED, with the router's list, for an algorithm neither has.
+  absl::StatusOr<Backend*> Route(std::string_view method, Algorithm asked, AutoChoice auto_choice,
+                                 const std::vector<Algorithm>& gpu_list) const {
+    if (asked == Algorithm::kCpu) return cpu_.get();
+    if (asked == Algorithm::kAuto) return auto_choice == AutoChoice::kCpu ? cpu_.get() : gpu_.get();
+    if (!Listed(gpu_list, asked)) return AlgorithmUnavailable(method, asked, WithCpu(gpu_list), BackendKindName(kind()));
     return gpu_.get();
   }
 
