@@ -5,7 +5,6 @@
 #include <chrono>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "server/core/spec.h"
@@ -26,7 +25,17 @@ struct ExecutionReport {
   std::optional<BackendKind> backend;
   std::string device;
 
-  void AddStage(Stage stage, double seconds) { stages.push_back({stage, seconds}); }
+  // One entry per stage, in the order each first came: a stage met again (a stream's pieces, each
+  // crossing on its own; a job's own copy after them) adds its time to the first entry.
+  void AddStage(Stage stage, double seconds) {
+    for (StageTime& s : stages) {
+      if (s.stage == stage) {
+        s.seconds += seconds;
+        return;
+      }
+    }
+    stages.push_back({stage, seconds});
+  }
 };
 
 // Measures one stage: `StageClock c; ...; report.AddStage(Stage::kSort, c.Seconds());`

@@ -77,39 +77,24 @@ absl::Status SortBatchAsRowsOnGpu(DeviceContext& context, const SortSpec& spec, 
     });
   }
 
-  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context.ordinal()), "selecting the GPU");
-  StageClock wait;
-  DeviceContext::Lease lease = context.Acquire();
-  StreamSlot& slot = lease.slot();
-  const double wait_seconds = wait.Seconds();
-  std::vector<kernels::DeviceAllocation> mem;
-  RETURN_IF_ERROR(context.AllocateAll(slot.stream, {padded * width, with_positions ? padded * 4 : 0}, &mem));
-  kernels::KeyRowsArgs args;
-  args.key_width = width == 4 ? kernels::KeyWidth::k32 : kernels::KeyWidth::k64;
-  args.rows = rows;
-  args.row_length = row_length;
-  args.keys = mem[0].data();
-  args.positions = with_positions ? mem[1].as<std::uint32_t>() : nullptr;
   const double prepare_seconds = prepare.Seconds();
 
-  StageClock h2d;
-  RETURN_IF_ERROR(Upload(slot, host.data(), args.keys, padded * width, width, PlainCopyFn()));
-  const double h2d_seconds = h2d.Seconds();
-  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.kernel_start.Record(slot.stream), "recording an event");
-  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::BitonicSortRows(args, nullptr, 0, slot.stream), "bitonic row sort");
-  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.kernel_stop.Record(slot.stream), "recording an event");
-  StageClock d2h;
-  RETURN_IF_ERROR(Download(slot, args.keys, host.data(), padded * width, width, PlainCopyFn()));
   std::vector<std::uint32_t> positions(with_positions ? padded : 0);
-  if (with_positions) {
-    RETURN_IF_ERROR(Download(slot, args.positions, reinterpret_cast<std::byte*>(positions.data()), padded * 4, 4,
-                             PlainCopyFn()));
-  }
-  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "finishing the batch");
-  double kernel_seconds = 0;
-  (void)slot.kernel_stop.SecondsSince(slot.kernel_start, &kernel_seconds);
-  const BatchStageSeconds seconds{.prepare = prepare_seconds, .stream_wait = wait_seconds, .h2d = h2d_seconds,
-                                  .kernel = kernel_seconds, .d2h = d2h.Seconds()};
+  const PackedBatch batch{.keys = host, .key_bytes = width, .positions = positions};
+  RETURN_IF_ERROR(RunPackedBatch(
+      context, batch,
+      [&](const kernels::Stream& stream, void* const keys[2], void* const pos[2], void*, int* result) {
+        kernels::KeyRowsArgs args;
+        args.key_width = width == 4 ? kernels::KeyWidth::k32 : kernels::KeyWidth::k64;
+        args.rows = rows;
+        args.row_length = row_length;
+        args.keys = keys[0];
+        args.positions = with_positions ? static_cast<std::uint32_t*>(pos[0]) : nullptr;
+        *result = 0;  // in place
+        GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::BitonicSortRows(args, nullptr, 0, stream), "bitonic row sort");
+        return absl::OkStatus();
+      },
+      items, Algorithm::kBitonic, device_name, prepare_seconds));
 
   for (std::size_t r = 0; r < rows; ++r) {
     const std::size_t count = items[r].buffers.count;
@@ -120,7 +105,6 @@ absl::Status SortBatchAsRowsOnGpu(DeviceContext& context, const SortSpec& spec, 
       const std::uint32_t* row_positions = positions.data() + r * row_length;
       std::copy(row_positions, row_positions + count, items[r].buffers.indices_out.begin());
     }
-    ReportBatchItem(*items[r].report, Algorithm::kBitonic, device_name, seconds);
   }
   return absl::OkStatus();
 }

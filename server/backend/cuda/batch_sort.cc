@@ -7,6 +7,7 @@
 #include "gpusort/kernels/memory.h"
 #include "gpusort/kernels/radix_sort.h"
 #include "gpusort/kernels/runtime.h"
+#include "server/backend/cuda/gpu_job.h"
 #include "server/backend/cuda/kernel_status.h"
 #include "server/backend/cuda/staging.h"
 #include "server/core/key_order.h"
@@ -62,11 +63,7 @@ absl::Status SortBatchOnGpu(DeviceContext& context, const SortSpec& spec, std::s
   const std::uint32_t varying = or_bits ^ and_bits;
   const int request_bits = items.size() > 1 ? std::bit_width(items.size() - 1) : 0;
 
-  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context.ordinal()), "selecting the GPU");
-  StageClock wait;
-  DeviceContext::Lease lease = context.Acquire();
-  StreamSlot& slot = lease.slot();
-  const double wait_seconds = wait.Seconds();
+  const double prepare_seconds = prepare.Seconds();
 
   kernels::RadixSortArgs args;
   args.key_width = kernels::KeyWidth::k64;
@@ -77,37 +74,23 @@ absl::Status SortBatchOnGpu(DeviceContext& context, const SortSpec& spec, std::s
   if (args.begin_bit >= args.end_bit) args.begin_bit = args.end_bit = 0;  // one request of equal keys
   std::size_t temp_bytes = 0;
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSortTempBytes(args, &temp_bytes), "sizing the sort");
-  const std::size_t position_bytes = with_positions ? n * 4 : 0;
-  std::vector<kernels::DeviceAllocation> mem;
-  RETURN_IF_ERROR(context.AllocateAll(slot.stream, {n * 8, n * 8, position_bytes, position_bytes, temp_bytes}, &mem));
-  args.keys[0] = mem[0].data();
-  args.keys[1] = mem[1].data();
-  args.values[0] = mem[2].data();
-  args.values[1] = mem[3].data();
-  const double prepare_seconds = prepare.Seconds();
-
-  StageClock h2d;
-  RETURN_IF_ERROR(Upload(slot, reinterpret_cast<const std::byte*>(composite.data()), args.keys[0], n * 8, 8,
-                         PlainCopyFn()));
-  const double h2d_seconds = h2d.Seconds();
-  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.kernel_start.Record(slot.stream), "recording an event");
-  int result = 0;
-  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSort(args, mem[4].data(), temp_bytes, slot.stream, &result),
-                                 "radix sort");
-  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.kernel_stop.Record(slot.stream), "recording an event");
-  StageClock d2h;
-  RETURN_IF_ERROR(Download(slot, args.keys[result], reinterpret_cast<std::byte*>(composite.data()), n * 8, 8,
-                           PlainCopyFn()));
   std::vector<std::uint32_t> positions(with_positions ? n : 0);
-  if (with_positions) {
-    RETURN_IF_ERROR(Download(slot, args.values[result], reinterpret_cast<std::byte*>(positions.data()), n * 4, 4,
-                             PlainCopyFn()));
-  }
-  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "finishing the batch");
-  double kernel_seconds = 0;
-  (void)slot.kernel_stop.SecondsSince(slot.kernel_start, &kernel_seconds);
-  const BatchStageSeconds seconds{.prepare = prepare_seconds, .stream_wait = wait_seconds, .h2d = h2d_seconds,
-                                  .kernel = kernel_seconds, .d2h = d2h.Seconds()};
+  const PackedBatch batch{.keys = std::as_writable_bytes(std::span(composite)),
+                          .key_bytes = 8,
+                          .positions = positions,
+                          .double_buffered = true,
+                          .temp_bytes = temp_bytes};
+  RETURN_IF_ERROR(RunPackedBatch(
+      context, batch,
+      [&](const kernels::Stream& stream, void* const keys[2], void* const pos[2], void* temp, int* result) {
+        for (int i : {0, 1}) {
+          args.keys[i] = keys[i];
+          args.values[i] = pos[i];
+        }
+        GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSort(args, temp, temp_bytes, stream, result), "radix sort");
+        return absl::OkStatus();
+      },
+      items, Algorithm::kRadix, device_name, prepare_seconds));
 
   // Request i's answer is entries [offsets[i], offsets[i+1]): its keys, and positions less its offset.
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -125,21 +108,68 @@ absl::Status SortBatchOnGpu(DeviceContext& context, const SortSpec& spec, std::s
         items[i].buffers.indices_out[j] = static_cast<std::int64_t>(positions[offsets[i] + j] - offsets[i]);
       }
     }
-    ReportBatchItem(*items[i].report, Algorithm::kRadix, device_name, seconds);
   }
   return absl::OkStatus();
 }
 
-void ReportBatchItem(ExecutionReport& report, Algorithm algorithm, const std::string& device_name,
-                     const BatchStageSeconds& seconds) {
-  report.algorithm = algorithm;
-  report.backend = BackendKind::kCuda;
-  report.device = device_name;
-  report.AddStage(Stage::kBatchPrepare, seconds.prepare);
-  report.AddStage(Stage::kStreamWait, seconds.stream_wait);
-  report.AddStage(Stage::kH2d, seconds.h2d);
-  report.AddStage(Stage::kKernel, seconds.kernel);
-  report.AddStage(Stage::kD2h, seconds.d2h);
+namespace {
+
+class PackedBatchJob final : public GpuJob {
+ public:
+  PackedBatchJob(const PackedBatch& batch, const BatchLaunch& launch) : batch_(batch), launch_(launch) {}
+
+  absl::Status Allocate(const GpuJobEnv& env) override {
+    const std::size_t bytes = batch_.keys.size(), position_bytes = batch_.positions.size() * 4;
+    const std::size_t second = batch_.double_buffered ? 1 : 0;
+    return AllocateBuffers(env, {{&keys_[0], bytes},
+                                 {&keys_[1], second * bytes},
+                                 {&positions_[0], position_bytes},
+                                 {&positions_[1], second * position_bytes},
+                                 {&temp_, batch_.temp_bytes}});
+  }
+  absl::Status Ingest(const GpuJobEnv& env) override {
+    return Upload(env.slot, batch_.keys.data(), keys_[0].data(), batch_.keys.size(), batch_.key_bytes,
+                  PlainCopyFn());
+  }
+  absl::Status Launch(const GpuJobEnv& env) override {
+    void* const keys[2] = {keys_[0].data(), keys_[1].data()};
+    void* const positions[2] = {positions_[0].data(), positions_[1].data()};
+    return launch_(env.slot.stream, keys, positions, temp_.data(), &result_);
+  }
+  absl::Status Egress(const GpuJobEnv& env) override {
+    RETURN_IF_ERROR(Download(env.slot, keys_[result_].data(), batch_.keys.data(), batch_.keys.size(),
+                             batch_.key_bytes, PlainCopyFn()));
+    if (batch_.positions.empty()) return absl::OkStatus();
+    return Download(env.slot, positions_[result_].data(), reinterpret_cast<std::byte*>(batch_.positions.data()),
+                    batch_.positions.size() * 4, 4, PlainCopyFn());
+  }
+
+ private:
+  const PackedBatch& batch_;
+  const BatchLaunch& launch_;
+  int result_ = 0;
+  kernels::DeviceAllocation keys_[2], positions_[2], temp_;
+};
+
+}  // namespace
+
+absl::Status RunPackedBatch(DeviceContext& context, const PackedBatch& batch, const BatchLaunch& launch,
+                            std::span<BatchItem> items, Algorithm algorithm, const std::string& device_name,
+                            double prepare_seconds) {
+  PackedBatchJob job(batch, launch);
+  ExecutionReport launch_report;
+  // A batch is never cancelled as a whole: its requests' callers may go, the others still wait.
+  const Cancellation never;
+  RETURN_IF_ERROR(RunGpuJob(context, job, never, launch_report));
+  for (BatchItem& item : items) {
+    ExecutionReport& report = *item.report;
+    report.algorithm = algorithm;
+    report.backend = BackendKind::kCuda;
+    report.device = device_name;
+    report.AddStage(Stage::kBatchPrepare, prepare_seconds);
+    for (const StageTime& stage : launch_report.stages) report.AddStage(stage.stage, stage.seconds);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace gpusort

@@ -9,11 +9,14 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
 #include "absl/status/status.h"
 #include "server/backend/backend.h"
+#include "gpusort/kernels/runtime.h"
 #include "server/backend/cuda/device_context.h"
 
 namespace gpusort {
@@ -27,13 +30,24 @@ std::size_t BatchRowLength(std::span<const BatchItem> items);
 // Whether the row form suits the batch: longest request within one bitonic tile, padding within bounds.
 bool BatchFitsRows(std::span<const BatchItem> items);
 
-// The stage times of one batch launch, which every request of the batch reports.
-struct BatchStageSeconds {
-  double prepare = 0, stream_wait = 0, h2d = 0, kernel = 0, d2h = 0;
+// The device part of either form, as one GpuJob (gpu_job.h): the batch packed on the host as one
+// array of ordered bits goes in, the form's single launch sorts it, and it comes back in place (with
+// uint32 positions when asked).
+struct PackedBatch {
+  std::span<std::byte> keys;             // packed keys, sorted in place
+  std::size_t key_bytes = 0;             // per packed key
+  std::span<std::uint32_t> positions;    // empty: none wanted
+  bool double_buffered = false;          // the launch sorts from buffer 0 into either (a radix sort)
+  std::size_t temp_bytes = 0;
 };
-// Fills one request's report: the kernel that ran, the device, and its batch's stage times.
-void ReportBatchItem(ExecutionReport& report, Algorithm algorithm, const std::string& device_name,
-                     const BatchStageSeconds& seconds);
+// Queues the sort on `stream`; sets *result to the buffer (0 or 1) that holds the answer.
+using BatchLaunch = std::function<absl::Status(const kernels::Stream& stream, void* const keys[2],
+                                               void* const positions[2], void* temp, int* result)>;
+// Runs the batch through RunGpuJob, then gives every request its report: the kernel that ran, the
+// device, the host's packing time and the batch's stage times.
+absl::Status RunPackedBatch(DeviceContext& context, const PackedBatch& batch, const BatchLaunch& launch,
+                            std::span<BatchItem> items, Algorithm algorithm, const std::string& device_name,
+                            double prepare_seconds);
 
 // The row form. Any dtype, kNone / kIndices; the longest request at most kBitonicRowsMaxLength keys.
 absl::Status SortBatchAsRowsOnGpu(DeviceContext& context, const SortSpec& spec, std::span<BatchItem> items,

@@ -6,29 +6,26 @@
 #include <vector>
 
 #include "gpusort/kernels/comparison_sorts.h"
-#include "gpusort/kernels/gather.h"
 #include "gpusort/kernels/memory.h"
-#include "gpusort/kernels/radix_sort.h"
 #include "gpusort/kernels/runtime.h"
-#include "gpusort/kernels/segmented_sort.h"
 #include "server/backend/auto_policy.h"
 #include "server/backend/cuda/comparison_sort.h"
 #include "server/backend/cuda/batch_sort.h"
 #include "server/backend/cuda/device_context.h"
 #include "server/backend/cuda/kernel_status.h"
-#include "server/backend/cuda/pinned_sort.h"
+#include "server/backend/cuda/gpu_job.h"
+#include "server/backend/cuda/host_registration.h"
+#include "server/backend/cuda/registered_host_ends.h"
 #include "server/backend/cuda/sort_ingest.h"
-#include "server/backend/cuda/staging.h"
+#include "server/backend/cuda/sort_job.h"
+#include "server/backend/cuda/staged_host_ends.h"
+#include "server/backend/cuda/top_k_jobs.h"
 #include "server/backend/cuda/top_k_select.h"
 #include "server/backend/cuda/gpu_limits.h"
 #include "server/core/status_macros.h"
 
 namespace gpusort {
 namespace {
-
-kernels::KeyWidth WidthOf(DType dtype) {
-  return ElementSize(dtype) == 4 ? kernels::KeyWidth::k32 : kernels::KeyWidth::k64;
-}
 
 
 // OK for AUTO (the GPU's own choice of kernel) and the GPU algorithms; else UNIMPLEMENTED with the list
@@ -43,29 +40,6 @@ absl::Status CheckGpuAlgorithm(std::string_view method, Algorithm asked, const s
 
 // The GPU algorithm a routed request runs: the one named, or radix for AUTO.
 Algorithm GpuAlgorithm(Algorithm asked) { return asked == Algorithm::kAuto ? Algorithm::kRadix : asked; }
-
-// Times the kernels of one job with the slot's events and adds the stages to the report.
-class JobTimer {
- public:
-  explicit JobTimer(StreamSlot& slot) : slot_(slot) {}
-  absl::Status KernelStart() {
-    GPUSORT_RETURN_IF_KERNEL_ERROR(slot_.kernel_start.Record(slot_.stream), "recording an event");
-    return absl::OkStatus();
-  }
-  absl::Status KernelStop() {
-    GPUSORT_RETURN_IF_KERNEL_ERROR(slot_.kernel_stop.Record(slot_.stream), "recording an event");
-    return absl::OkStatus();
-  }
-  // After the stream is synchronized.
-  double KernelSeconds() const {
-    double s = 0;
-    (void)slot_.kernel_stop.SecondsSince(slot_.kernel_start, &s);
-    return s;
-  }
-
- private:
-  StreamSlot& slot_;
-};
 
 class CudaEngine final : public Backend {
  public:
@@ -167,8 +141,14 @@ class CudaEngine final : public Backend {
                        ExecutionReport& report) {
     RETURN_IF_ERROR(CheckGpuAlgorithm("Sort", spec.algorithm, sort_algorithms()));
     RETURN_IF_ERROR(CheckComparisonSortSize(spec.algorithm, buffers.count));
-    report.algorithm = GpuAlgorithm(spec.algorithm);
-    return SortOnGpu(spec, buffers, cancellation, report);
+    const Algorithm algorithm = GpuAlgorithm(spec.algorithm);
+    report.algorithm = algorithm;
+    if (buffers.count == 0) return absl::OkStatus();
+    RETURN_IF_ERROR(CheckGpuSortKeys(buffers.count));
+    StagedHostKeys source(buffers.keys, buffers.count, buffers.values);
+    StagedHostResults sink(buffers.keys, buffers.indices_out, buffers.values_out);
+    SortJob job(spec, algorithm, source, sink);
+    return RunGpuJob(*context_, job, cancellation, report);
   }
 
   // The batched form that fits (SortsBatchTogether): BITONIC for rows, RADIX for the composite radix
@@ -209,7 +189,12 @@ class CudaEngine final : public Backend {
       return Backend::SortPinned(spec, keys_in, buffers, cancellation, report);
     }
     report.algorithm = Algorithm::kRadix;
-    return SortPinnedOnGpu(*context_, spec, keys_in, buffers, cancellation, report);
+    if (buffers.count == 0) return absl::OkStatus();
+    RETURN_IF_ERROR(CheckGpuSortKeys(buffers.count));
+    RegisteredHostKeys source(keys_in, buffers.count);
+    RegisteredHostResults sink(buffers.keys, buffers.indices_out);
+    SortJob job(spec, Algorithm::kRadix, source, sink);
+    return RunGpuJob(*context_, job, cancellation, report);
   }
 
   absl::Status RunTopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
@@ -217,247 +202,22 @@ class CudaEngine final : public Backend {
     RETURN_IF_ERROR(CheckGpuAlgorithm("TopK", spec.algorithm, topk_algorithms()));
     const Algorithm algorithm =
         spec.algorithm == Algorithm::kAuto ? ChooseTopKKernel(spec, buffers.count) : spec.algorithm;
+    if (buffers.count == 0 || spec.k == 0) {
+      report.algorithm = algorithm;
+      return absl::OkStatus();
+    }
+    RETURN_IF_ERROR(CheckGpuTopKKeys(buffers.count));
+    StagedHostKeys source(buffers.keys, buffers.count);
+    StagedHostResults sink(buffers.values_out, buffers.indices_out);
     if (IsTopKSelection(algorithm)) {
-      return SelectTopKOnGpu(*context_, algorithm, spec, buffers, cancellation, report);
+      RETURN_IF_ERROR(CheckTopKSelectionLimits(algorithm, spec.k));
+      report.algorithm = algorithm;
+      TopKSelectJob job(spec, algorithm, source, sink);
+      return RunGpuJob(*context_, job, cancellation, report);
     }
-    return TopKOnGpu(spec, algorithm, buffers, cancellation, report);
-  }
-
-  absl::Status SortOnGpu(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
-                         ExecutionReport& report) {
-    const std::size_t n = buffers.count;
-    const std::size_t key_bytes = ElementSize(spec.dtype);
-    if (n == 0) return absl::OkStatus();
-    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_->ordinal()), "selecting the GPU");
-    StageClock wait;
-    DeviceContext::Lease lease = context_->Acquire();
-    StreamSlot& slot = lease.slot();
-    report.AddStage(Stage::kStreamWait, wait.Seconds());
-    RETURN_IF_ERROR(cancellation.Check());
-
-    // The payload that rides with the keys: 4- and 8-byte values directly, positions for argsort and
-    // for values of any other width (gathered by those positions after the sort).
-    // The comparison sorts carry positions only, so values of every width are gathered by them.
-    const Algorithm algorithm = GpuAlgorithm(spec.algorithm);
-    const bool comparison = IsComparisonSort(algorithm);
-    kernels::Payload payload = kernels::Payload::kNone;
-    std::size_t payload_bytes = 0;
-    bool gather_values = false;
-    if (comparison && spec.payload == SortPayload::kValues) {
-      payload = kernels::Payload::kIndexU32;
-      payload_bytes = 4;
-      gather_values = true;
-    } else if (spec.payload == SortPayload::kIndices) {
-      payload = kernels::Payload::kIndexU32;
-      payload_bytes = 4;
-    } else if (spec.payload == SortPayload::kValues) {
-      if (spec.value_width == 4 || spec.value_width == 8) {
-        payload = spec.value_width == 4 ? kernels::Payload::kU32 : kernels::Payload::kU64;
-        payload_bytes = spec.value_width;
-      } else {
-        payload = kernels::Payload::kIndexU32;
-        payload_bytes = 4;
-        gather_values = true;
-      }
-    }
-    RETURN_IF_ERROR(CheckGpuSortKeys(n));
-
-    StageClock h2d;
-    kernels::RadixSortArgs args;
-    args.key_width = WidthOf(spec.dtype);
-    args.payload = payload;
-    args.count = n;
-    // Bits: the whole key until the staging scan says which vary; temp size does not depend on them.
-    args.begin_bit = 0;
-    args.end_bit = static_cast<int>(key_bytes * 8);
-    std::size_t temp_bytes = 0;
-    if (comparison) {
-      RETURN_IF_ERROR(ComparisonSortTempBytes(algorithm, args.key_width, n, payload != kernels::Payload::kNone,
-                                              &temp_bytes));
-    } else {
-      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSortTempBytes(args, &temp_bytes), "sizing the sort");
-    }
-    enum { kKeys0, kKeys1, kPay0, kPay1, kTemp, kValuesIn, kValuesOut };
-    // The comparison sorts work in place (their scratch is in temp): no second buffers.
-    const std::size_t second = comparison ? 0 : 1;
-    std::vector<std::size_t> sizes = {n * key_bytes, second * n * key_bytes, n * payload_bytes,
-                                      second * n * payload_bytes, temp_bytes};
-    if (gather_values) {
-      sizes.push_back(n * spec.value_width);
-      sizes.push_back(n * spec.value_width);
-    }
-    std::vector<kernels::DeviceAllocation> mem;
-    RETURN_IF_ERROR(context_->AllocateAll(slot.stream, sizes, &mem));
-    args.keys[0] = mem[kKeys0].data();
-    args.keys[1] = mem[kKeys1].data();
-    args.values[0] = mem[kPay0].data();
-    args.values[1] = mem[kPay1].data();
-
-    const bool descending = spec.order == SortOrder::kDescending;
-    KeyBitsScan scan;
-    RETURN_IF_ERROR(Upload(slot, buffers.keys.data(), args.keys[0], n * key_bytes, key_bytes,
-                           ToOrderedBitsFn(spec.dtype, descending, &scan)));
-    if (payload == kernels::Payload::kU32 || payload == kernels::Payload::kU64) {
-      RETURN_IF_ERROR(Upload(slot, buffers.values.data(), args.values[0], buffers.values.size(),
-                             spec.value_width, PlainCopyFn()));
-    } else if (gather_values) {
-      RETURN_IF_ERROR(Upload(slot, buffers.values.data(), mem[kValuesIn].data(), buffers.values.size(),
-                             spec.value_width, PlainCopyFn()));
-    }
-    VaryingBitRange(scan.varying(), &args.begin_bit, &args.end_bit);
-    report.AddStage(Stage::kH2d, h2d.Seconds());
-    RETURN_IF_ERROR(cancellation.Check());
-
-    JobTimer timer(slot);
-    RETURN_IF_ERROR(timer.KernelStart());
-    int result = 0;
-    if (comparison) {
-      // Every bit is compared: the varying-bit range is a radix sort's shortcut.
-      auto* positions = payload == kernels::Payload::kNone ? nullptr : static_cast<std::uint32_t*>(args.values[0]);
-      RETURN_IF_ERROR(ComparisonSort(algorithm, args.key_width, n, args.keys[0], positions, mem[kTemp].data(),
-                                     temp_bytes, slot.stream));
-    } else {
-      GPUSORT_RETURN_IF_KERNEL_ERROR(
-          kernels::RadixSort(args, mem[kTemp].data(), temp_bytes, slot.stream, &result), "radix sort");
-    }
-    if (gather_values) {
-      GPUSORT_RETURN_IF_KERNEL_ERROR(
-          kernels::GatherAsync(mem[kValuesIn].data(), static_cast<const std::uint32_t*>(args.values[result]),
-                               mem[kValuesOut].data(), n, spec.value_width, slot.stream),
-          "gathering values");
-    }
-    RETURN_IF_ERROR(timer.KernelStop());
-
-    StageClock d2h;
-    RETURN_IF_ERROR(Download(slot, args.keys[result], buffers.keys.data(), n * key_bytes, key_bytes,
-                             FromOrderedBitsFn(spec.dtype, descending)));
-    if (spec.payload == SortPayload::kIndices) {
-      int64_t* out = buffers.indices_out.data();
-      RETURN_IF_ERROR(Download(slot, args.values[result], reinterpret_cast<std::byte*>(out), n * 4, 4,
-                               [&](std::byte* dst, const std::byte* src, std::size_t bytes) {
-                                 // dst points into `out` at the uint32 offset; widen to int64 positions.
-                                 const std::size_t first = (dst - reinterpret_cast<std::byte*>(out)) / 4;
-                                 WidenPositions(reinterpret_cast<const std::uint32_t*>(src), out + first,
-                                                bytes / 4);
-                               }));
-    } else if (payload == kernels::Payload::kU32 || payload == kernels::Payload::kU64) {
-      RETURN_IF_ERROR(Download(slot, args.values[result], buffers.values_out.data(), buffers.values_out.size(),
-                               spec.value_width, PlainCopyFn()));
-    } else if (gather_values) {
-      RETURN_IF_ERROR(Download(slot, mem[kValuesOut].data(), buffers.values_out.data(),
-                               buffers.values_out.size(), spec.value_width, PlainCopyFn()));
-    }
-    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "finishing the sort");
-    report.AddStage(Stage::kKernel, timer.KernelSeconds());
-    report.AddStage(Stage::kD2h, d2h.Seconds());
-    return absl::OkStatus();
-  }
-
-  // TopK by sorting: each row's (or the array's) stable sort, then its first k. `algorithm` is RADIX (CUB:
-  // a radix sort, or a segmented one for rows) or BITONIC (rows of up to 4096 keys).
-  absl::Status TopKOnGpu(const TopKSpec& spec, Algorithm algorithm, const TopKBuffers& buffers,
-                         const Cancellation& cancellation, ExecutionReport& report) {
-    const std::size_t n = buffers.count;
-    const std::size_t key_bytes = ElementSize(spec.dtype);
-    const std::size_t m = n / spec.rows, k = spec.k, results = spec.rows * k;
-    if (n == 0 || k == 0) return absl::OkStatus();
-    RETURN_IF_ERROR(CheckGpuTopKKeys(n));
-    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_->ordinal()), "selecting the GPU");
-    StageClock wait;
-    DeviceContext::Lease lease = context_->Acquire();
-    StreamSlot& slot = lease.slot();
-    report.AddStage(Stage::kStreamWait, wait.Seconds());
-    RETURN_IF_ERROR(cancellation.Check());
-
-    // Largest first = ascending over complemented bits; the sort is stable, so among equal keys the
-    // earlier position comes first, which is the API's tie rule.
-    const bool complement = spec.largest;
-    const kernels::KeyWidth width = WidthOf(spec.dtype);
-    kernels::RadixSortArgs whole;  // rows == 1
-    kernels::RowSortArgs rows;     // rows > 1
-    // The bitonic network compares (key, position), which gives the stable order the tie rule needs.
-    const bool bitonic_rows = algorithm == Algorithm::kBitonic && spec.rows > 1 && m <= kernels::kBitonicRowsMaxLength;
-    report.algorithm = bitonic_rows ? Algorithm::kBitonic : Algorithm::kRadix;
-    std::size_t temp_bytes = 0;
-    if (bitonic_rows) {
-      // In place, no temporary storage.
-    } else if (spec.rows == 1) {
-      whole.key_width = width;
-      whole.payload = kernels::Payload::kIndexU32;
-      whole.count = n;
-      whole.end_bit = static_cast<int>(key_bytes * 8);
-      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSortTempBytes(whole, &temp_bytes), "sizing the sort");
-    } else {
-      rows.key_width = width;
-      rows.rows = spec.rows;
-      rows.row_length = m;
-      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RowSortTempBytes(rows, &temp_bytes), "sizing the row sort");
-    }
-    enum { kKeys0, kKeys1, kPos0, kPos1, kTemp, kOutKeys, kOutPos };
-    std::vector<kernels::DeviceAllocation> mem;
-    const std::size_t second = bitonic_rows ? 0 : 1;  // the bitonic rows sort in place
-    RETURN_IF_ERROR(context_->AllocateAll(slot.stream,
-                                          {n * key_bytes, second * n * key_bytes, n * 4, second * n * 4, temp_bytes,
-                                           results * key_bytes, results * 8},
-                                          &mem));
-    StageClock h2d;
-    KeyBitsScan scan;
-    RETURN_IF_ERROR(Upload(slot, buffers.keys.data(), mem[kKeys0].data(), n * key_bytes, key_bytes,
-                           ToOrderedBitsFn(spec.dtype, complement, &scan)));
-    report.AddStage(Stage::kH2d, h2d.Seconds());
-    RETURN_IF_ERROR(cancellation.Check());
-
-    JobTimer timer(slot);
-    RETURN_IF_ERROR(timer.KernelStart());
-    int result = 0;
-    if (spec.rows == 1) {
-      whole.keys[0] = mem[kKeys0].data();
-      whole.keys[1] = mem[kKeys1].data();
-      whole.values[0] = mem[kPos0].data();
-      whole.values[1] = mem[kPos1].data();
-      VaryingBitRange(scan.varying(), &whole.begin_bit, &whole.end_bit);
-      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSort(whole, mem[kTemp].data(), temp_bytes, slot.stream,
-                                                        &result),
-                                     "radix sort");
-    } else if (bitonic_rows) {
-      kernels::KeyRowsArgs args;
-      args.key_width = width;
-      args.rows = spec.rows;
-      args.row_length = m;
-      args.keys = mem[kKeys0].data();
-      args.positions = mem[kPos0].as<std::uint32_t>();
-      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::BitonicSortRows(args, nullptr, 0, slot.stream), "bitonic row sort");
-    } else {
-      rows.keys[0] = mem[kKeys0].data();
-      rows.keys[1] = mem[kKeys1].data();
-      rows.indices[0] = mem[kPos0].data();
-      rows.indices[1] = mem[kPos1].data();
-      GPUSORT_RETURN_IF_KERNEL_ERROR(
-          kernels::RowSort(rows, mem[kTemp].data(), temp_bytes, slot.stream, &result), "row sort");
-    }
-    const void* sorted_keys = mem[kKeys0 + result].data();
-    const auto* sorted_pos = static_cast<const std::uint32_t*>(mem[kPos0 + result].data());
-    GPUSORT_RETURN_IF_KERNEL_ERROR(
-        kernels::TakeRowPrefixesAsync(width, sorted_keys, sorted_pos, spec.rows, m, k,
-                                      spec.wants_values() ? mem[kOutKeys].data() : nullptr,
-                                      spec.wants_indices() ? mem[kOutPos].as<std::int64_t>() : nullptr,
-                                      slot.stream),
-        "taking each row's top k");
-    RETURN_IF_ERROR(timer.KernelStop());
-
-    StageClock d2h;
-    if (spec.wants_values()) {
-      RETURN_IF_ERROR(Download(slot, mem[kOutKeys].data(), buffers.values_out.data(), results * key_bytes,
-                               key_bytes, FromOrderedBitsFn(spec.dtype, complement)));
-    }
-    if (spec.wants_indices()) {
-      RETURN_IF_ERROR(Download(slot, mem[kOutPos].data(), reinterpret_cast<std::byte*>(buffers.indices_out.data()),
-                               results * 8, 8, PlainCopyFn()));
-    }
-    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "finishing the top-k");
-    report.AddStage(Stage::kKernel, timer.KernelSeconds());
-    report.AddStage(Stage::kD2h, d2h.Seconds());
-    return absl::OkStatus();
+    TopKBySortJob job(spec, algorithm, source, sink);
+    report.algorithm = job.algorithm();
+    return RunGpuJob(*context_, job, cancellation, report);
   }
 
   std::unique_ptr<DeviceContext> context_;

@@ -7,9 +7,11 @@
 #include <vector>
 
 #include "gpusort/kernels/memory.h"
-#include "gpusort/kernels/radix_sort.h"
 #include "gpusort/kernels/runtime.h"
+#include "server/backend/cuda/device_resident_ends.h"
+#include "server/backend/cuda/gpu_job.h"
 #include "server/backend/cuda/kernel_status.h"
+#include "server/backend/cuda/sort_job.h"
 #include "server/backend/cuda/staging.h"
 #include "server/backend/cuda/gpu_limits.h"
 #include "server/core/status_macros.h"
@@ -52,8 +54,7 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
 
   // Parted form: the whole array's device buffer, at once (the parts then only write into it).
   absl::Status ReserveKeys(std::size_t total_keys) {
-    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_.ordinal()), "selecting the GPU");
-    DeviceContext::Lease lease = context_.Acquire();
+    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
     StreamSlot& slot = lease.slot();
     std::vector<kernels::DeviceAllocation> buffer;
     RETURN_IF_ERROR(context_.AllocateAll(slot.stream, {std::max<std::size_t>(1, total_keys * key_bytes_)}, &buffer));
@@ -66,8 +67,7 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
   absl::Status WriteKeys(std::size_t first_key, std::span<const std::byte> keys) {
     if (keys.empty()) return absl::OkStatus();
     StageClock clock;
-    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_.ordinal()), "selecting the GPU");
-    DeviceContext::Lease lease = context_.Acquire();
+    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
     StreamSlot& slot = lease.slot();
     KeyBitsScan scan;
     RETURN_IF_ERROR(Upload(slot, keys.data(), keys_.as<std::byte>() + first_key * key_bytes_, keys.size(),
@@ -80,6 +80,8 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     return absl::OkStatus();
   }
 
+  // The keys lie on the device already: the sort is a SortJob from them (device_resident_ends.h), and
+  // its results stay there for ReadKeys.
   absl::Status SortKeys(const Cancellation& cancellation, ExecutionReport& report) {
     report.AddStage(Stage::kH2d, h2d_seconds_);
     const std::size_t n = bytes_ / key_bytes_;
@@ -90,50 +92,18 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     report.device = device_name_;
     if (n == 0) return absl::OkStatus();  // nothing came (the router never sends such a stream here)
 
-    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_.ordinal()), "selecting the GPU");
-    StageClock wait;
-    DeviceContext::Lease lease = context_.Acquire();
-    StreamSlot& slot = lease.slot();
-    report.AddStage(Stage::kStreamWait, wait.Seconds());
-
-    kernels::RadixSortArgs args;
-    args.key_width = key_bytes_ == 4 ? kernels::KeyWidth::k32 : kernels::KeyWidth::k64;
-    args.payload = with_positions() ? kernels::Payload::kIndexU32 : kernels::Payload::kNone;
-    args.count = n;
-    args.begin_bit = 0;
-    args.end_bit = static_cast<int>(key_bytes_ * 8);
-    std::size_t temp_bytes = 0;
-    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSortTempBytes(args, &temp_bytes), "sizing the sort");
-    const std::size_t position_bytes = with_positions() ? n * 4 : 0;
-    std::vector<kernels::DeviceAllocation> mem;
-    RETURN_IF_ERROR(context_.AllocateAll(slot.stream, {n * key_bytes_, position_bytes, position_bytes, temp_bytes},
-                                         &mem));
-    args.keys[0] = keys_.data();
-    args.keys[1] = mem[0].data();
-    args.values[0] = mem[1].data();
-    args.values[1] = mem[2].data();
-    VaryingBitRange(scan_.varying(), &args.begin_bit, &args.end_bit);
-
-    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.kernel_start.Record(slot.stream), "recording an event");
-    int result = 0;
-    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSort(args, mem[3].data(), temp_bytes, slot.stream, &result),
-                                   "radix sort");
-    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.kernel_stop.Record(slot.stream), "recording an event");
-    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "finishing the sort");
-    double kernel_seconds = 0;
-    (void)slot.kernel_stop.SecondsSince(slot.kernel_start, &kernel_seconds);
-    report.AddStage(Stage::kKernel, kernel_seconds);
-
-    // Keep the answer's buffers; give the rest back now.
-    if (result == 1) std::swap(keys_, mem[0]);
-    positions_ = std::move(mem[1 + result]);
+    DeviceResidentKeys source(keys_, n, scan_.varying());
+    DeviceResidentResults sink;
+    SortJob job(spec_, Algorithm::kRadix, source, sink);
+    RETURN_IF_ERROR(RunGpuJob(context_, job, cancellation, report));
+    keys_ = std::move(sink.keys());
+    positions_ = std::move(sink.positions());
     return absl::OkStatus();
   }
 
   absl::Status ReadKeys(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) {
     if (begin >= end) return absl::OkStatus();
-    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_.ordinal()), "selecting the GPU");
-    DeviceContext::Lease lease = context_.Acquire();
+    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
     StreamSlot& slot = lease.slot();
     StageClock d2h;
     RETURN_IF_ERROR(Download(slot, keys_.as<std::byte>() + begin * key_bytes_, keys, (end - begin) * key_bytes_,
@@ -156,8 +126,7 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
   // Converts `keys` into ordered bits and appends them to the device buffer, growing it when full.
   absl::Status ToDevice(std::span<const std::byte> keys) {
     StageClock clock;
-    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context_.ordinal()), "selecting the GPU");
-    DeviceContext::Lease lease = context_.Acquire();
+    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
     StreamSlot& slot = lease.slot();
     if (bytes_ + keys.size() > keys_.size()) {
       std::size_t capacity = std::max(keys_.size(), kFirstDeviceBytes);

@@ -1,14 +1,13 @@
-// TopK on the GPU through the selection kernels (kernels/top_k.h: RADIX_SELECT, SMALL_K, THREAD_LISTS):
-// keys cross as ordered bits (complemented for the largest), the kernel writes the k results of every
-// row straight into the reply's layout (ordered bits and int64 positions), and only those come back.
+// The TopK selection kernels (kernels/top_k.h: RADIX_SELECT, SMALL_K, THREAD_LISTS) as the engine
+// knows them: which algorithms they are, their entry points and their limits. TopKSelectJob
+// (top_k_jobs.h) runs them.
 #pragma once
 
 #include <cstddef>
-#include <string>
 
 #include "absl/status/status.h"
-#include "server/backend/backend.h"
-#include "server/backend/cuda/device_context.h"
+#include "gpusort/kernels/top_k.h"
+#include "server/core/spec.h"
 
 namespace gpusort {
 
@@ -17,8 +16,12 @@ bool IsTopKSelection(Algorithm algorithm);
 // INVALID_ARGUMENT naming the limit when `k` is more than `algorithm` can select per row.
 absl::Status CheckTopKSelectionLimits(Algorithm algorithm, std::size_t k);
 
-// Runs one TopK with `algorithm` (one of the selection kernels; already checked against its limits).
-absl::Status SelectTopKOnGpu(DeviceContext& context, Algorithm algorithm, const TopKSpec& spec,
-                             const TopKBuffers& buffers, const Cancellation& cancellation, ExecutionReport& report);
+// One selection kernel's entry points and its most k per row (0: any k).
+struct TopKSelection {
+  kernels::Status (*temp_bytes)(const kernels::TopKArgs&, std::size_t*);
+  kernels::Status (*select)(const kernels::TopKArgs&, void*, std::size_t, const kernels::Stream&);
+  std::size_t max_k;
+};
+TopKSelection SelectionOf(Algorithm algorithm);  // RADIX_SELECT for anything not a selection kernel
 
 }  // namespace gpusort

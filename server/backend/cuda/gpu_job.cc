@@ -1,0 +1,55 @@
+#include "server/backend/cuda/gpu_job.h"
+
+#include "gpusort/kernels/runtime.h"
+#include "server/backend/cuda/kernel_status.h"
+#include "server/core/status_macros.h"
+
+namespace gpusort {
+
+absl::StatusOr<DeviceContext::Lease> LeaseSlot(DeviceContext& context) {
+  // The calling thread may be any worker: the device is per thread in the CUDA runtime.
+  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context.ordinal()), "selecting the GPU");
+  return context.Acquire();
+}
+
+absl::Status AllocateBuffers(const GpuJobEnv& env, std::initializer_list<BufferRequest> requests) {
+  std::vector<std::size_t> sizes;
+  sizes.reserve(requests.size());
+  for (const BufferRequest& r : requests) sizes.push_back(r.bytes);
+  std::vector<kernels::DeviceAllocation> allocated;
+  RETURN_IF_ERROR(env.context.AllocateAll(env.slot.stream, sizes, &allocated));
+  std::size_t i = 0;
+  for (const BufferRequest& r : requests) *r.buffer = std::move(allocated[i++]);
+  return absl::OkStatus();
+}
+
+absl::Status RunGpuJob(DeviceContext& context, GpuJob& job, const Cancellation& cancellation,
+                       ExecutionReport& report) {
+  StageClock wait;
+  ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context));
+  StreamSlot& slot = lease.slot();
+  report.AddStage(Stage::kStreamWait, wait.Seconds());
+  RETURN_IF_ERROR(cancellation.Check());
+  const GpuJobEnv env{context, slot};
+  RETURN_IF_ERROR(job.Allocate(env));
+
+  StageClock h2d;
+  RETURN_IF_ERROR(job.Ingest(env));
+  report.AddStage(Stage::kH2d, h2d.Seconds());
+  RETURN_IF_ERROR(cancellation.Check());
+
+  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.kernel_start.Record(slot.stream), "recording an event");
+  RETURN_IF_ERROR(job.Launch(env));
+  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.kernel_stop.Record(slot.stream), "recording an event");
+
+  StageClock d2h;
+  RETURN_IF_ERROR(job.Egress(env));
+  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "finishing the job");
+  double kernel_seconds = 0;
+  (void)slot.kernel_stop.SecondsSince(slot.kernel_start, &kernel_seconds);
+  report.AddStage(Stage::kKernel, kernel_seconds);
+  report.AddStage(Stage::kD2h, d2h.Seconds());
+  return absl::OkStatus();
+}
+
+}  // namespace gpusort

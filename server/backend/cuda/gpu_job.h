@@ -1,0 +1,64 @@
+// The CUDA engine's one pipeline. Every GPU request, whatever carries its keys in and its answer out,
+// is a GpuJob run by RunGpuJob, which does the steps they all share, in this order and nowhere else:
+//
+//   select the device, lease a stream slot       stage "stream_wait"
+//   allocate the job's device buffers             (all or none; the pool trims and retries once)
+//   ingest: the job's source -> device            stage "h2d"
+//   launch: the kernels, between the slot's       stage "kernel" (CUDA events, device time)
+//           timing events
+//   egress: device -> the job's sink              stage "d2h" (until the stream is done)
+//
+// with the cancellation checked after the lease and after the ingest. A kind of job (sort_job.h,
+// top_k_jobs.h, batch_jobs.h) says only what differs: which buffers, which kernels; where its keys come
+// from and where its results go are its GpuKeySource and GpuResultSink (gpu_job_ends.h).
+#pragma once
+
+#include <cstddef>
+#include <initializer_list>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gpusort/kernels/memory.h"
+#include "server/backend/cuda/device_context.h"
+#include "server/core/cancellation.h"
+#include "server/core/execution_report.h"
+
+namespace gpusort {
+
+// What a job's steps work with: the engine's context (for its pool) and the leased slot.
+struct GpuJobEnv {
+  DeviceContext& context;
+  StreamSlot& slot;
+};
+
+class GpuJob {
+ public:
+  virtual ~GpuJob() = default;
+  // Sizes and allocates the job's device buffers (env.context.AllocateAll on the slot's stream).
+  virtual absl::Status Allocate(const GpuJobEnv& env) = 0;
+  // Brings the keys (and values) in; may return with copies still queued on the slot's stream.
+  virtual absl::Status Ingest(const GpuJobEnv& env) = 0;
+  // Queues the kernels on the slot's stream.
+  virtual absl::Status Launch(const GpuJobEnv& env) = 0;
+  // Sends the results out; RunGpuJob waits for the stream afterwards.
+  virtual absl::Status Egress(const GpuJobEnv& env) = 0;
+};
+
+// One of a job's device buffers and the bytes it needs (0: a buffer this request does not use).
+struct BufferRequest {
+  kernels::DeviceAllocation* buffer;
+  std::size_t bytes;
+};
+// Allocates every buffer of `requests` from the pool on the slot's stream, all or none
+// (DeviceContext::AllocateAll). Jobs name their buffers, rather than index one list.
+absl::Status AllocateBuffers(const GpuJobEnv& env, std::initializer_list<BufferRequest> requests);
+
+// The device selected and a slot leased for a step that is not a whole job (an ingest's piece, a
+// ranged read): the lease half of RunGpuJob, for the stream ingest (sort_ingest.cc).
+absl::StatusOr<DeviceContext::Lease> LeaseSlot(DeviceContext& context);
+
+// Runs `job` through the pipeline above and adds its stages to `report`.
+absl::Status RunGpuJob(DeviceContext& context, GpuJob& job, const Cancellation& cancellation,
+                       ExecutionReport& report);
+
+}  // namespace gpusort

@@ -1,0 +1,73 @@
+// The two ends of a GPU job: where its keys (and values) come from, and where its results go. The job
+// (sort_job.h, top_k_jobs.h) is the same whatever they are; a new way in or out is one type
+// implementing one of these, not a new path through the engine.
+//
+// Sources and sinks in use (sinks mirror sources):
+//   staged_host_ends.h        bytes in a gRPC message: pageable host memory, through the slot's pinned
+//                             staging buffers, key bits converted by the host as they cross;
+//   registered_host_ends.h    a registered shared-memory range: DMA straight from and to it, key bits
+//                             converted on the device;
+//   device_resident_ends.h    keys already on this GPU as ordered bits (a stream's pieces or a parted
+//                             sort's ranges, ingested before the job), and results kept there to be
+//                             read back range by range.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gpusort/kernels/key_transform.h"
+#include "gpusort/kernels/memory.h"
+#include "gpusort/kernels/radix_sort.h"
+#include "server/backend/cuda/gpu_job.h"
+#include "server/core/dtype.h"
+
+namespace gpusort {
+
+// How keys look on the device while a job works on them: ordered bits (key_order.h), complemented
+// for descending order or largest-first top-k, so that every kernel sorts unsigned ascending.
+struct KeyCoding {
+  DType dtype;
+  bool complement = false;
+
+  std::size_t key_bytes() const { return ElementSize(dtype); }
+  kernels::KeyWidth width() const { return key_bytes() == 4 ? kernels::KeyWidth::k32 : kernels::KeyWidth::k64; }
+  kernels::KeyKind kind() const;
+};
+
+// A position array on the device: a sort's uint32 positions, or a top-k's int64 ones.
+enum class PositionWidth { kU32, kI64 };
+
+class GpuKeySource {
+ public:
+  virtual ~GpuKeySource() = default;
+  virtual std::size_t count() const = 0;
+  // A source whose keys already lie on this device as ordered bits lends the buffer holding them; the
+  // job then sorts in it and needs no buffer or copy of its own. nullptr for the others.
+  virtual kernels::DeviceAllocation* resident_keys() { return nullptr; }
+  // Puts count() keys, as `coding`'s ordered bits, at `device_keys` and returns which bits vary
+  // (OR ^ AND over them). May return with copies still queued on the slot's stream.
+  virtual absl::StatusOr<std::uint64_t> IngestKeys(const GpuJobEnv& env, const KeyCoding& coding,
+                                                   void* device_keys) = 0;
+  // Copies the values (`bytes` in all, `width` each), as they are, to `device_values`.
+  virtual absl::Status IngestValues(const GpuJobEnv& env, void* device_values, std::size_t bytes,
+                                    std::size_t width);
+};
+
+class GpuResultSink {
+ public:
+  virtual ~GpuResultSink() = default;
+  // `keys` holds `count` result keys as `coding`'s ordered bits. The sink may convert them in place or
+  // keep the buffer itself (moving it out).
+  virtual absl::Status EgressKeys(const GpuJobEnv& env, const KeyCoding& coding, kernels::DeviceAllocation& keys,
+                                  std::size_t count) = 0;
+  // `positions` holds `count` positions of `width`; the API's are int64, so kU32 ones widen on the way.
+  virtual absl::Status EgressPositions(const GpuJobEnv& env, kernels::DeviceAllocation& positions,
+                                       std::size_t count, PositionWidth width);
+  // `bytes` of values, `width` each, as they are.
+  virtual absl::Status EgressValues(const GpuJobEnv& env, const void* device_values, std::size_t bytes,
+                                    std::size_t width);
+};
+
+}  // namespace gpusort

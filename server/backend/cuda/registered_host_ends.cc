@@ -1,0 +1,68 @@
+#include "server/backend/cuda/registered_host_ends.h"
+
+#include "gpusort/kernels/gather.h"
+#include "gpusort/kernels/key_transform.h"
+#include "gpusort/kernels/memory.h"
+#include "server/backend/cuda/kernel_status.h"
+#include "server/core/status_macros.h"
+
+namespace gpusort {
+
+absl::StatusOr<std::uint64_t> RegisteredHostKeys::IngestKeys(const GpuJobEnv& env, const KeyCoding& coding,
+                                                             void* device_keys) {
+  StreamSlot& slot = env.slot;
+  constexpr std::size_t kOrAndBytes = 2 * sizeof(std::uint64_t);
+  RETURN_IF_ERROR(env.context.AllocateAll(slot.stream, {kOrAndBytes}, &or_and_));
+  // The OR/AND accumulator starts as {0, ~0}; it travels through the slot's first pinned buffer.
+  auto* or_and_host = reinterpret_cast<std::uint64_t*>(slot.staging[0].data());
+  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.staging_free[0].Synchronize(), "waiting for a staging buffer");
+  or_and_host[0] = 0;
+  or_and_host[1] = ~std::uint64_t{0};
+  void* or_and_device = or_and_[0].data();
+  GPUSORT_RETURN_IF_KERNEL_ERROR(
+      kernels::CopyToDeviceAsync(device_keys, keys_.data(), count_ * coding.key_bytes(), slot.stream),
+      "host to device");
+  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToDeviceAsync(or_and_device, or_and_host, kOrAndBytes, slot.stream),
+                                 "host to device");
+  GPUSORT_RETURN_IF_KERNEL_ERROR(
+      kernels::ToOrderedBitsAsync(coding.width(), coding.kind(), coding.complement, device_keys, count_,
+                                  static_cast<std::uint64_t*>(or_and_device), slot.stream),
+      "ordered bits");
+  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToHostAsync(or_and_host, or_and_device, kOrAndBytes, slot.stream),
+                                 "device to host");
+  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.staging_free[0].Record(slot.stream), "recording an event");
+  // The sort's bit range depends on what varies: wait for those 16 bytes (the copy in is done by then).
+  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.staging_free[0].Synchronize(), "reading the varying bits");
+  return or_and_host[0] ^ or_and_host[1];
+}
+
+absl::Status RegisteredHostResults::EgressKeys(const GpuJobEnv& env, const KeyCoding& coding,
+                                               kernels::DeviceAllocation& keys, std::size_t count) {
+  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::FromOrderedBitsAsync(coding.width(), coding.kind(), coding.complement,
+                                                               keys.data(), count, env.slot.stream),
+                                 "key bits");
+  GPUSORT_RETURN_IF_KERNEL_ERROR(
+      kernels::CopyToHostAsync(keys_.data(), keys.data(), count * coding.key_bytes(), env.slot.stream),
+      "device to host");
+  return absl::OkStatus();
+}
+
+absl::Status RegisteredHostResults::EgressPositions(const GpuJobEnv& env, kernels::DeviceAllocation& positions,
+                                                    std::size_t count, PositionWidth width) {
+  const void* wide = positions.data();
+  if (width == PositionWidth::kU32) {
+    // uint32 positions widen to the API's int64 on the device: one row whose first `count` entries are
+    // all of it (the keys argument is only read for out_keys, which is not asked for).
+    RETURN_IF_ERROR(env.context.AllocateAll(env.slot.stream, {count * 8}, &wide_));
+    GPUSORT_RETURN_IF_KERNEL_ERROR(
+        kernels::TakeRowPrefixesAsync(kernels::KeyWidth::k32, nullptr, positions.as<std::uint32_t>(), 1, count,
+                                      count, nullptr, wide_[0].as<std::int64_t>(), env.slot.stream),
+        "widening positions");
+    wide = wide_[0].data();
+  }
+  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToHostAsync(positions_.data(), wide, count * 8, env.slot.stream),
+                                 "device to host");
+  return absl::OkStatus();
+}
+
+}  // namespace gpusort

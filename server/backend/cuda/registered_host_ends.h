@@ -1,0 +1,45 @@
+// A GPU job's ends for a range of registered host memory (a shared-memory region pinned with
+// cudaHostRegister, host_registration.h): the keys cross PCIe by DMA straight from and to the caller's
+// range and become ordered bits and back on the device, so that the host CPU never reads or writes
+// them. About 3 ms of device work for 64 MiB of keys, against ~15 ms through the staging buffers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "server/backend/cuda/gpu_job_ends.h"
+
+namespace gpusort {
+
+class RegisteredHostKeys final : public GpuKeySource {
+ public:
+  RegisteredHostKeys(std::span<const std::byte> keys, std::size_t count) : keys_(keys), count_(count) {}
+  std::size_t count() const override { return count_; }
+  absl::StatusOr<std::uint64_t> IngestKeys(const GpuJobEnv& env, const KeyCoding& coding, void* device_keys) override;
+
+ private:
+  std::span<const std::byte> keys_;
+  std::size_t count_;
+  std::vector<kernels::DeviceAllocation> or_and_;  // the device's OR/AND accumulator, until the job ends
+};
+
+// Its spans must lie in registered memory (or the copies fall back to the driver's staging: correct,
+// slower).
+class RegisteredHostResults final : public GpuResultSink {
+ public:
+  RegisteredHostResults(std::span<std::byte> keys, std::span<std::int64_t> positions)
+      : keys_(keys), positions_(positions) {}
+  absl::Status EgressKeys(const GpuJobEnv& env, const KeyCoding& coding, kernels::DeviceAllocation& keys,
+                          std::size_t count) override;
+  absl::Status EgressPositions(const GpuJobEnv& env, kernels::DeviceAllocation& positions, std::size_t count,
+                               PositionWidth width) override;
+
+ private:
+  std::span<std::byte> keys_;
+  std::span<std::int64_t> positions_;
+  std::vector<kernels::DeviceAllocation> wide_;  // uint32 positions widened on the device, until the job ends
+};
+
+}  // namespace gpusort

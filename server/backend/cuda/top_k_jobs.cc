@@ -1,0 +1,128 @@
+#include "server/backend/cuda/top_k_jobs.h"
+
+#include <string>
+
+#include "gpusort/kernels/gather.h"
+#include "server/backend/cuda/kernel_status.h"
+#include "server/backend/cuda/staging.h"
+#include "server/core/status_macros.h"
+
+namespace gpusort {
+
+TopKJob::TopKJob(const TopKSpec& spec, GpuKeySource& source, GpuResultSink& sink)
+    : spec_(spec), coding_{spec.dtype, spec.largest}, source_(source), sink_(sink) {}
+
+absl::Status TopKJob::Egress(const GpuJobEnv& env) {
+  if (spec_.wants_values()) RETURN_IF_ERROR(sink_.EgressKeys(env, coding_, out_keys_, results()));
+  if (spec_.wants_indices()) {
+    RETURN_IF_ERROR(sink_.EgressPositions(env, out_positions_, results(), PositionWidth::kI64));
+  }
+  return absl::OkStatus();
+}
+
+TopKSelectJob::TopKSelectJob(const TopKSpec& spec, Algorithm algorithm, GpuKeySource& source, GpuResultSink& sink)
+    : TopKJob(spec, source, sink), algorithm_(algorithm), selection_(SelectionOf(algorithm)) {}
+
+absl::Status TopKSelectJob::Allocate(const GpuJobEnv& env) {
+  args_.key_width = coding_.width();
+  args_.rows = spec_.rows;
+  args_.row_length = row_length();
+  args_.k = spec_.k;
+  args_.sorted = spec_.sorted;
+  GPUSORT_RETURN_IF_KERNEL_ERROR(selection_.temp_bytes(args_, &temp_bytes_), "sizing the top-k");
+  RETURN_IF_ERROR(AllocateBuffers(env, {{&keys_, count() * coding_.key_bytes()},
+                                        out_keys_request(),
+                                        out_positions_request(),
+                                        {&temp_, temp_bytes_}}));
+  args_.keys = keys_.data();
+  args_.out_keys = spec_.wants_values() ? out_keys_.data() : nullptr;
+  args_.out_positions = spec_.wants_indices() ? out_positions_.as<std::int64_t>() : nullptr;
+  return absl::OkStatus();
+}
+
+absl::Status TopKSelectJob::Ingest(const GpuJobEnv& env) {
+  return source_.IngestKeys(env, coding_, keys_.data()).status();  // the kernels find their own bits
+}
+
+absl::Status TopKSelectJob::Launch(const GpuJobEnv& env) {
+  GPUSORT_RETURN_IF_KERNEL_ERROR(selection_.select(args_, temp_.data(), temp_bytes_, env.slot.stream),
+                                 std::string(AlgorithmName(algorithm_)) + " top-k");
+  return absl::OkStatus();
+}
+
+TopKBySortJob::TopKBySortJob(const TopKSpec& spec, Algorithm algorithm, GpuKeySource& source, GpuResultSink& sink)
+    : TopKJob(spec, source, sink),
+      bitonic_rows_(algorithm == Algorithm::kBitonic && spec.rows > 1 &&
+                    source.count() / spec.rows <= kernels::kBitonicRowsMaxLength) {}
+
+absl::Status TopKBySortJob::Allocate(const GpuJobEnv& env) {
+  const std::size_t n = count(), key_bytes = coding_.key_bytes();
+  if (bitonic_rows_) {
+    // In place, no temporary storage.
+  } else if (spec_.rows == 1) {
+    whole_.key_width = coding_.width();
+    whole_.payload = kernels::Payload::kIndexU32;
+    whole_.count = n;
+    whole_.end_bit = static_cast<int>(key_bytes * 8);
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSortTempBytes(whole_, &temp_bytes_), "sizing the sort");
+  } else {
+    rows_.key_width = coding_.width();
+    rows_.rows = spec_.rows;
+    rows_.row_length = row_length();
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RowSortTempBytes(rows_, &temp_bytes_), "sizing the row sort");
+  }
+  const std::size_t second = bitonic_rows_ ? 0 : 1;
+  return AllocateBuffers(env, {{&keys_[0], n * key_bytes},
+                               {&keys_[1], second * n * key_bytes},
+                               {&positions_[0], n * 4},
+                               {&positions_[1], second * n * 4},
+                               {&temp_, temp_bytes_},
+                               out_keys_request(),
+                               out_positions_request()});
+}
+
+absl::Status TopKBySortJob::Ingest(const GpuJobEnv& env) {
+  ASSIGN_OR_RETURN(varying_, source_.IngestKeys(env, coding_, keys_[0].data()));
+  return absl::OkStatus();
+}
+
+absl::Status TopKBySortJob::SortRows(const kernels::Stream& stream) {
+  if (spec_.rows == 1) {
+    for (int i : {0, 1}) {
+      whole_.keys[i] = keys_[i].data();
+      whole_.values[i] = positions_[i].data();
+    }
+    VaryingBitRange(varying_, &whole_.begin_bit, &whole_.end_bit);
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSort(whole_, temp_.data(), temp_bytes_, stream, &result_),
+                                   "radix sort");
+  } else if (bitonic_rows_) {
+    kernels::KeyRowsArgs args;
+    args.key_width = coding_.width();
+    args.rows = spec_.rows;
+    args.row_length = row_length();
+    args.keys = keys_[0].data();
+    args.positions = positions_[0].as<std::uint32_t>();
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::BitonicSortRows(args, nullptr, 0, stream), "bitonic row sort");
+  } else {
+    for (int i : {0, 1}) {
+      rows_.keys[i] = keys_[i].data();
+      rows_.indices[i] = positions_[i].data();
+    }
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RowSort(rows_, temp_.data(), temp_bytes_, stream, &result_), "row sort");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TopKBySortJob::Launch(const GpuJobEnv& env) {
+  RETURN_IF_ERROR(SortRows(env.slot.stream));
+  GPUSORT_RETURN_IF_KERNEL_ERROR(
+      kernels::TakeRowPrefixesAsync(coding_.width(), keys_[result_].data(), positions_[result_].as<std::uint32_t>(),
+                                    spec_.rows, row_length(), spec_.k,
+                                    spec_.wants_values() ? out_keys_.data() : nullptr,
+                                    spec_.wants_indices() ? out_positions_.as<std::int64_t>() : nullptr,
+                                    env.slot.stream),
+      "taking each row's top k");
+  return absl::OkStatus();
+}
+
+}  // namespace gpusort
