@@ -57,37 +57,16 @@ ServiceCore::ServiceCore(const ServerConfig& config, Backend& backend, Metrics& 
     : config_(config),
       backend_(backend),
       metrics_(metrics),
-      admission_(config.max_inflight, PerCallerInflightLimit(config)),
-      waiting_streams_(config.max_inflight, PerCallerInflightLimit(config)),
       failure_log_(kFailureLogLinesPerSecond),
       backend_failed_(std::move(backend_failed)),
       regions_(backend, {.max_regions = config.shm_max_regions, .max_total_bytes = config.shm_max_bytes}),
       parted_sorts_(static_cast<std::size_t>(std::max(1, config.max_inflight)),
                     [&metrics](const RequestRecord& record) { metrics.Record(record); }),
-      pool_(config.workers, [&metrics](std::size_t depth) {
-        metrics.queue_depth().Set(static_cast<double>(depth));
-      }),
-      batcher_(std::make_unique<SortBatcher>(
-          backend, metrics, [this](std::function<void()> job) { pool_.Submit(std::move(job)); },
-          SortBatcherOptions{.delay_us = config.batch_delay_us,
-                             .max_requests = config.batch_max_requests,
-                             .max_keys = config.batch_max_keys})) {}
-
-ServiceCore::~ServiceCore() { batcher_.reset(); }
+      scheduler_(config, backend, metrics) {}
 
 std::string ServiceCore::CallerOf(CallState& call, const grpc::CallbackServerContext& context) const {
   if (call.caller.empty()) call.caller = CallerIdentity(context, !config_.auth_tokens_file.empty());
   return call.caller;
-}
-
-absl::Status ServiceCore::Refusal(AdmissionRefusal why, const Admission& pool, std::string_view what) const {
-  if (why == AdmissionRefusal::kTotal) {
-    return absl::ResourceExhaustedError("too many " + std::string(what) + " (limit " + std::to_string(pool.limit()) +
-                                        "); retry later");
-  }
-  return absl::ResourceExhaustedError("this caller has its share of " + std::string(what) + " already (" +
-                                      std::to_string(pool.per_caller_limit()) +
-                                      ", --max-inflight-per-caller); retry later");
 }
 
 absl::Status ServiceCore::Admit(CallState& call, const grpc::CallbackServerContext& context) {
@@ -96,16 +75,8 @@ absl::Status ServiceCore::Admit(CallState& call, const grpc::CallbackServerConte
     return absl::UnavailableError("the server is shutting down; retry on another replica");
   }
   if (absl::Status health = BackendHealth(); !health.ok()) return health;
-  const std::string caller = CallerOf(call, context);
-  if (call.waiting_stream) {
-    call.waiting_stream = false;
-    waiting_streams_.Release(caller);
-  }
-  const AdmissionRefusal refused = admission_.TryAcquire(caller);
-  if (refused != AdmissionRefusal::kNone) return Refusal(refused, admission_, "requests in flight");
-  call.admitted = true;
-  metrics_.inflight().Increment();
-  return absl::OkStatus();
+  (void)CallerOf(call, context);
+  return scheduler_.Admit(call);
 }
 
 absl::Status ServiceCore::AdmitWaitingStream(CallState& call, const grpc::CallbackServerContext& context) {
@@ -114,12 +85,8 @@ absl::Status ServiceCore::AdmitWaitingStream(CallState& call, const grpc::Callba
     return absl::UnavailableError("the server is shutting down; retry on another replica");
   }
   if (absl::Status health = BackendHealth(); !health.ok()) return health;
-  const AdmissionRefusal refused = waiting_streams_.TryAcquire(CallerOf(call, context));
-  if (refused != AdmissionRefusal::kNone) {
-    return Refusal(refused, waiting_streams_, "streams waiting for their first message");
-  }
-  call.waiting_stream = true;
-  return absl::OkStatus();
+  (void)CallerOf(call, context);
+  return scheduler_.AdmitWaitingStream(call);
 }
 
 absl::Status ServiceCore::BackendHealth() {
@@ -158,40 +125,12 @@ absl::Status ServiceCore::Complete(CallState& call, const absl::Status& status) 
                 held_back == 0 ? "" : " (" + std::to_string(held_back) + " more " + code +
                                           " lines were held back by the log's rate limit)");
   }
-  if (call.admitted) {
-    call.admitted = false;
-    metrics_.inflight().Decrement();
-    admission_.Release(call.caller);
-  }
-  if (call.waiting_stream) {
-    call.waiting_stream = false;
-    waiting_streams_.Release(call.caller);
-  }
+  scheduler_.Release(call);
   if (status.ok()) return status;
   // A failure may be the one that broke the backend: health turns NOT_SERVING before this answer goes
   // out, so that a caller who sees it and asks the health service sees the replica gone too.
   (void)BackendHealth();
   return WithRequestId(call, status);
-}
-
-namespace {
-
-bool SmallForInline(const ServerConfig& config, const Backend& backend, Algorithm requested, std::size_t keys) {
-  return keys <= config.inline_max_keys && (requested == Algorithm::kAuto || requested == Algorithm::kCpu) &&
-         backend.SmallCallsAreCheap();
-}
-
-}  // namespace
-
-ServiceCore::Placement ServiceCore::PlaceSort(const SortSpec& spec, std::size_t keys, bool on_shared_memory) const {
-  if (on_shared_memory) return Placement::kWorker;
-  if (batcher_->Eligible(spec, keys)) return Placement::kBatch;
-  return SmallForInline(config_, backend_, spec.algorithm, keys) ? Placement::kInline : Placement::kWorker;
-}
-
-ServiceCore::Placement ServiceCore::PlaceTopK(const TopKSpec& spec, std::size_t keys, bool on_shared_memory) const {
-  if (on_shared_memory) return Placement::kWorker;
-  return SmallForInline(config_, backend_, spec.algorithm, keys) ? Placement::kInline : Placement::kWorker;
 }
 
 absl::Status ServiceCore::CheckSortAlgorithm(Algorithm a) const {
@@ -204,13 +143,6 @@ absl::Status ServiceCore::CheckTopKAlgorithm(Algorithm a) const {
   const auto list = backend_.topk_algorithms();
   if (Has(list, a)) return absl::OkStatus();
   return AlgorithmUnavailable("TopK", a, list, BackendKindName(backend_.kind()));
-}
-
-void ServiceCore::Submit(CallState& call, std::function<void()> work) {
-  pool_.Submit([&call, queued = StageClock(), work = std::move(work)] {
-    call.report.AddStage(Stage::kQueue, queued.Seconds());
-    work();
-  });
 }
 
 void ServiceCore::FillInfo(const CallState& call, v1::ExecutionInfo* info) const {

@@ -10,16 +10,14 @@
 #include "absl/status/status.h"
 #include "gpusort/v1/sort.pb.h"
 #include "server/backend/backend.h"
-#include "server/service/admission.h"
 #include "server/service/call_state.h"
 #include "server/service/config.h"
 #include "server/service/log_limiter.h"
 #include "server/service/metrics.h"
+#include "server/service/scheduler.h"
 #include "server/service/shared_regions.h"
-#include "server/service/sort_batcher.h"
 #include "server/service/sort_parts.h"
 #include "server/service/stream_watchdog.h"
-#include "server/service/worker_pool.h"
 
 namespace gpusort {
 
@@ -29,7 +27,6 @@ class ServiceCore {
   // that it cannot serve any more (the server turns health NOT_SERVING).
   using BackendFailedFn = std::function<void(const absl::Status&)>;
   ServiceCore(const ServerConfig& config, Backend& backend, Metrics& metrics, BackendFailedFn backend_failed = {});
-  ~ServiceCore();
 
   const ServerConfig& config() const { return config_; }
   Backend& backend() { return backend_; }
@@ -51,21 +48,8 @@ class ServiceCore {
   // before the answer goes out. Call it once, right before Finish, and finish with what it returns.
   absl::Status Complete(CallState& call, const absl::Status& status);
 
-  // Where a validated unary request runs: the one place that decides it, so that reactors hold no
-  // scheduling policy (issue 15).
-  //   kInline: on the gRPC thread that took it, as the echo is answered: AUTO or CPU work of at most
-  //            --inline-max-keys keys on a backend whose small calls are cheap, never on shared memory,
-  //            never one the batcher takes (tens of microseconds, cheaper than the hop to a worker);
-  //   kBatch:  a small Sort the batcher takes (--batch-delay-us): it waits for others of its kind;
-  //   kWorker: everything else, on a worker thread.
-  enum class Placement { kInline, kWorker, kBatch };
-  Placement PlaceSort(const SortSpec& spec, std::size_t keys, bool on_shared_memory) const;
-  Placement PlaceTopK(const TopKSpec& spec, std::size_t keys, bool on_shared_memory) const;
-  // Hands a small Sort to the batcher; `done` comes once, on a worker, after its answer is in its buffers.
-  void SubmitToBatch(const SortSpec& spec, const SortBuffers& buffers, ExecutionReport* report,
-                     SortBatcher::DoneFn done) {
-    batcher_->Submit(spec, buffers, report, std::move(done));
-  }
+  // When and where work runs (admission, placement, the workers' queue, the batcher).
+  Scheduler& scheduler() { return scheduler_; }
 
   // UNIMPLEMENTED (with the list) when the backend lacks the asked algorithm.
   absl::Status CheckSortAlgorithm(Algorithm a) const;
@@ -80,12 +64,6 @@ class ServiceCore {
     return backend_.CheckTopKLimits(spec, count);
   }
 
-  // Runs `work` on a worker thread, after stamping the call's "queue" stage.
-  void Submit(CallState& call, std::function<void()> work);
-
-  // Runs `work` on a worker thread, with no stage stamped (a step of a streaming call).
-  void RunOnWorker(std::function<void()> work) { pool_.Submit(std::move(work)); }
-
   // Fills the reply's ExecutionInfo from the call's report.
   void FillInfo(const CallState& call, v1::ExecutionInfo* info) const;
 
@@ -95,7 +73,7 @@ class ServiceCore {
   std::chrono::steady_clock::time_point last_drain_refusal() const {
     return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(last_drain_refusal_.load()));
   }
-  bool WaitIdle(std::chrono::duration<double> timeout) { return admission_.WaitIdle(timeout); }
+  bool WaitIdle(std::chrono::duration<double> timeout) { return scheduler_.WaitIdle(timeout); }
 
   StreamWatchdog& watchdog() { return watchdog_; }
 
@@ -103,13 +81,10 @@ class ServiceCore {
   const ServerConfig& config_;
   Backend& backend_;
   Metrics& metrics_;
-  absl::Status Refusal(AdmissionRefusal why, const Admission& pool, std::string_view what) const;
   std::string CallerOf(CallState& call, const grpc::CallbackServerContext& context) const;
   // The backend's Healthy(); the first failure is logged and handed to backend_failed_, once.
   absl::Status BackendHealth();
 
-  Admission admission_;
-  Admission waiting_streams_;
   LogLimiter failure_log_;
   std::atomic<bool> draining_{false};
   BackendFailedFn backend_failed_;
@@ -117,11 +92,10 @@ class ServiceCore {
   std::atomic<std::chrono::steady_clock::rep> last_drain_refusal_{0};
   SharedRegions regions_;
   PartedSorts parted_sorts_;  // every part is an admitted call, so max_inflight bounds the jobs too
-  WorkerPool pool_;  // its threads stop before the rest goes away
-  // After the pool: its thread, which may hand a stalled part's work to the pool, stops before the pool
-  // goes (members go in reverse order).
+  Scheduler scheduler_;       // its workers stop before the rest goes away
+  // After the scheduler: its thread, which may hand a stalled part's work to the workers, stops before
+  // them (members go in reverse order).
   StreamWatchdog watchdog_;
-  std::unique_ptr<SortBatcher> batcher_;  // reset first: it hands what still waits to the pool
 };
 
 }  // namespace gpusort

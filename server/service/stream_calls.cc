@@ -86,10 +86,10 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     ReleaseToGrpc(this);
     this->StartRead(&request_);
     if (start_worker) {
-      core_.RunOnWorker([this] {
+      core_.scheduler().EnqueueStep(call_, [this] {
         Work();
         Release();  // the worker's very last touch of the call
-      });
+      }, /*stamp_queue=*/false);
     }
   }
 
@@ -146,7 +146,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
   virtual bool ChunksNeedWorker() const { return false; }
   // Runs the job (Execute, then the answer) once the input is complete. A part of a parted Sort waits
   // for its sibling parts here first.
-  virtual void Schedule(std::function<void()> run) { core_.Submit(call_, std::move(run)); }
+  virtual void Schedule(std::function<void()> run) { core_.scheduler().EnqueueStep(call_, std::move(run)); }
   // The call failed or was cancelled (may come more than once, and from any thread).
   virtual void OnFailure(const absl::Status&) {}
 
@@ -376,10 +376,10 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     }
     if (start_filler) {
       Hold();  // taken on gRPC's thread, inside OnWriteDone: before OnDone can come
-      core_.RunOnWorker([this] {
+      core_.scheduler().EnqueueStep(call_, [this] {
         FillAnswerChunks();
         Release();
-      });
+      }, /*stamp_queue=*/false);
     }
     if (next >= 0) WriteAnswerSlot(next);
   }
@@ -600,7 +600,7 @@ class SortStreamCall final
     job_->Arrive([this, run = std::move(run), clock = StageClock()]() mutable {
       set_phase(Phase::kServerWork);
       call_.report.AddStage(Stage::kPartsWait, clock.Seconds());
-      core_.Submit(call_, std::move(run));
+      core_.scheduler().EnqueueStep(call_, std::move(run));
     });
   }
 

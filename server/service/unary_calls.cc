@@ -28,21 +28,16 @@ class UnaryCall : public grpc::ServerUnaryReactor {
     ReleaseToGrpc(core);  // the server's shutdown acquires it before the core goes
   }
 
-  // Validates on the gRPC thread (bad requests are answered at once), then runs where the service
-  // core places it (ServiceCore::Placement): here, on a worker, or in a batch (reached from a worker).
+  // Validates on the gRPC thread (bad requests are answered at once), then hands the call to the
+  // scheduler, which runs it here, on a worker, or in a batch (scheduler.h).
   UnaryCall* Start() {
     absl::Status status = Prepare();
     if (!status.ok()) {
       Reply(status);
     } else {
-      switch (Place()) {
-        case ServiceCore::Placement::kInline:
-          call_.report.AddStage(Stage::kQueue, 0);  // no wait for a worker: the stage list stays the same
-          Reply(Run());
-          break;
-        case ServiceCore::Placement::kWorker: core_.Submit(call_, [this] { Reply(Run()); }); break;
-        case ServiceCore::Placement::kBatch: core_.Submit(call_, [this] { RunInBatch(); }); break;
-      }
+      Scheduler::Request request = Describe();
+      request.run = [this] { Reply(Run()); };
+      core_.scheduler().Enqueue(call_, std::move(request));
     }
     ReleaseToGrpc(&call_.cancellation);  // the call is gRPC's from here: OnCancel may come
     return this;
@@ -51,10 +46,8 @@ class UnaryCall : public grpc::ServerUnaryReactor {
  protected:
   virtual absl::Status Prepare() = 0;
   virtual absl::Status Run() = 0;
-  // Where the core places this call, asked with what only the call knows (its spec, size, regions).
-  virtual ServiceCore::Placement Place() const = 0;
-  // On a worker, for a call placed in a batch: hands it to the batcher, which replies for it later.
-  virtual void RunInBatch() { Reply(absl::InternalError("this call cannot be batched")); }
+  // What the scheduler needs to place this call: what only the call knows (its spec, size, regions).
+  virtual Scheduler::Request Describe() = 0;
 
   // Last thing a call does: gRPC may delete it as soon as Finish is called.
   void Reply(const absl::Status& status) {
@@ -135,17 +128,21 @@ class SortCall final : public UnaryCall {
     return absl::OkStatus();
   }
 
-  ServiceCore::Placement Place() const override {
-    return core_.PlaceSort(spec_, call_.keys, regions_.keys.region != nullptr);
+  Scheduler::Request Describe() override {
+    return {.keys = call_.keys,
+            .algorithm = spec_.algorithm,
+            .on_shared_memory = regions_.keys.region != nullptr,
+            .sort = &spec_,
+            .run_in_batch = [this] { RunInBatch(); }};
   }
 
   // Small Sorts wait for others of their kind when batching is on; the batcher replies for them.
-  void RunInBatch() override {
+  void RunInBatch() {
     if (absl::Status s = call_.cancellation.Check(); !s.ok()) return Reply(s);
     const SortBuffers buffers = PrepareBuffers();
     // The last use of `this` here: once submitted, the batch may finish, reply and free this call at
     // any moment on another thread.
-    core_.SubmitToBatch(spec_, buffers, &call_.report, [this](absl::Status status) {
+    core_.scheduler().SubmitToBatch(spec_, buffers, &call_.report, [this](absl::Status status) {
       if (status.ok()) core_.FillInfo(call_, response_->mutable_info());
       Reply(status);
     });
@@ -257,8 +254,8 @@ class TopKCall final : public UnaryCall {
     return absl::OkStatus();
   }
 
-  ServiceCore::Placement Place() const override {
-    return core_.PlaceTopK(spec_, call_.keys, regions_.keys.region != nullptr);
+  Scheduler::Request Describe() override {
+    return {.keys = call_.keys, .algorithm = spec_.algorithm, .on_shared_memory = regions_.keys.region != nullptr};
   }
 
   const v1::TopKRequest* request_;

@@ -1,0 +1,85 @@
+// Between the reactors and the engines: the one place that decides when and where a request's work
+// runs. It holds the tickets (admission), the worker pool and its queue, and the batcher, and places
+// each validated request by one policy:
+//   inline:  on the gRPC thread that took it, as the echo is answered: AUTO or CPU work of at most
+//            --inline-max-keys keys on a backend whose small calls are cheap, never on shared memory,
+//            never one the batcher takes (tens of microseconds, cheaper than the hop to a worker);
+//   batch:   a small Sort the batcher takes (--batch-delay-us): it waits for others of its kind;
+//   worker:  everything else, queued for a worker thread.
+// Reactors call Admit, Enqueue and EnqueueStep and hold no policy of their own. Deadlines: every
+// queued request keeps its Cancellation, which the engine checks when the work starts and between its
+// stages, so one whose deadline passed in the queue ends DEADLINE_EXCEEDED before any work.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "server/backend/backend.h"
+#include "server/service/admission.h"
+#include "server/service/call_state.h"
+#include "server/service/config.h"
+#include "server/service/metrics.h"
+#include "server/service/sort_batcher.h"
+#include "server/service/worker_pool.h"
+
+namespace gpusort {
+
+class Scheduler {
+ public:
+  Scheduler(const ServerConfig& config, Backend& backend, Metrics& metrics);
+  ~Scheduler();  // Stop()
+
+  // A ticket for the call: RESOURCE_EXHAUSTED when max_inflight calls, or the caller's share of them,
+  // are already in flight. A stream takes its ticket when its first message arrives, and gives back
+  // its waiting ticket then.
+  absl::Status Admit(CallState& call);
+  // A stream's ticket while it waits for its first message: as many again as --max-inflight, with the
+  // same per-caller share, so that streams that never send cannot hold the tickets that do work.
+  absl::Status AdmitWaitingStream(CallState& call);
+  // Gives back whatever tickets the call holds.
+  void Release(CallState& call);
+  // Until no call holds a ticket, or `timeout` (the drain).
+  bool WaitIdle(std::chrono::duration<double> timeout) { return admission_.WaitIdle(timeout); }
+
+  // A validated unary request: what the policy needs to know about it, and how to run it.
+  struct Request {
+    std::size_t keys = 0;
+    Algorithm algorithm = Algorithm::kAuto;  // as asked
+    bool on_shared_memory = false;
+    const SortSpec* sort = nullptr;          // a Sort's spec: it may be batched
+    std::function<void()> run;               // runs it alone and replies
+    std::function<void()> run_in_batch;      // a Sort's: hands it to SubmitToBatch (on a worker)
+  };
+  // Runs the request where the policy places it; stamps its "queue" stage (0 when inline).
+  void Enqueue(CallState& call, Request request);
+  // A step of a streaming call, on a worker, stamped "queue" (or not, with stamp_queue false).
+  void EnqueueStep(CallState& call, std::function<void()> work, bool stamp_queue = true);
+  // A small Sort to the batcher; `done` comes once, on a worker, after its answer is in its buffers.
+  void SubmitToBatch(const SortSpec& spec, const SortBuffers& buffers, ExecutionReport* report,
+                     SortBatcher::DoneFn done) {
+    batcher_->Submit(spec, buffers, report, std::move(done));
+  }
+
+  // Hands what the batcher still holds to the workers, runs what is queued and joins them. Idempotent.
+  void Stop();
+
+  enum class Placement { kInline, kWorker, kBatch };
+  Placement Place(const Request& request) const;
+
+ private:
+  absl::Status Refusal(AdmissionRefusal why, const Admission& pool, std::string_view what) const;
+
+  const ServerConfig& config_;
+  Backend& backend_;
+  Metrics& metrics_;
+  Admission admission_;
+  Admission waiting_streams_;
+  std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<SortBatcher> batcher_;  // reset first: it hands what still waits to the pool
+};
+
+}  // namespace gpusort
