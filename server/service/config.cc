@@ -11,6 +11,8 @@ int PerCallerInflightLimit(const ServerConfig& config) {
   return std::max(1, (config.max_inflight * 3 + 3) / 4);
 }
 
+// long-function: the flag table, one option per entry in the order --help prints them; reading it top to
+// bottom is reading the server's command line.
 ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
   ServerConfig c;
   CLI::App app{"gpusort-server: sorting and top-k over gRPC, on the GPU or the CPU"};

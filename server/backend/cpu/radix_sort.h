@@ -234,6 +234,9 @@ struct Space {
 // Stable LSD radix sort of n elements: keys kin(i) (ordered bits ^ mask), payload pin(i). Writes
 // the keys as T to dst (null: not at all) and the payload through pout. Sorts on digits
 // [0, digits); `given` may hold their histograms for kin with `chunks` chunks.
+// long-function: the pass plan (which buffer each pass reads and writes, where the last one lands) and
+// the pass loop share a dozen locals through lambdas that the compiler inlines into the hot loops;
+// split, each piece would take them all as arguments. The CPU engine's speed (BENCHMARKS.md) is this.
 template <typename T, int kBits, typename P, typename KIn, typename PIn, typename POut>
 absl::Status Lsd(std::size_t n, int digits, const KIn& kin, const PIn& pin, std::byte* dst,
                  OrderedBitsType<T> mask, const POut& pout, const Space<OrderedBitsType<T>, P>& space,
@@ -375,6 +378,9 @@ void SmallRange(std::size_t n, const KIn& kin, const PIn& pin, std::byte* dst,
 // Sorts the n keys of type T at `src` (any alignment) in the key order, ascending or descending,
 // stably, writing the sorted keys to `dst` (may be `src`; nullptr: keys are not written) and the
 // payload through pay.out. Checks `cancel` (may be null) between passes and returns its error.
+// long-function: the scratch plan, the first MSD scatter by the top digit and the per-bucket LSD sorts
+// share the scratch buffers, offsets and cancellation flag through lambdas inlined into the hot loops;
+// apart, each piece would take them all as arguments.
 template <typename T, int kBits = 8, typename Pay = NoPayload>
 absl::Status Sort(std::size_t n, const std::byte* src, std::byte* dst, bool descending,
                   const Pay& pay, int threads, const Cancellation* cancel) {
