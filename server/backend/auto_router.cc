@@ -175,17 +175,19 @@ class AutoRouter final : public Backend {
 
  private:
   absl::StatusOr<Backend*> ForSort(const SortSpec& spec, std::size_t count) const {
-    return Route("Sort", spec.algorithm, ChooseSort(spec, count), gpu_->sort_algorithms());
+    return Route("Sort", spec.algorithm, ChooseSort(spec, count), &Backend::sort_algorithms);
   }
   absl::StatusOr<Backend*> ForTopK(const TopKSpec& spec, std::size_t count) const {
-    return Route("TopK", spec.algorithm, ChooseTopK(spec, count), gpu_->topk_algorithms());
+    return Route("TopK", spec.algorithm, ChooseTopK(spec, count), &Backend::topk_algorithms);
   }
   // The engine for a request: the one the named algorithm belongs to, or AUTO's choice (auto_policy.h);
-  // UNIMPLEMENTED, with the router's list, for an algorithm neither has.
+  // UNIMPLEMENTED, with the router's list, for an algorithm neither has. The GPU engine's list is built
+  // only for a named algorithm: AUTO, most requests, routes without allocating.
   absl::StatusOr<Backend*> Route(std::string_view method, Algorithm asked, AutoChoice auto_choice,
-                                 const std::vector<Algorithm>& gpu_list) const {
+                                 std::vector<Algorithm> (Backend::*gpu_list_of)() const) const {
     if (asked == Algorithm::kCpu) return cpu_.get();
     if (asked == Algorithm::kAuto) return auto_choice == AutoChoice::kCpu ? cpu_.get() : gpu_.get();
+    const std::vector<Algorithm> gpu_list = (gpu_.get()->*gpu_list_of)();
     if (!Listed(gpu_list, asked)) return AlgorithmUnavailable(method, asked, WithCpu(gpu_list), BackendKindName(kind()));
     return gpu_.get();
   }

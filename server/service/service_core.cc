@@ -134,12 +134,14 @@ absl::Status ServiceCore::Complete(CallState& call, const absl::Status& status) 
 }
 
 absl::Status ServiceCore::CheckSortAlgorithm(Algorithm a) const {
+  if (a == Algorithm::kAuto) return absl::OkStatus();  // every backend has it; no list built per request
   const auto list = backend_.sort_algorithms();
   if (Has(list, a)) return absl::OkStatus();
   return AlgorithmUnavailable("Sort", a, list, BackendKindName(backend_.kind()));
 }
 
 absl::Status ServiceCore::CheckTopKAlgorithm(Algorithm a) const {
+  if (a == Algorithm::kAuto) return absl::OkStatus();
   const auto list = backend_.topk_algorithms();
   if (Has(list, a)) return absl::OkStatus();
   return AlgorithmUnavailable("TopK", a, list, BackendKindName(backend_.kind()));

@@ -59,13 +59,12 @@ class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const CpuBackendOptions& options)
       : threads_(options.threads > 0 ? options.threads : tbb::info::default_concurrency()),
-        arena_(threads_) {}
+        arena_(threads_),
+        device_("cpu (" + std::to_string(threads_) + (threads_ == 1 ? " thread)" : " threads)")) {}
 
   BackendKind kind() const override { return BackendKind::kCpu; }
   bool SmallCallsAreCheap() const override { return true; }  // 4096 keys: tens of microseconds
-  std::string device() const override {
-    return "cpu (" + std::to_string(threads_) + (threads_ == 1 ? " thread)" : " threads)");
-  }
+  std::string device() const override { return device_; }  // made once: the router stamps it per request
   std::vector<Algorithm> sort_algorithms() const override { return {Algorithm::kCpu}; }
   std::vector<Algorithm> topk_algorithms() const override { return {Algorithm::kCpu}; }
 
@@ -108,6 +107,7 @@ class CpuBackend final : public Backend {
 
   const int threads_;
   tbb::task_arena arena_;
+  const std::string device_;
 };
 
 }  // namespace
