@@ -1,5 +1,5 @@
 // The comparison sorts a caller can name (MERGE, BITONIC, ODD_EVEN, QUICKSORT) on keys already on the
-// device as ordered bits: one entry point, so that SortOnGpu treats them all alike. Each sorts in place,
+// device as ordered bits: one entry point, so that SortJob (sort_job.h) treats them all alike. Each sorts in place,
 // with positions when the request needs them (indices, or values gathered by position afterwards).
 #pragma once
 
