@@ -98,7 +98,7 @@ Row TimeTopK(Backend& cpu, Backend& gpu, std::size_t n, std::size_t k, Algorithm
 // Concurrent requests on different streams overlap: the same 16 sorts of 16M u32 keys from 4 threads,
 // on a backend with one stream (everything serialized on the GPU) and with four.
 double ConcurrentSortsMs(int streams) {
-  auto gpu = MakeCudaBackend({.streams = streams});
+  auto gpu = MakeCudaBackend({.engine = {.streams = streams}});
   if (!gpu.ok()) std::exit(2);
   constexpr std::size_t kN = std::size_t{1} << 24;
   constexpr int kThreads = 4, kPerThread = 4;

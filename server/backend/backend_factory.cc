@@ -26,11 +26,11 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice
   auto cpu = [&] { return MakeCpuBackend(CpuBackendOptions{.threads = choice.cpu_threads}); };
   if (choice.backend == "cpu") return cpu();
 #ifdef GPUSORT_WITH_CUDA
-  auto cuda = MakeCudaBackend({.device = choice.cuda_device,
-                               .streams = choice.cuda_streams,
-                               .staging_bytes = choice.cuda_staging_bytes,
-                               .cpu_threads = choice.cpu_threads,
-                               .memory_limit_bytes = choice.cuda_memory_limit_bytes});
+  auto cuda = MakeCudaBackend({.engine = {.device = choice.cuda_device,
+                                          .streams = choice.cuda_streams,
+                                          .staging_bytes = choice.cuda_staging_bytes,
+                                          .memory_limit_bytes = choice.cuda_memory_limit_bytes},
+                               .cpu_threads = choice.cpu_threads});
   if (cuda.ok()) {
     if (choice.backend == "auto") spdlog::info("backend auto: a GPU is usable, serving from CUDA");
     return cuda;

@@ -8,15 +8,14 @@
 
 #include "absl/status/statusor.h"
 #include "server/backend/backend.h"
+#include "server/backend/cuda/cuda_engine.h"
 
 namespace gpusort {
 
+// The two engines' own options, not a copy of them.
 struct CudaBackendOptions {
-  int device = 0;
-  int streams = 4;                                    // concurrent jobs on the GPU
-  std::size_t staging_bytes = std::size_t{16} << 20;  // per pinned staging buffer (two per stream)
-  int cpu_threads = 0;                                // the CPU engine's threads (0: every core)
-  std::size_t memory_limit_bytes = 0;                 // device memory requests may hold at once; 0: all
+  CudaEngineOptions engine;
+  int cpu_threads = 0;  // the CPU engine's threads (0: every core)
 };
 
 // UNAVAILABLE (with the reason) when no GPU is usable, so that --backend auto can fall back.

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/core/caller_text.h"
+#include "server/core/status_macros.h"
 #include "server/service/caller_identity.h"
 #include "server/service/grpc_status.h"
 #include "server/service/request_decode.h"
@@ -69,23 +70,23 @@ std::string ServiceCore::CallerOf(CallState& call, const grpc::CallbackServerCon
   return call.caller;
 }
 
-absl::Status ServiceCore::Admit(CallState& call, const grpc::CallbackServerContext& context) {
+absl::Status ServiceCore::Open(CallState& call, const grpc::CallbackServerContext& context) {
   if (draining()) {
     last_drain_refusal_.store(std::chrono::steady_clock::now().time_since_epoch().count());
     return absl::UnavailableError("the server is shutting down; retry on another replica");
   }
-  if (absl::Status health = BackendHealth(); !health.ok()) return health;
-  (void)CallerOf(call, context);
+  RETURN_IF_ERROR(BackendHealth());
+  (void)CallerOf(call, context);  // the scheduler's tickets are per caller
+  return absl::OkStatus();
+}
+
+absl::Status ServiceCore::Admit(CallState& call, const grpc::CallbackServerContext& context) {
+  RETURN_IF_ERROR(Open(call, context));
   return scheduler_.Admit(call);
 }
 
 absl::Status ServiceCore::AdmitWaitingStream(CallState& call, const grpc::CallbackServerContext& context) {
-  if (draining()) {
-    last_drain_refusal_.store(std::chrono::steady_clock::now().time_since_epoch().count());
-    return absl::UnavailableError("the server is shutting down; retry on another replica");
-  }
-  if (absl::Status health = BackendHealth(); !health.ok()) return health;
-  (void)CallerOf(call, context);
+  RETURN_IF_ERROR(Open(call, context));
   return scheduler_.AdmitWaitingStream(call);
 }
 

@@ -82,6 +82,9 @@ class ServiceCore {
   Backend& backend_;
   Metrics& metrics_;
   std::string CallerOf(CallState& call, const grpc::CallbackServerContext& context) const;
+  // What every ticket needs first: UNAVAILABLE while draining or once the backend has failed for good;
+  // names the caller.
+  absl::Status Open(CallState& call, const grpc::CallbackServerContext& context);
   // The backend's Healthy(); the first failure is logged and handed to backend_failed_, once.
   absl::Status BackendHealth();
 

@@ -485,7 +485,7 @@ TEST(CudaBackend, OddEvenOverItsLimitIsInvalidArgumentSayingSo) {
 // that says how much it needed; the backend keeps serving afterwards.
 TEST(CudaBackend, OutOfDeviceMemoryIsResourceExhausted) {
   SKIP_WITHOUT_GPU();
-  auto small = MakeCudaBackend({.streams = 1, .memory_limit_bytes = std::size_t{64} << 20});
+  auto small = MakeCudaBackend({.engine = {.streams = 1, .memory_limit_bytes = std::size_t{64} << 20}});
   ASSERT_TRUE(small.ok()) << small.status();
   SortSpec spec;
   spec.algorithm = Algorithm::kRadix;
