@@ -361,6 +361,14 @@ int main(int argc, char** argv) {
   if (*sort) {
     auto input = ReadInput(sort_files);
     if (!input.ok()) return Fail(input.status());
+    // The API's Sort has no rows yet (issue 16): a 2-D array would come back as one flat sorted
+    // array, which no caller of a 2-D file wants. Say so rather than answer something else.
+    if (input->shape.size() == 2 && input->shape[0] > 1) {
+      return Fail(absl::InvalidArgumentError(
+          "the input is a 2-D array (" + std::to_string(input->shape[0]) + " x " + std::to_string(input->shape[1]) +
+          "); sort does not sort rows yet, and would sort all its keys as one array. Reshape it to 1-D to "
+          "sort everything together, or use topk -k <columns>, which takes rows"));
+    }
     auto made = MakeClient(sort_connection);
     if (!made.ok()) return Fail(made.status());
     Client& client = **made;

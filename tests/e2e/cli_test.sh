@@ -106,6 +106,9 @@ if "$cli" topk --in "$work/k.txt" --dtype u32 -k 0 --out "$work/x.txt" 2>"$work/
 grep -q "INVALID_ARGUMENT" "$work/err" || fail "k=0 did not report INVALID_ARGUMENT: $(cat "$work/err")"
 if "$cli" sort --in "$work/missing.npy" --out "$work/x.npy" 2>"$work/err"; then fail "missing file accepted"; fi
 grep -q "missing.npy" "$work/err" || fail "the error does not name the file"
+# a 2-D .npy is refused by sort (no rows in the API yet), not flattened into one sorted array
+if "$cli" sort --in "$work/rows.npy" --out "$work/x.npy" 2>"$work/err"; then fail "a 2-D sort was answered flat"; fi
+grep -q "2-D array (64 x 1000)" "$work/err" || fail "no message for a 2-D sort: $(cat "$work/err")"
 if "$cli" health --server 127.0.0.1:1 --timeout 2 >/dev/null 2>&1; then fail "health of nothing succeeded"; fi
 kill -TERM "$server_pid" && wait "$server_pid" || true
 server_pid=""
