@@ -144,7 +144,9 @@ device() {
 #   - no step starts, or runs, past SANITIZE_SECONDS, so that the whole fits one device call;
 #     summary.txt names what did not run, and each step's log shows every test's time (line-buffered,
 #     so a step cut short still shows how far it got).
-# GPUSORT_SANITIZE_TOOLS and GPUSORT_SANITIZE_TESTS narrow a run. Never the fault tests: their faults are
+# GPUSORT_SANITIZE_TOOLS and GPUSORT_SANITIZE_TESTS narrow a run. The engine's tests (cuda_backend_test,
+# sort_ingest_test, gpu_job_source_test: the job pipeline, its sources and sinks) have memcheck lines
+# too, run only when GPUSORT_SANITIZE_TESTS names them (they take the whole device call). Never the fault tests: their faults are
 # on purpose. quicksort_test gets memcheck only: racecheck and synccheck do not support dynamic
 # parallelism ("CUDA Dynamic Parallelism is not supported by the selected tool").
 SANITIZE_SECONDS=${SANITIZE_SECONDS:-540}
@@ -182,6 +184,9 @@ racecheck quicksort_test - 0
 synccheck bitonic_sort_test 16385 1
 synccheck merge_sort_test 16385 1
 synccheck top_k_radix_select_test 16385 1
+memcheck cuda_backend_test 65536 12
+memcheck sort_ingest_test - 4
+memcheck gpu_job_source_test - 1
 PLAN
 }
 
