@@ -202,10 +202,7 @@ class CudaEngine final : public Backend {
     RETURN_IF_ERROR(CheckGpuAlgorithm("TopK", spec.algorithm, topk_algorithms()));
     const Algorithm algorithm =
         spec.algorithm == Algorithm::kAuto ? ChooseTopKKernel(spec, buffers.count) : spec.algorithm;
-    if (buffers.count == 0 || spec.k == 0) {
-      report.algorithm = algorithm;
-      return absl::OkStatus();
-    }
+    if (buffers.count == 0 || spec.k == 0) return absl::OkStatus();
     RETURN_IF_ERROR(CheckGpuTopKKeys(buffers.count));
     StagedHostKeys source(buffers.keys, buffers.count);
     StagedHostResults sink(buffers.values_out, buffers.indices_out);

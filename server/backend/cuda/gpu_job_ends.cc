@@ -1,15 +1,11 @@
 #include "server/backend/cuda/gpu_job_ends.h"
 
+#include "server/core/key_order.h"
+
 namespace gpusort {
 
 kernels::KeyKind KeyCoding::kind() const {
-  switch (dtype) {
-    case DType::kInt32:
-    case DType::kInt64: return kernels::KeyKind::kSigned;
-    case DType::kFloat32:
-    case DType::kFloat64: return kernels::KeyKind::kFloat;
-    default: return kernels::KeyKind::kUnsigned;
-  }
+  return VisitDType(dtype, [](auto tag) { return KeyKindOf<decltype(tag)>(); });
 }
 
 // The defaults refuse: a job asks only for what its request has, so reaching one means a source or

@@ -17,7 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "gpusort/kernels/key_transform.h"
+#include "gpusort/kernels/key_order.h"
 #include "gpusort/kernels/memory.h"
 #include "gpusort/kernels/radix_sort.h"
 #include "server/backend/cuda/gpu_job.h"

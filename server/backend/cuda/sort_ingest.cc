@@ -105,20 +105,10 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     if (begin >= end) return absl::OkStatus();
     ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
     StreamSlot& slot = lease.slot();
-    StageClock d2h;
     RETURN_IF_ERROR(Download(slot, keys_.as<std::byte>() + begin * key_bytes_, keys, (end - begin) * key_bytes_,
                              key_bytes_, FromOrderedBitsFn(spec_.dtype, descending_)));
-    if (indices != nullptr) {
-      auto* out = reinterpret_cast<std::byte*>(indices);
-      RETURN_IF_ERROR(Download(slot, positions_.as<std::uint32_t>() + begin, out, (end - begin) * 4, 4,
-                               [&](std::byte* dst, const std::byte* src, std::size_t bytes) {
-                                 // dst is `out` advanced at uint32 width; the positions widen to int64.
-                                 const std::size_t first = static_cast<std::size_t>(dst - out) / 4;
-                                 WidenPositions(reinterpret_cast<const std::uint32_t*>(src), indices + first,
-                                                bytes / 4);
-                               }));
-    }
-    return absl::OkStatus();
+    if (indices == nullptr) return absl::OkStatus();
+    return DownloadPositions(slot, positions_.as<std::uint32_t>() + begin, indices, end - begin);
   }
 
   bool with_positions() const { return spec_.payload == SortPayload::kIndices; }

@@ -26,15 +26,11 @@ absl::Status StagedHostResults::EgressKeys(const GpuJobEnv& env, const KeyCoding
 
 absl::Status StagedHostResults::EgressPositions(const GpuJobEnv& env, kernels::DeviceAllocation& positions,
                                                 std::size_t count, PositionWidth width) {
-  auto* out = reinterpret_cast<std::byte*>(positions_.data());
-  if (width == PositionWidth::kI64) return Download(env.slot, positions.data(), out, count * 8, 8, PlainCopyFn());
-  std::int64_t* wide = positions_.data();
-  return Download(env.slot, positions.data(), out, count * 4, 4,
-                  [out, wide](std::byte* dst, const std::byte* src, std::size_t bytes) {
-                    // dst is `out` advanced at uint32 width; the positions widen to int64 as they land.
-                    const std::size_t first = static_cast<std::size_t>(dst - out) / 4;
-                    WidenPositions(reinterpret_cast<const std::uint32_t*>(src), wide + first, bytes / 4);
-                  });
+  if (width == PositionWidth::kU32) {
+    return DownloadPositions(env.slot, positions.as<std::uint32_t>(), positions_.data(), count);
+  }
+  return Download(env.slot, positions.data(), reinterpret_cast<std::byte*>(positions_.data()), count * 8, 8,
+                  PlainCopyFn());
 }
 
 absl::Status StagedHostResults::EgressValues(const GpuJobEnv& env, const void* device_values, std::size_t bytes,

@@ -125,10 +125,19 @@ ChunkFn PlainCopyFn() {
   };
 }
 
-void WidenPositions(const std::uint32_t* positions, std::int64_t* out, std::size_t count) {
-  cpu::ForEachRange(count, kStagingThreads, [&](std::size_t b, std::size_t e) {
-    for (std::size_t i = b; i < e; ++i) out[i] = positions[i];
-  });
+absl::Status DownloadPositions(StreamSlot& slot, const std::uint32_t* device_positions, std::int64_t* out,
+                               std::size_t count) {
+  // Download addresses the host side at uint32 width: `dst` tells which chunk landed, and the chunk
+  // widens into `out` at the same index (never past what is already written: out is twice as wide).
+  auto* narrow = reinterpret_cast<std::byte*>(out);
+  return Download(slot, device_positions, narrow, count * 4, 4,
+                  [narrow, out](std::byte* dst, const std::byte* src, std::size_t bytes) {
+                    const std::size_t first = static_cast<std::size_t>(dst - narrow) / 4;
+                    const auto* positions = reinterpret_cast<const std::uint32_t*>(src);
+                    cpu::ForEachRange(bytes / 4, kStagingThreads, [&](std::size_t b, std::size_t e) {
+                      for (std::size_t i = b; i < e; ++i) out[first + i] = positions[i];
+                    });
+                  });
 }
 
 }  // namespace gpusort

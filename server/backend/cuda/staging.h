@@ -47,7 +47,8 @@ inline void VaryingBitRange(std::uint64_t varying, int* begin_bit, int* end_bit)
 ChunkFn ToOrderedBitsFn(DType dtype, bool descending, KeyBitsScan* scan);
 ChunkFn FromOrderedBitsFn(DType dtype, bool descending);
 ChunkFn PlainCopyFn();
-// uint32 positions on the device -> int64 in the reply. `bytes` counts the uint32 side.
-void WidenPositions(const std::uint32_t* positions, std::int64_t* out, std::size_t count);
+// `count` uint32 positions on the device -> int64 at `out` on the host, widened as each chunk lands.
+absl::Status DownloadPositions(StreamSlot& slot, const std::uint32_t* device_positions, std::int64_t* out,
+                               std::size_t count);
 
 }  // namespace gpusort
