@@ -1,11 +1,14 @@
 #include "client/cli/array_file.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 #include "client/cli/dtype_names.h"
+#include "client/cli/narrow_float_text.h"
 
 namespace gpusort::cli {
 namespace {
@@ -46,10 +49,60 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// Little-endian only (the wire's byte order). Each dtype's first entry is what NumPy writes for it; a
+// 1-byte type has no byte order, so '<' and '>' mean the same as NumPy's '|'. bfloat16 has no NumPy
+// dtype, hence no entry: CheckWritable says so.
 struct NpyType { std::string_view descr; v1::DType dtype; };
-constexpr NpyType kNpyTypes[] = {{"<i4", v1::DTYPE_INT32},  {"<u4", v1::DTYPE_UINT32},
-                                 {"<i8", v1::DTYPE_INT64},  {"<u8", v1::DTYPE_UINT64},
-                                 {"<f4", v1::DTYPE_FLOAT32}, {"<f8", v1::DTYPE_FLOAT64}};
+constexpr NpyType kNpyTypes[] = {
+    {"<i4", v1::DTYPE_INT32},   {"<u4", v1::DTYPE_UINT32},  {"<i8", v1::DTYPE_INT64},
+    {"<u8", v1::DTYPE_UINT64},  {"<f4", v1::DTYPE_FLOAT32}, {"<f8", v1::DTYPE_FLOAT64},
+    {"<f2", v1::DTYPE_FLOAT16}, {"<i2", v1::DTYPE_INT16},   {"<u2", v1::DTYPE_UINT16},
+    {"|i1", v1::DTYPE_INT8},    {"<i1", v1::DTYPE_INT8},    {">i1", v1::DTYPE_INT8},
+    {"|u1", v1::DTYPE_UINT8},   {"<u1", v1::DTYPE_UINT8},   {">u1", v1::DTYPE_UINT8}};
+
+std::string_view NpyDescr(v1::DType dtype) {
+  for (const auto& t : kNpyTypes)
+    if (t.dtype == dtype) return t.descr;
+  return {};
+}
+
+// A 16-bit float: read as a double for the syntax (nan, inf, exponents), then rounded once from the
+// decimal itself (narrow_float_text.h). Out of range as from_chars reports it for float: a nonzero
+// number that rounds to zero, or past the largest finite value.
+template <typename T>
+std::from_chars_result NarrowFromChars(std::string_view digits, bool negative, T* value) {
+  double wide = 0;
+  std::from_chars_result r = std::from_chars(digits.data(), digits.data() + digits.size(), wide);
+  if (r.ec != std::errc()) return r;
+  if (!std::isfinite(wide)) {
+    *value = ToNarrow<T>(negative ? -wide : wide);
+    return r;
+  }
+  const std::uint16_t magnitude = RoundDecimal({digits.data(), r.ptr}, wide, FormatOf<T>());
+  const std::uint16_t infinity = ToNarrow<T>(std::numeric_limits<double>::infinity()).bits;
+  if ((magnitude == 0 && wide != 0) || magnitude == infinity) r.ec = std::errc::result_out_of_range;
+  *value = T{static_cast<std::uint16_t>(magnitude | (negative ? 0x8000u : 0u))};
+  return r;
+}
+
+// One number's text as T, by std::from_chars. from_chars reads "nan" and "inf" but no sign before
+// them, so a float's '-' is taken off first and put back after: "-nan" and "-inf" keep their sign.
+template <typename T>
+std::from_chars_result FromChars(std::string_view t, T* value) {
+  if constexpr (std::is_integral_v<T>) {
+    return std::from_chars(t.data(), t.data() + t.size(), *value);
+  } else {
+    const bool negative = !t.empty() && t.front() == '-';
+    const std::string_view digits = t.substr(negative ? 1 : 0);
+    if constexpr (kIsNarrowFloat<T>) {
+      return NarrowFromChars(digits, negative, value);
+    } else {
+      const std::from_chars_result r = std::from_chars(digits.data(), digits.data() + digits.size(), *value);
+      if (negative) *value = -*value;
+      return r;
+    }
+  }
+}
 
 // The text after 'key': in a header dict, up to the next comma at depth 0 or the closing brace.
 std::optional<std::string_view> DictValue(std::string_view header, std::string_view key) {
@@ -94,20 +147,12 @@ absl::Status AppendParsedNumber(v1::DType dtype, std::string_view text, std::str
     std::string_view t = text;
     if (!t.empty() && t.front() == '+') t.remove_prefix(1);
     // One sign at most: from_chars reads a '-' of its own after the '+' taken off here, and a float's '-'
-    // is taken off below before from_chars would read a second one ("+-5" and "--5" are no numbers).
+    // is taken off in FromChars before from_chars would read a second one ("+-5" and "--5" are no numbers).
     const bool minus = !t.empty() && t.front() == '-' && t.size() == text.size();
     const std::string_view digits = minus ? t.substr(1) : t;
     if (!digits.empty() && (digits.front() == '-' || digits.front() == '+'))
       return absl::InvalidArgumentError("'" + std::string(text) + "' is not a " + DTypeName(dtype) + " number");
-    std::from_chars_result r;
-    if constexpr (std::is_floating_point_v<T>) {
-      // from_chars reads "nan" and "inf"; keep the sign of "-nan" and "-inf" explicitly.
-      const bool negative = !t.empty() && t.front() == '-';
-      r = std::from_chars(t.data() + (negative ? 1 : 0), t.data() + t.size(), value);
-      if (negative) value = -value;
-    } else {
-      r = std::from_chars(t.data(), t.data() + t.size(), value);
-    }
+    const std::from_chars_result r = FromChars(t, &value);
     if (r.ec == std::errc::result_out_of_range)
       return absl::InvalidArgumentError("'" + std::string(text) + "' is out of range for " +
                                         DTypeName(dtype));
@@ -124,16 +169,18 @@ std::string FormatNumber(v1::DType dtype, const char* element) {
     using T = decltype(tag);
     T value;
     std::memcpy(&value, element, sizeof value);
-    char buffer[64];
-    auto r = std::to_chars(buffer, buffer + sizeof buffer, value);
-    return std::string(buffer, r.ptr);
+    if constexpr (kIsNarrowFloat<T>) {
+      return NarrowToText(value);
+    } else {
+      char buffer[64];
+      auto r = std::to_chars(buffer, buffer + sizeof buffer, value);
+      return std::string(buffer, r.ptr);
+    }
   });
 }
 
 std::string NpyHeader(v1::DType dtype, const std::vector<std::size_t>& shape) {
-  std::string descr;
-  for (const auto& t : kNpyTypes)
-    if (t.dtype == dtype) descr = t.descr;
+  const std::string descr(NpyDescr(dtype));
   std::string dims;
   for (std::size_t d : shape) dims += std::to_string(d) + ",";
   if (shape.size() > 1) dims.pop_back();  // (n,) for one dimension, (r, c) for two
@@ -176,7 +223,7 @@ absl::Status ParseNpyHeader(std::string_view data, v1::DType* dtype,
     if (t.descr == d) *dtype = t.dtype;
   if (*dtype == v1::DTYPE_UNSPECIFIED)
     return absl::InvalidArgumentError("unsupported .npy dtype '" + std::string(d) +
-                                      "' (little-endian i4, u4, i8, u8, f4, f8 only)");
+                                      "' (little-endian i1, u1, i2, u2, i4, u4, i8, u8, f2, f4, f8 only)");
   auto fortran = DictValue(header, "fortran_order");
   if (fortran && *fortran == "True")
     return absl::InvalidArgumentError("Fortran-order .npy arrays are not supported; save C order");
@@ -287,7 +334,17 @@ absl::StatusOr<Array> ReadArray(const std::string& path, FileFormat format,
   return array;
 }
 
+absl::Status CheckWritable(const std::string& path, FileFormat format, v1::DType dtype) {
+  if (format != FileFormat::kNpy || !NpyDescr(dtype).empty()) return absl::OkStatus();
+  if (dtype == v1::DTYPE_BFLOAT16)
+    return absl::InvalidArgumentError(
+        "cannot write " + path + ": NumPy has no bfloat16 dtype, so bf16 keys have no .npy form; write them "
+        "raw (.bin, --format raw) or as text (.txt), or use f16 or f32 where .npy is needed");
+  return absl::InvalidArgumentError("cannot write " + path + ": " + DTypeName(dtype) + " has no .npy dtype");
+}
+
 absl::Status WriteArray(const std::string& path, FileFormat format, const Array& array) {
+  if (absl::Status s = CheckWritable(path, format, array.dtype); !s.ok()) return s;
   auto file = Open(path, "wb");
   if (!file.ok()) return file.status();
   absl::Status s;

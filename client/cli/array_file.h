@@ -1,5 +1,6 @@
 // Arrays on disk in the three formats the CLI speaks: raw little-endian binary, text (one number per
 // line), and NumPy .npy (1-D, or 2-D for rows). Errors name the file and what is wrong with it.
+// bfloat16 has no NumPy dtype: raw and text only (writing it as .npy is refused, saying so).
 #pragma once
 
 #include <cstddef>
@@ -29,9 +30,14 @@ struct Array {
 absl::StatusOr<Array> ReadArray(const std::string& path, FileFormat format,
                                 std::optional<v1::DType> dtype);
 absl::Status WriteArray(const std::string& path, FileFormat format, const Array& array);
+// WriteArray's refusal of what `format` cannot hold (bf16 as .npy: NumPy has no bfloat16), checked
+// without the data, so that a command can refuse before it does the work.
+absl::Status CheckWritable(const std::string& path, FileFormat format, v1::DType dtype);
 
 // Parsing and printing of one number as text. Floats round-trip exactly (shortest form; nan, -nan,
-// inf, -inf, -0 included) except that NaN payload bits are not kept.
+// inf, -inf, -0 included) except that NaN payload bits are not kept. f16 and bf16 text is a decimal
+// rounded once to the dtype, to nearest even (narrow_float_text.h). A number outside the dtype's range
+// (a nonzero float that would round to zero or infinity) is an error naming it.
 absl::Status AppendParsedNumber(v1::DType dtype, std::string_view text, std::string* bytes);
 std::string FormatNumber(v1::DType dtype, const char* element);
 

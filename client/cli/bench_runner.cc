@@ -20,6 +20,7 @@
 
 #include "client/cli/dtype_names.h"
 #include "client/cli/generate.h"
+#include "client/cli/key_order.h"
 #include "gpusort/client.h"
 #include "gpusort/v1/echo.grpc.pb.h"
 
@@ -304,17 +305,6 @@ T Load(std::string_view bytes, std::size_t i) {
   T x;
   std::memcpy(&x, bytes.data() + i * sizeof(T), sizeof(T));
   return x;
-}
-
-// The proto's key order as unsigned order: floats by totalOrder (negative: all bits flipped;
-// positive: the sign bit set), signed integers with the sign bit flipped.
-template <typename T, typename U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>
-U OrderedBits(T x) {
-  const U bits = std::bit_cast<U>(x);
-  constexpr U kSign = U{1} << (8 * sizeof(U) - 1);
-  if constexpr (std::is_floating_point_v<T>) return bits ^ ((bits & kSign) ? ~U{0} : kSign);
-  else if constexpr (std::is_signed_v<T>) return bits ^ kSign;
-  else return bits;
 }
 
 // Sort (ascending, descending, argsort) and top-k (the k largest, in rank order, with indices on

@@ -93,6 +93,9 @@ int Fail(const absl::Status& status) {
   return 1;
 }
 
+// The short dtype names, for --help (ParseDTypeFlag's error lists every accepted name).
+constexpr char kDTypeHelp[] = "i32 u32 i64 u64 f32 f64 f16 bf16 i16 u16 i8 u8";
+
 struct InputFlags {
   std::string in, out, format, in_format, out_format, dtype;
 };
@@ -100,7 +103,7 @@ struct InputFlags {
 void AddFileFlags(CLI::App* app, InputFlags* f) {
   app->add_option("--in,-i", f->in, "input file (raw, text or .npy)")->required();
   app->add_option("--out,-o", f->out, "output file")->required();
-  app->add_option("--dtype,-t", f->dtype, "i32 u32 i64 u64 f32 f64 (required unless .npy)");
+  app->add_option("--dtype,-t", f->dtype, std::string(kDTypeHelp) + " (required unless .npy)");
   app->add_option("--format", f->format, "raw, text or npy for both files (default: by extension)");
   app->add_option("--in-format", f->in_format, "format of --in");
   app->add_option("--out-format", f->out_format, "format of --out");
@@ -109,8 +112,9 @@ void AddFileFlags(CLI::App* app, InputFlags* f) {
 absl::StatusOr<Array> ReadInput(const InputFlags& f) {
   std::optional<v1::DType> dtype;
   if (!f.dtype.empty()) {
-    dtype = ParseDType(f.dtype);
-    if (!dtype) return absl::InvalidArgumentError("unknown --dtype '" + f.dtype + "'");
+    auto parsed = ParseDTypeFlag(f.dtype);
+    if (!parsed.ok()) return parsed.status();
+    dtype = *parsed;
   }
   auto format = ChooseFormat(f.in_format.empty() ? f.format : f.in_format, f.in);
   if (!format.ok()) return format.status();
@@ -121,6 +125,13 @@ absl::Status WriteOutput(const InputFlags& f, const std::string& path, const Arr
   auto format = ChooseFormat(f.out_format.empty() ? f.format : f.out_format, path);
   if (!format.ok()) return format.status();
   return WriteArray(path, *format, array);
+}
+
+// WriteOutput's refusals that do not need the answer (bf16 as .npy), before the server is asked.
+absl::Status CheckOutput(const InputFlags& f, const std::string& path, v1::DType dtype) {
+  auto format = ChooseFormat(f.out_format.empty() ? f.format : f.out_format, path);
+  if (!format.ok()) return format.status();
+  return CheckWritable(path, *format, dtype);
 }
 
 v1::Algorithm ParseAlgorithmFlag(const std::string& name) {
@@ -192,7 +203,7 @@ int main(int argc, char** argv) {
   std::string gen_dtype = "u32", gen_distribution = "uniform", gen_out, gen_format;
   std::size_t gen_count = 1000;
   uint64_t gen_seed = 1;
-  gen->add_option("--dtype,-t", gen_dtype, "i32 u32 i64 u64 f32 f64")->capture_default_str();
+  gen->add_option("--dtype,-t", gen_dtype, kDTypeHelp)->capture_default_str();
   gen->add_option("--count,-n", gen_count, "number of keys")->capture_default_str();
   gen->add_option("--distribution,-d", gen_distribution)
       ->check(CLI::IsMember(Distributions()))
@@ -254,7 +265,10 @@ int main(int argc, char** argv) {
   int bench_concurrency = 1;
   std::vector<int> bench_sweep;
   const CLI::Validator dtype_name(
-      [](std::string& name) { return ParseDType(name) ? "" : "unknown dtype '" + name + "'"; }, "DTYPE");
+      [](std::string& name) {
+        return ParseDType(name) ? "" : "unknown dtype '" + name + "' (valid: " + DTypeNameList() + ")";
+      },
+      "DTYPE");
   bench->add_option("--server,-s", bench_config.server,
                     "server address, or several separated by commas to balance over (or env GPUSORT_SERVER)")
       ->envname("GPUSORT_SERVER")
@@ -315,7 +329,7 @@ int main(int argc, char** argv) {
   bench->add_option("--warmup", bench_config.warmup_seconds, "seconds before each measurement, not counted")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  bench->add_option("--dtype,-t", bench_dtype, "i32 u32 i64 u64 f32 f64")
+  bench->add_option("--dtype,-t", bench_dtype, kDTypeHelp)
       ->check(dtype_name)
       ->capture_default_str();
   bench->add_option("--count,-n", bench_config.count, "keys per request (K M G: powers of 1024)")
@@ -347,8 +361,8 @@ int main(int argc, char** argv) {
   }
 
   if (*gen) {
-    auto dtype = ParseDType(gen_dtype);
-    if (!dtype) return Fail(absl::InvalidArgumentError("unknown --dtype '" + gen_dtype + "'"));
+    auto dtype = ParseDTypeFlag(gen_dtype);
+    if (!dtype.ok()) return Fail(dtype.status());
     auto bytes = Generate(*dtype, gen_count, gen_distribution, gen_seed);
     if (!bytes.ok()) return Fail(bytes.status());
     auto format = ChooseFormat(gen_format, gen_out);
@@ -369,6 +383,8 @@ int main(int argc, char** argv) {
           "); sort does not sort rows yet, and would sort all its keys as one array. Reshape it to 1-D to "
           "sort everything together, or use topk -k <columns>, which takes rows"));
     }
+    if (absl::Status s = CheckOutput(sort_files, sort_files.out, argsort ? v1::DTYPE_INT64 : input->dtype); !s.ok())
+      return Fail(s);
     auto made = MakeClient(sort_connection);
     if (!made.ok()) return Fail(made.status());
     Client& client = **made;
@@ -397,6 +413,8 @@ int main(int argc, char** argv) {
     if (rows == 0) rows = input->shape.size() == 2 ? input->shape[0] : 1;
     if (topk_output == "both" && topk_indices_out.empty())
       return Fail(absl::InvalidArgumentError("--output both needs --indices-out"));
+    const v1::DType out_dtype = topk_output == "indices" ? v1::DTYPE_INT64 : input->dtype;
+    if (absl::Status s = CheckOutput(topk_files, topk_files.out, out_dtype); !s.ok()) return Fail(s);
     auto made = MakeClient(topk_connection);
     if (!made.ok()) return Fail(made.status());
     Client& client = **made;

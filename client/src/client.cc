@@ -23,6 +23,12 @@ absl::Status ToAbsl(const grpc::Status& s) {
 
 std::size_t ElementBytes(v1::DType d) {
   switch (d) {
+    case v1::DTYPE_INT8:
+    case v1::DTYPE_UINT8: return 1;
+    case v1::DTYPE_FLOAT16:
+    case v1::DTYPE_BFLOAT16:
+    case v1::DTYPE_INT16:
+    case v1::DTYPE_UINT16: return 2;
     case v1::DTYPE_INT64:
     case v1::DTYPE_UINT64:
     case v1::DTYPE_FLOAT64: return 8;

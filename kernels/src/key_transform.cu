@@ -14,13 +14,14 @@ unsigned Blocks(std::size_t items, int threads) {
   return static_cast<unsigned>(blocks == 0 ? 1 : (blocks < 8192 ? blocks : 8192));
 }
 
-template <typename U, KeyKind Kind>
-__global__ void ToOrderedKernel(U* keys, std::size_t count, U flip, unsigned long long* or_and) {
-  U or_bits = 0, and_bits = static_cast<U>(~U{0});
+// Keys S in -> ordered bits W out (W = S in place, or S zero-extended to 32 bits into another buffer).
+template <typename S, typename W, KeyKind Kind>
+__global__ void ToOrderedKernel(const S* in, W* out, std::size_t count, S flip, unsigned long long* or_and) {
+  W or_bits = 0, and_bits = static_cast<W>(~W{0});
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < count;
        i += std::size_t{gridDim.x} * blockDim.x) {
-    const U o = static_cast<U>(OrderedBits<U, Kind>(keys[i]) ^ flip);
-    keys[i] = o;
+    const W o = static_cast<S>(OrderedBits<S, Kind>(in[i]) ^ flip);
+    out[i] = o;
     or_bits |= o;
     and_bits &= o;
   }
@@ -36,50 +37,54 @@ __global__ void ToOrderedKernel(U* keys, std::size_t count, U flip, unsigned lon
   }
 }
 
-template <typename U, KeyKind Kind>
-__global__ void FromOrderedKernel(U* keys, std::size_t count, U flip) {
+template <typename S, typename W, KeyKind Kind>
+__global__ void FromOrderedKernel(const W* in, S* out, std::size_t count, S flip) {
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < count;
        i += std::size_t{gridDim.x} * blockDim.x) {
-    keys[i] = KeyBitsFromOrdered<U, Kind>(static_cast<U>(keys[i] ^ flip));
+    out[i] = KeyBitsFromOrdered<S, Kind>(static_cast<S>(static_cast<S>(in[i]) ^ flip));
   }
 }
 
-template <typename U>
-Status Forward(KeyKind kind, bool complement, void* keys, std::size_t count, std::uint64_t* or_and,
+template <typename S, typename W>
+Status Forward(KeyKind kind, bool complement, const void* in, void* out, std::size_t count, std::uint64_t* or_and,
                cudaStream_t stream) {
-  const U flip = complement ? static_cast<U>(~U{0}) : U{0};
-  auto* k = static_cast<U*>(keys);
+  const S flip = complement ? static_cast<S>(~S{0}) : S{0};
+  const auto* k = static_cast<const S*>(in);
+  auto* o = static_cast<W*>(out);
   auto* acc = reinterpret_cast<unsigned long long*>(or_and);
   constexpr int kThreads = 256;
+  const unsigned blocks = Blocks(count, kThreads);
   switch (kind) {
     case KeyKind::kUnsigned:
-      ToOrderedKernel<U, KeyKind::kUnsigned><<<Blocks(count, kThreads), kThreads, 0, stream>>>(k, count, flip, acc);
+      ToOrderedKernel<S, W, KeyKind::kUnsigned><<<blocks, kThreads, 0, stream>>>(k, o, count, flip, acc);
       break;
     case KeyKind::kSigned:
-      ToOrderedKernel<U, KeyKind::kSigned><<<Blocks(count, kThreads), kThreads, 0, stream>>>(k, count, flip, acc);
+      ToOrderedKernel<S, W, KeyKind::kSigned><<<blocks, kThreads, 0, stream>>>(k, o, count, flip, acc);
       break;
     case KeyKind::kFloat:
-      ToOrderedKernel<U, KeyKind::kFloat><<<Blocks(count, kThreads), kThreads, 0, stream>>>(k, count, flip, acc);
+      ToOrderedKernel<S, W, KeyKind::kFloat><<<blocks, kThreads, 0, stream>>>(k, o, count, flip, acc);
       break;
   }
   GPUSORT_CUDA_RETURN_IF_LAUNCH_FAILED("ordered-bits kernel");
   return Status::Ok();
 }
 
-template <typename U>
-Status Backward(KeyKind kind, bool complement, void* keys, std::size_t count, cudaStream_t stream) {
-  const U flip = complement ? static_cast<U>(~U{0}) : U{0};
-  auto* k = static_cast<U*>(keys);
+template <typename S, typename W>
+Status Backward(KeyKind kind, bool complement, const void* in, void* out, std::size_t count, cudaStream_t stream) {
+  const S flip = complement ? static_cast<S>(~S{0}) : S{0};
+  const auto* k = static_cast<const W*>(in);
+  auto* o = static_cast<S*>(out);
   constexpr int kThreads = 256;
+  const unsigned blocks = Blocks(count, kThreads);
   switch (kind) {
     case KeyKind::kUnsigned:
-      FromOrderedKernel<U, KeyKind::kUnsigned><<<Blocks(count, kThreads), kThreads, 0, stream>>>(k, count, flip);
+      FromOrderedKernel<S, W, KeyKind::kUnsigned><<<blocks, kThreads, 0, stream>>>(k, o, count, flip);
       break;
     case KeyKind::kSigned:
-      FromOrderedKernel<U, KeyKind::kSigned><<<Blocks(count, kThreads), kThreads, 0, stream>>>(k, count, flip);
+      FromOrderedKernel<S, W, KeyKind::kSigned><<<blocks, kThreads, 0, stream>>>(k, o, count, flip);
       break;
     case KeyKind::kFloat:
-      FromOrderedKernel<U, KeyKind::kFloat><<<Blocks(count, kThreads), kThreads, 0, stream>>>(k, count, flip);
+      FromOrderedKernel<S, W, KeyKind::kFloat><<<blocks, kThreads, 0, stream>>>(k, o, count, flip);
       break;
   }
   GPUSORT_CUDA_RETURN_IF_LAUNCH_FAILED("key-bits kernel");
@@ -91,15 +96,36 @@ Status Backward(KeyKind kind, bool complement, void* keys, std::size_t count, cu
 Status ToOrderedBitsAsync(KeyWidth width, KeyKind kind, bool complement, void* keys, std::size_t count,
                           std::uint64_t* or_and, const Stream& stream) {
   auto s = static_cast<cudaStream_t>(stream.native());
-  return width == KeyWidth::k32 ? Forward<std::uint32_t>(kind, complement, keys, count, or_and, s)
-                                : Forward<std::uint64_t>(kind, complement, keys, count, or_and, s);
+  return width == KeyWidth::k32
+             ? Forward<std::uint32_t, std::uint32_t>(kind, complement, keys, keys, count, or_and, s)
+             : Forward<std::uint64_t, std::uint64_t>(kind, complement, keys, keys, count, or_and, s);
 }
 
 Status FromOrderedBitsAsync(KeyWidth width, KeyKind kind, bool complement, void* keys, std::size_t count,
                             const Stream& stream) {
   auto s = static_cast<cudaStream_t>(stream.native());
-  return width == KeyWidth::k32 ? Backward<std::uint32_t>(kind, complement, keys, count, s)
-                                : Backward<std::uint64_t>(kind, complement, keys, count, s);
+  return width == KeyWidth::k32 ? Backward<std::uint32_t, std::uint32_t>(kind, complement, keys, keys, count, s)
+                                : Backward<std::uint64_t, std::uint64_t>(kind, complement, keys, keys, count, s);
+}
+
+Status WidenToOrderedBitsAsync(std::size_t key_bytes, KeyKind kind, bool complement, const void* narrow,
+                               std::uint32_t* wide, std::size_t count, std::uint64_t* or_and, const Stream& stream) {
+  auto s = static_cast<cudaStream_t>(stream.native());
+  switch (key_bytes) {
+    case 1: return Forward<std::uint8_t, std::uint32_t>(kind, complement, narrow, wide, count, or_and, s);
+    case 2: return Forward<std::uint16_t, std::uint32_t>(kind, complement, narrow, wide, count, or_and, s);
+    default: return {StatusCode::kInvalidArgument, "narrow keys are 1 or 2 bytes"};
+  }
+}
+
+Status NarrowFromOrderedBitsAsync(std::size_t key_bytes, KeyKind kind, bool complement, const std::uint32_t* wide,
+                                  void* narrow, std::size_t count, const Stream& stream) {
+  auto s = static_cast<cudaStream_t>(stream.native());
+  switch (key_bytes) {
+    case 1: return Backward<std::uint8_t, std::uint32_t>(kind, complement, wide, narrow, count, s);
+    case 2: return Backward<std::uint16_t, std::uint32_t>(kind, complement, wide, narrow, count, s);
+    default: return {StatusCode::kInvalidArgument, "narrow keys are 1 or 2 bytes"};
+  }
 }
 
 }  // namespace gpusort::kernels

@@ -9,16 +9,20 @@
 #include <type_traits>
 
 #include "gpusort/kernels/key_order.h"
+#include "server/core/narrow_float.h"
 
 namespace gpusort {
 
+// The unsigned integer of T's width.
 template <typename T>
-using OrderedBitsType = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+using OrderedBitsType = std::conditional_t<
+    sizeof(T) == 1, uint8_t,
+    std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
 
 // How T's bits are read by the shared definition.
 template <typename T>
 constexpr kernels::KeyKind KeyKindOf() {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (kIsFloatKey<T>) {
     return kernels::KeyKind::kFloat;
   } else if constexpr (std::is_signed_v<T>) {
     return kernels::KeyKind::kSigned;

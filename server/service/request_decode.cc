@@ -15,11 +15,18 @@ absl::StatusOr<DType> DecodeDType(v1::DType d) {
     case v1::DTYPE_UINT64: return DType::kUInt64;
     case v1::DTYPE_FLOAT32: return DType::kFloat32;
     case v1::DTYPE_FLOAT64: return DType::kFloat64;
+    case v1::DTYPE_FLOAT16: return DType::kFloat16;
+    case v1::DTYPE_BFLOAT16: return DType::kBFloat16;
+    case v1::DTYPE_INT16: return DType::kInt16;
+    case v1::DTYPE_UINT16: return DType::kUInt16;
+    case v1::DTYPE_INT8: return DType::kInt8;
+    case v1::DTYPE_UINT8: return DType::kUInt8;
     default: break;
   }
   return absl::InvalidArgumentError(
       "options.dtype " + std::to_string(static_cast<int>(d)) +
-      " is not a known dtype (INT32, UINT32, INT64, UINT64, FLOAT32 or FLOAT64 required)");
+      " is not a known dtype (INT32, UINT32, INT64, UINT64, FLOAT32, FLOAT64, FLOAT16, BFLOAT16, INT16, "
+      "UINT16, INT8 or UINT8 required)");
 }
 
 absl::StatusOr<Algorithm> DecodeAlgorithm(v1::Algorithm a) {

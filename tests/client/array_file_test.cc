@@ -1,11 +1,16 @@
 // The CLI's file formats without a server: .npy headers as NumPy writes them (and bad ones), text
-// round trips of the special floats, raw sizes; and what the fuzzers (tests/fuzz) found.
+// round trips of the special floats, raw sizes; and what the fuzzers (tests/fuzz) found. The 8- and
+// 16-bit dtypes in every format, with the values that break conversions, and float16 text's rounding.
 #include "client/cli/array_file.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -135,7 +140,9 @@ TEST(Text, OneSignAtMost) {
   // text_reader_fuzzer: "--0" read as 0 (the float path takes one '-' off, from_chars took another), and
   // "+-5" as -5.
   const std::string path = TempPath("signs.txt");
-  for (v1::DType dtype : {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64, v1::DTYPE_INT32, v1::DTYPE_INT64, v1::DTYPE_UINT32}) {
+  for (v1::DType dtype : {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64, v1::DTYPE_INT32, v1::DTYPE_INT64, v1::DTYPE_UINT32,
+                          v1::DTYPE_FLOAT16, v1::DTYPE_BFLOAT16, v1::DTYPE_INT16, v1::DTYPE_UINT16, v1::DTYPE_INT8,
+                          v1::DTYPE_UINT8}) {
     for (const char* text : {"--0", "+-5", "-+5", "++5", "--nan", "+-inf"}) {
       WriteFile(path, std::string("1\n") + text + "\n");
       auto a = ReadArray(path, FileFormat::kText, dtype);
@@ -143,8 +150,192 @@ TEST(Text, OneSignAtMost) {
       EXPECT_THAT(std::string(a.status().message()), HasSubstr(":2: '" + std::string(text) + "' is not a"));
     }
     WriteFile(path, "+5\n-5\n");
-    EXPECT_EQ(ReadArray(path, FileFormat::kText, dtype).ok(), dtype != v1::DTYPE_UINT32) << DTypeName(dtype);
+    const bool is_unsigned = dtype == v1::DTYPE_UINT32 || dtype == v1::DTYPE_UINT16 || dtype == v1::DTYPE_UINT8;
+    EXPECT_EQ(ReadArray(path, FileFormat::kText, dtype).ok(), !is_unsigned) << DTypeName(dtype);
   }
+}
+
+// Adversarial keys of every 8- and 16-bit dtype, as bit patterns: NaNs of both signs and several payloads
+// (quiet, signaling, all ones), +-0.0, +-inf, the smallest and largest subnormals and normals, extremes.
+struct NarrowCase {
+  v1::DType dtype;
+  std::vector<uint16_t> bits;  // each one element; 8-bit dtypes use the low byte
+};
+const std::vector<NarrowCase>& NarrowCases() {
+  static const std::vector<NarrowCase> kCases = {
+      {v1::DTYPE_FLOAT16, {0x7C01, 0x7E00, 0x7FFF, 0x7D55, 0xFC01, 0xFE00, 0xFFFF, 0x0000, 0x8000, 0x7C00, 0xFC00,
+                           0x0001, 0x8001, 0x03FF, 0x83FF, 0x0400, 0x7BFF, 0xFBFF, 0x3C00, 0x3555, 0x2E66, 0x2400}},
+      {v1::DTYPE_BFLOAT16, {0x7F81, 0x7FC0, 0x7FFF, 0xFF81, 0xFFC0, 0xFFFF, 0x0000, 0x8000, 0x7F80, 0xFF80, 0x0001,
+                            0x8001, 0x007F, 0x0080, 0x7F7F, 0xFF7F, 0x3F80, 0x4049, 0x3DCD}},
+      {v1::DTYPE_INT16, {0x8000, 0xFFFF, 0x0000, 0x0001, 0x7FFF, 0xCFC7}},  // INT16_MIN, -1, 0, 1, INT16_MAX, -12345
+      {v1::DTYPE_UINT16, {0x0000, 0x0001, 0x7FFF, 0x8000, 0xFFFF}},
+      {v1::DTYPE_INT8, {0x80, 0xFF, 0x00, 0x01, 0x7F}},  // INT8_MIN, -1, 0, 1, INT8_MAX
+      {v1::DTYPE_UINT8, {0x00, 0x01, 0x7F, 0x80, 0xFF}}};
+  return kCases;
+}
+
+Array NarrowArray(const NarrowCase& c) {
+  Array a{.dtype = c.dtype, .bytes = {}, .shape = {c.bits.size()}};
+  for (uint16_t b : c.bits) a.bytes.append(reinterpret_cast<const char*>(&b), ElementSize(c.dtype));  // LE host
+  return a;
+}
+
+bool IsNarrowNaN(v1::DType dtype, uint16_t bits) {
+  if (dtype == v1::DTYPE_FLOAT16) return (bits & 0x7C00) == 0x7C00 && (bits & 0x03FF) != 0;
+  return dtype == v1::DTYPE_BFLOAT16 && (bits & 0x7F80) == 0x7F80 && (bits & 0x007F) != 0;
+}
+
+TEST(NarrowDTypes, NpyHeadersAreWhatNumpyWrites) {
+  // np.dtype(t).str for float16, int16, uint16, int8, uint8 (numpy 1.24.2); np.save writes it as descr.
+  for (const auto& [dtype, descr] : {std::pair{v1::DTYPE_FLOAT16, "<f2"}, std::pair{v1::DTYPE_INT16, "<i2"},
+                                     std::pair{v1::DTYPE_UINT16, "<u2"}, std::pair{v1::DTYPE_INT8, "|i1"},
+                                     std::pair{v1::DTYPE_UINT8, "|u1"}}) {
+    const std::string header = NpyHeader(dtype, {3});
+    EXPECT_EQ(header.size() % 64, 0u);
+    EXPECT_THAT(header, HasSubstr("{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': (3,), }"));
+  }
+  // A 1-byte type has no byte order: '<i1' and '>u1' (which other writers may use) are i8 and u8.
+  for (const auto& [descr, dtype] : {std::pair{"<i1", v1::DTYPE_INT8}, std::pair{">u1", v1::DTYPE_UINT8}}) {
+    std::string file = NpyHeader(dtype, {2}) + std::string(2, '\x05');
+    file.replace(file.find(dtype == v1::DTYPE_INT8 ? "|i1" : "|u1"), 3, descr);
+    const std::string path = TempPath("alias.npy");
+    WriteFile(path, file);
+    auto a = ReadArray(path, FileFormat::kNpy, std::nullopt);
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_EQ(a->dtype, dtype);
+    EXPECT_EQ(a->bytes, "\x05\x05");
+  }
+  // Big-endian 2-byte keys are refused, as big-endian 4- and 8-byte ones are.
+  std::string big = NpyHeader(v1::DTYPE_FLOAT16, {1}) + "ab";
+  big.replace(big.find("<f2"), 3, ">f2");
+  WriteFile(TempPath("big.npy"), big);
+  EXPECT_THAT(std::string(ReadArray(TempPath("big.npy"), FileFormat::kNpy, std::nullopt).status().message()),
+              HasSubstr("unsupported .npy dtype '>f2'"));
+}
+
+TEST(NarrowDTypes, BFloat16IsNoNpyAndSaysWhatIs) {
+  const std::string path = TempPath("bf16.npy");
+  std::remove(path.c_str());
+  const absl::Status s = WriteArray(path, FileFormat::kNpy, NarrowArray(NarrowCases()[1]));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("NumPy has no bfloat16"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("raw"));
+  EXPECT_FALSE(std::ifstream(path).good()) << "no empty file left behind";
+}
+
+TEST(NarrowDTypes, AdversarialValuesRoundTripThroughEveryFormat) {
+  for (const NarrowCase& c : NarrowCases()) {
+    SCOPED_TRACE(DTypeName(c.dtype));
+    const Array a = NarrowArray(c);
+    for (FileFormat format : {FileFormat::kNpy, FileFormat::kRaw, FileFormat::kText}) {
+      if (format == FileFormat::kNpy && c.dtype == v1::DTYPE_BFLOAT16) continue;
+      const std::string path = TempPath("narrow.any");
+      ASSERT_TRUE(WriteArray(path, format, a).ok());
+      auto b = ReadArray(path, format, format == FileFormat::kNpy ? std::nullopt : std::optional(c.dtype));
+      ASSERT_TRUE(b.ok()) << b.status();
+      EXPECT_EQ(b->dtype, c.dtype);
+      EXPECT_EQ(b->shape, a.shape);
+      ASSERT_EQ(b->bytes.size(), a.bytes.size());
+      if (format != FileFormat::kText) {
+        EXPECT_EQ(b->bytes, a.bytes) << "NaN payloads included";
+        continue;
+      }
+      for (std::size_t i = 0; i < c.bits.size(); ++i) {  // text keeps a NaN's sign, not its payload
+        uint16_t got = 0;
+        std::memcpy(&got, b->bytes.data() + i * ElementSize(c.dtype), ElementSize(c.dtype));
+        if (IsNarrowNaN(c.dtype, c.bits[i]))
+          EXPECT_TRUE(IsNarrowNaN(c.dtype, got) && (got & 0x8000) == (c.bits[i] & 0x8000)) << std::hex << got;
+        else
+          EXPECT_EQ(got, c.bits[i]) << FormatNumber(c.dtype, a.bytes.data() + i * ElementSize(c.dtype));
+      }
+    }
+  }
+}
+
+TEST(NarrowDTypes, EveryPatternPrintsAsTextThatReadsBackToIt) {
+  for (v1::DType dtype : {v1::DTYPE_FLOAT16, v1::DTYPE_BFLOAT16, v1::DTYPE_INT16, v1::DTYPE_UINT16, v1::DTYPE_INT8,
+                          v1::DTYPE_UINT8}) {
+    const uint32_t patterns = ElementSize(dtype) == 1 ? 256 : 65536;
+    for (uint32_t p = 0; p < patterns; ++p) {
+      const auto bits = static_cast<uint16_t>(p);
+      const std::string text = FormatNumber(dtype, reinterpret_cast<const char*>(&bits));
+      std::string back;
+      ASSERT_TRUE(AppendParsedNumber(dtype, text, &back).ok()) << text;
+      uint16_t got = 0;
+      std::memcpy(&got, back.data(), back.size());
+      if (IsNarrowNaN(dtype, bits)) {
+        ASSERT_EQ(text, bits & 0x8000 ? "-nan" : "nan");
+        ASSERT_TRUE(IsNarrowNaN(dtype, got) && (got & 0x8000) == (bits & 0x8000)) << text;
+      } else {
+        ASSERT_EQ(got, bits) << DTypeName(dtype) << " " << text;
+      }
+    }
+  }
+  // The shortest text, as NumPy's repr gives it (numpy 1.24.2: repr(np.uint16(b).view(np.float16))).
+  for (const auto& [bits, text] : {std::pair<uint16_t, std::string>{0x2E66, "0.1"}, {0x3555, "0.3333"},
+                                   {0x2400, "0.01563"}, {0x0001, "6e-08"}, {0x8001, "-6e-08"}, {0x0400, "6.104e-05"},
+                                   {0x3C01, "1.001"}, {0xC248, "-3.14"}, {0x7BFF, "65500"}, {0x8000, "-0"}}) {
+    EXPECT_EQ(FormatNumber(v1::DTYPE_FLOAT16, reinterpret_cast<const char*>(&bits)), text);
+  }
+}
+
+uint16_t ParseNarrow(v1::DType dtype, const std::string& text) {
+  std::string bytes;
+  const absl::Status s = AppendParsedNumber(dtype, text, &bytes);
+  EXPECT_TRUE(s.ok()) << text << ": " << s;
+  uint16_t bits = 0;
+  std::memcpy(&bits, bytes.data(), std::min<std::size_t>(bytes.size(), 2));
+  return bits;
+}
+
+TEST(NarrowDTypes, Float16TextRoundsToNearestEvenAsNumpyDoes) {
+  // /usr/bin/python3 (numpy 1.24.2): np.float64(text).astype(np.float16).view(np.uint16), which rounds
+  // once from the double; these texts are far enough from a tie that the double's rounding cannot matter.
+  const std::pair<const char*, uint16_t> numpy[] = {
+      {"0.1", 0x2E66},    {"-0.1", 0xAE66},     {"1", 0x3C00},      {"3.14159", 0x4248}, {"65504", 0x7BFF},
+      {"65519.99", 0x7BFF}, {"-65504", 0xFBFF}, {"6e-08", 0x0001},  {"5.960464477539063e-08", 0x0001},
+      {"6.1e-05", 0x03FF}, {"6.097555160522461e-05", 0x03FF},       {"0.333333", 0x3555}, {"2.5", 0x4100},
+      {"1000.5", 0x63D1}, {"1001.5", 0x63D3},   {"2049", 0x6800},   {"2051", 0x6802},    {"-2051", 0xE802},
+      {"0.00006103515625", 0x0400}, {"1e-7", 0x0002}, {"3e-8", 0x0001}, {"123.456", 0x57B7},
+      {"-7.8125e-3", 0xA000}, {"0.5e-4", 0x0347}, {"1E+2", 0x5640}, {"+2.5", 0x4100}, {"-0", 0x8000},
+      {"nan", 0x7E00},    {"-nan", 0xFE00},     {"inf", 0x7C00},    {"-inf", 0xFC00}};
+  for (const auto& [text, bits] : numpy) EXPECT_EQ(ParseNarrow(v1::DTYPE_FLOAT16, text), bits) << text;
+  // Ties decided by digits past a double's precision, derived by hand: 1.00048828125 is exactly halfway
+  // between 1 (0x3C00) and 1.0009765625 (0x3C01), 65520 between 65504 and infinity, 2^-25 between 0 and
+  // the smallest subnormal. A double reads each longer text below as the tie itself, so numpy (through
+  // the double) gives 0x3C00 for the first; rounded once from the decimal it is above the tie: 0x3C01.
+  const std::pair<const char*, uint16_t> ties[] = {
+      {"1.000488281250000000001", 0x3C01}, {"1.000488281249999999999", 0x3C00}, {"1.00048828125", 0x3C00},
+      {"1.00146484375", 0x3C02},  // exactly halfway between 0x3C01 and 0x3C02: to the even one
+      {"65519.999999999999999", 0x7BFF}, {"2.98023223876953125000001e-8", 0x0001},
+      {"-2.98023223876953125000001e-8", 0x8001}};
+  for (const auto& [text, bits] : ties) EXPECT_EQ(ParseNarrow(v1::DTYPE_FLOAT16, text), bits) << text;
+}
+
+TEST(NarrowDTypes, TextOutOfRangeIsAnErrorNamingTheValue) {
+  const std::pair<v1::DType, const char*> bad[] = {
+      {v1::DTYPE_INT16, "32768"},  {v1::DTYPE_INT16, "-32769"}, {v1::DTYPE_UINT16, "65536"},
+      {v1::DTYPE_INT8, "128"},     {v1::DTYPE_INT8, "-129"},    {v1::DTYPE_UINT8, "256"},
+      {v1::DTYPE_FLOAT16, "65520"}, {v1::DTYPE_FLOAT16, "-1e5"}, {v1::DTYPE_FLOAT16, "1e-8"},
+      {v1::DTYPE_FLOAT16, "2.98023223876953125e-8"},  // the tie between 0 and 2^-24: to 0, even
+      {v1::DTYPE_BFLOAT16, "1e39"}, {v1::DTYPE_BFLOAT16, "-1e-41"}};
+  for (const auto& [dtype, text] : bad) {
+    std::string bytes;
+    const absl::Status s = AppendParsedNumber(dtype, text, &bytes);
+    EXPECT_THAT(std::string(s.message()),
+                HasSubstr("'" + std::string(text) + "' is out of range for " + DTypeName(dtype)));
+  }
+  const std::pair<v1::DType, const char*> edges[] = {
+      {v1::DTYPE_INT16, "-32768"}, {v1::DTYPE_INT16, "32767"}, {v1::DTYPE_UINT16, "65535"}, {v1::DTYPE_INT8, "-128"},
+      {v1::DTYPE_UINT8, "255"}};
+  for (const auto& [dtype, text] : edges) {
+    std::string bytes;
+    EXPECT_TRUE(AppendParsedNumber(dtype, text, &bytes).ok()) << text;
+  }
+  EXPECT_EQ(ParseNarrow(v1::DTYPE_BFLOAT16, "3.3895313892515355e38"), 0x7F7F);  // the largest
+  EXPECT_EQ(ParseNarrow(v1::DTYPE_BFLOAT16, "9.2e-41"), 0x0001);                // the smallest subnormal
+  std::string bytes;
+  EXPECT_THAT(std::string(AppendParsedNumber(v1::DTYPE_UINT8, "-1", &bytes).message()), HasSubstr("not a u8 number"));
 }
 
 TEST(Raw, SizeMustBeWholeElements) {

@@ -12,6 +12,7 @@
 #include "client/cli/bench_report.h"
 #include "client/cli/bench_runner.h"
 #include "client/cli/bench_stats.h"
+#include "client/cli/dtype_names.h"
 #include "tests/service/scripted_backend.h"
 #include "tests/service/test_server.h"
 
@@ -210,6 +211,28 @@ TEST_F(BenchEndToEnd, ArgsortDescendingAndTopKOfEveryFloatBitPattern) {
   topk.k = 25;
   topk.argsort = true;
   ExpectClean(RunBench(topk));
+}
+
+TEST_F(BenchEndToEnd, EveryNarrowDTypeInTheProtosOrder) {
+  // Every bit pattern (float16 and bfloat16 NaNs, infinities, -0.0): the checker's totalOrder on 16 and
+  // 8 bits, sorted both ways with argsort and as top-k, whole and in several streamed chunks.
+  for (v1::DType dtype : {v1::DTYPE_FLOAT16, v1::DTYPE_BFLOAT16, v1::DTYPE_INT16, v1::DTYPE_UINT16,
+                          v1::DTYPE_INT8, v1::DTYPE_UINT8}) {
+    for (BenchTransport t : {BenchTransport::kUnary, BenchTransport::kStream}) {
+      SCOPED_TRACE(DTypeName(dtype) + " " + TransportName(t));
+      BenchConfig sort = Config(BenchMethod::kSort, t);
+      sort.dtype = dtype;
+      sort.distribution = "bits";
+      sort.descending = dtype == v1::DTYPE_FLOAT16 || dtype == v1::DTYPE_INT8;
+      sort.argsort = true;
+      sort.requests = 10;
+      ExpectClean(RunBench(sort), 10);
+      BenchConfig topk = sort;
+      topk.method = BenchMethod::kTopK;
+      topk.k = 25;
+      ExpectClean(RunBench(topk), 10);
+    }
+  }
 }
 
 TEST_F(BenchEndToEnd, ArgsortAndTopKOverSharedMemoryAnswerRight) {

@@ -38,7 +38,7 @@ class ClientTyped : public ::testing::Test {
 template <typename T>
 TestServer* ClientTyped<T>::server_ = nullptr;
 
-using AllKeyTypes = ::testing::Types<int32_t, uint32_t, int64_t, uint64_t, float, double>;
+using AllKeyTypes = ::testing::Types<int32_t, uint32_t, int64_t, uint64_t, float, double, int16_t, uint16_t, int8_t, uint8_t>;
 TYPED_TEST_SUITE(ClientTyped, AllKeyTypes);
 
 TYPED_TEST(ClientTyped, SortArgsortValuesAndTopK) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The gpusort CLI end to end against a real server: gen, then sort and topk in every file format
-# (raw, text, npy), argsort, descending, rows, health, and clear failures; every answer is checked
-# with numpy against the input file.
+# (raw, text, npy), every dtype, argsort, descending, rows, health, and clear failures; every answer
+# is checked with numpy against the input file.
 # usage: cli_test.sh BUILD_BIN_DIR
 set -euo pipefail
 bin=$1
@@ -32,8 +32,8 @@ export GPUSORT_SERVER=127.0.0.1:$grpc_port
 [ "$("$cli" health)" = SERVING ] || fail "health is not SERVING"
 "$cli" --help | grep -q topk || fail "no usage text"
 
-# npy: every dtype, ascending, descending, argsort.
-for dtype in i32 u32 i64 u64 f32 f64; do
+# npy: every dtype numpy has (bf16 below), ascending, descending, argsort.
+for dtype in i32 u32 i64 u64 f32 f64 f16 i16 u16 i8 u8; do
   "$cli" gen --dtype $dtype --count 3000001 --distribution bits --seed 3 --out "$work/k.npy"
   "$cli" sort --in "$work/k.npy" --out "$work/s.npy"
   "$cli" sort --in "$work/k.npy" --out "$work/d.npy" --descending
@@ -57,22 +57,50 @@ assert p.dtype == np.int64 and np.array_equal(p, order), 'stable argsort'
 " "$work/k.npy" "$work/s.npy" "$work/d.npy" "$work/p.npy"
 done
 
-# Every transport gives the same bytes: unary, streamed, and shared memory (server on this host).
-"$cli" gen --dtype f32 --count 50001 --distribution bits --seed 5 --out "$work/t.npy"  # unary-sized
-for transport in unary stream shm; do
-  "$cli" sort --transport $transport --shm-socket "$work/shm.sock" --in "$work/t.npy" --out "$work/t-$transport.npy" \
-    --argsort --stable || fail "sort over $transport"
-  "$cli" topk --transport $transport --shm-socket "$work/shm.sock" --in "$work/t.npy" --out "$work/k-$transport.npy" \
-    -k 50 || fail "topk over $transport"
+# bf16 has no .npy: raw, checked the same way on its bits (the upper half of a float32).
+"$cli" gen --dtype bf16 --count 3000001 --distribution bits --seed 3 --out "$work/k.bin"
+"$cli" sort --in "$work/k.bin" --dtype bf16 --out "$work/s.bin"
+"$cli" sort --in "$work/k.bin" --dtype bf16 --out "$work/d.bin" --descending
+"$cli" sort --in "$work/k.bin" --dtype bf16 --out "$work/p.npy" --argsort --stable
+py "
+u = np.fromfile(sys.argv[1], '<u2'); s = np.fromfile(sys.argv[2], '<u2'); d = np.fromfile(sys.argv[3], '<u2')
+p = np.load(sys.argv[4])
+order = np.argsort(np.where(u & 0x8000, ~u, u | 0x8000), kind='stable')  # totalOrder as unsigned bits
+assert np.array_equal(s, u[order]), 'ascending'
+assert np.array_equal(d, u[order][::-1]), 'descending'
+assert np.array_equal(p, order), 'stable argsort'
+" "$work/k.bin" "$work/s.bin" "$work/d.bin" "$work/p.npy"
+# f16 and bf16 as text: numpy reads what the CLI writes (bf16 as the float32 it rounds from).
+for dtype in f16 bf16; do
+  "$cli" gen --dtype $dtype --count 20000 --distribution normal --out "$work/k.txt"
+  "$cli" sort --in "$work/k.txt" --dtype $dtype --out "$work/s.txt" --descending
+  py "
+t = np.float16 if sys.argv[3] == 'f16' else np.float32
+k = np.loadtxt(sys.argv[1], dtype=t); s = np.loadtxt(sys.argv[2], dtype=t); assert np.array_equal(np.sort(k)[::-1], s)
+" "$work/k.txt" "$work/s.txt" $dtype
+done
+if "$cli" sort --in "$work/k.bin" --dtype bf16 --out "$work/x.npy" 2>"$work/err"; then fail "bf16 written as .npy"; fi
+grep -q "NumPy has no bfloat16" "$work/err" || fail "no message for bf16 as .npy: $(cat "$work/err")"
+
+# Every transport gives the same bytes: unary, streamed, and shared memory (server on this host), for
+# 4-, 2- and 1-byte keys.
+for dtype in f32 f16 u8; do
+  "$cli" gen --dtype $dtype --count 50001 --distribution bits --seed 5 --out "$work/t.npy"  # unary-sized
+  for transport in unary stream shm; do
+    "$cli" sort --transport $transport --shm-socket "$work/shm.sock" --in "$work/t.npy" \
+      --out "$work/t-$transport.npy" --argsort --stable || fail "$dtype sort over $transport"
+    "$cli" topk --transport $transport --shm-socket "$work/shm.sock" --in "$work/t.npy" \
+      --out "$work/k-$transport.npy" -k 50 || fail "$dtype topk over $transport"
+  done
+  for transport in stream shm; do
+    cmp -s "$work/t-unary.npy" "$work/t-$transport.npy" || fail "$dtype argsort over $transport differs from unary"
+    cmp -s "$work/k-unary.npy" "$work/k-$transport.npy" || fail "$dtype topk over $transport differs from unary"
+  done
 done
 if "$cli" sort --transport shm --in "$work/t.npy" --out "$work/x.npy" 2>"$work/err"; then fail "shm without --shm-socket accepted"; fi
 grep -q -- "--shm-socket" "$work/err" || fail "no message for shm without --shm-socket: $(cat "$work/err")"
 GPUSORT_SHM_SOCKET="$work/shm.sock" "$cli" bench --transport shm --method sort --count 10000 --requests 20 --warmup 0 \
   --check --fail-on-error --no-progress >/dev/null || fail "bench over shm (socket from GPUSORT_SHM_SOCKET)"
-for transport in stream shm; do
-  cmp -s "$work/t-unary.npy" "$work/t-$transport.npy" || fail "argsort over $transport differs from unary"
-  cmp -s "$work/k-unary.npy" "$work/k-$transport.npy" || fail "topk over $transport differs from unary"
-done
 
 # text and raw: round trips and the same answers.
 "$cli" gen --dtype f64 --count 1000 --distribution normal --out "$work/k.txt"

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "client/cli/dtype_names.h"
 #include "gpusort/v1/sort.pb.h"
 
 namespace {
@@ -34,12 +35,11 @@ std::string Keys(std::size_t n, std::size_t width) {
   return out;
 }
 
-std::size_t Width(v1::DType d) {
-  return d == v1::DTYPE_INT64 || d == v1::DTYPE_UINT64 || d == v1::DTYPE_FLOAT64 ? 8 : 4;
-}
+std::size_t Width(v1::DType d) { return cli::ElementSize(d); }
 
-constexpr v1::DType kDTypes[] = {v1::DTYPE_INT32, v1::DTYPE_UINT32,  v1::DTYPE_INT64,
-                                 v1::DTYPE_UINT64, v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64};
+constexpr v1::DType kDTypes[] = {v1::DTYPE_INT32,   v1::DTYPE_UINT32,  v1::DTYPE_INT64,    v1::DTYPE_UINT64,
+                                 v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64, v1::DTYPE_FLOAT16,  v1::DTYPE_BFLOAT16,
+                                 v1::DTYPE_INT16,   v1::DTYPE_UINT16,  v1::DTYPE_INT8,     v1::DTYPE_UINT8};
 
 void SortRequests() {
   for (v1::DType d : kDTypes) {

@@ -14,14 +14,29 @@
 
 #include "client/cli/array_file.h"
 #include "client/cli/dtype_names.h"
+#include "client/cli/narrow_float.h"
 #include "fuzz_check.h"
 
 namespace {
 
 using namespace gpusort;
 
-constexpr v1::DType kDTypes[] = {v1::DTYPE_INT32, v1::DTYPE_UINT32,  v1::DTYPE_INT64,
-                                 v1::DTYPE_UINT64, v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64};
+constexpr v1::DType kDTypes[] = {v1::DTYPE_INT32,   v1::DTYPE_UINT32,   v1::DTYPE_INT64, v1::DTYPE_UINT64,
+                                 v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64,  v1::DTYPE_FLOAT16, v1::DTYPE_BFLOAT16,
+                                 v1::DTYPE_INT16,   v1::DTYPE_UINT16,   v1::DTYPE_INT8,  v1::DTYPE_UINT8};
+constexpr std::size_t kDTypeCount = sizeof(kDTypes) / sizeof(kDTypes[0]);
+
+// A NaN prints as nan or -nan, so only its sign survives text.
+template <typename T>
+bool IsNan(T x) {
+  if constexpr (std::is_floating_point_v<T>) return std::isnan(x);
+  else return std::isnan(cli::ToFloat(x));  // float16 and bfloat16
+}
+template <typename T>
+bool SignBit(T x) {
+  if constexpr (std::is_floating_point_v<T>) return std::signbit(x);
+  else return (x.bits >> 15) != 0;
+}
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
@@ -46,7 +61,7 @@ std::size_t NumberLines(std::string_view text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  const v1::DType dtype = kDTypes[data[0] % 6];
+  const v1::DType dtype = kDTypes[data[0] % kDTypeCount];
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   absl::StatusOr<std::string> bytes = cli::ParseTextNumbers(text, dtype, "fuzz.txt");
   if (!bytes.ok()) return 0;
@@ -62,9 +77,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
       T a, b;
       std::memcpy(&a, bytes->data() + i, sizeof a);
       std::memcpy(&b, back.data(), sizeof b);
-      if constexpr (std::is_floating_point_v<T>) {
-        if (std::isnan(a)) {
-          FUZZ_CHECK(std::isnan(b) && std::signbit(a) == std::signbit(b));
+      if constexpr (cli::kIsFloatKey<T>) {
+        if (IsNan(a)) {
+          FUZZ_CHECK(IsNan(b) && SignBit(a) == SignBit(b));
           return;
         }
       }

@@ -36,7 +36,7 @@ class GeneratedKeys final : public GpuKeySource {
   absl::StatusOr<std::uint64_t> IngestKeys(const GpuJobEnv& env, const KeyCoding& coding, void* device_keys) override {
     made_ = Bytes(MakeInput<float>(pattern_, count_, /*seed=*/42));
     KeyBitsScan scan;
-    absl::Status status = Upload(env.slot, made_.data(), device_keys, made_.size(), sizeof(float),
+    absl::Status status = Upload(env.slot, made_.data(), device_keys, count_, KeyElementBytes(coding.dtype),
                                  ToOrderedBitsFn(coding.dtype, coding.complement, &scan));
     if (!status.ok()) return status;
     return scan.varying();

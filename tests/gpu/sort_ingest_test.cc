@@ -82,7 +82,8 @@ Answer OnCpu(SortSpec spec, const std::vector<std::byte>& keys) {
 
 template <typename T>
 class SortIngestVsCpu : public ::testing::Test {};
-using AllKeyTypes = ::testing::Types<int32_t, uint32_t, int64_t, uint64_t, float, double>;
+using AllKeyTypes = ::testing::Types<int32_t, uint32_t, int64_t, uint64_t, float, double, Float16, BFloat16, int16_t,
+                                     uint16_t, int8_t, uint8_t>;
 TYPED_TEST_SUITE(SortIngestVsCpu, AllKeyTypes);
 
 TYPED_TEST(SortIngestVsCpu, PiecesOfOddSizesOnEveryPattern) {

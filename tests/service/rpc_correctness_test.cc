@@ -23,7 +23,8 @@ class RpcCorrectness : public ::testing::Test {
 template <typename T>
 TestServer* RpcCorrectness<T>::server_ = nullptr;
 
-using AllKeyTypes = ::testing::Types<int32_t, uint32_t, int64_t, uint64_t, float, double>;
+using AllKeyTypes = ::testing::Types<int32_t, uint32_t, int64_t, uint64_t, float, double, Float16, BFloat16, int16_t,
+                                     uint16_t, int8_t, uint8_t>;
 TYPED_TEST_SUITE(RpcCorrectness, AllKeyTypes);
 
 template <typename T>

@@ -54,6 +54,37 @@ TEST(SharedMemory, SortsInPlaceAndIntoAnotherRangeWithIndices) {
   EXPECT_TRUE(SameBits(Get<float>(r, 0, keys.size()), ReferenceSort(keys, SortOrder::kAscending)));
 }
 
+// Narrow keys in a region (on the CUDA backend they cross by DMA as they are and widen on the device):
+// ranges need only start at a multiple of their own element size, so 2-byte keys at offset 2 and
+// 1-byte keys at offset 1.
+template <typename T>
+void SortNarrowInRegion(v1::DType dtype, std::size_t offset) {
+  TestServer server(ShmConfig());
+  Client client = ShmClientFor(server);
+  const auto keys = MakeInput<T>(Pattern::kSpecials, 70001, 5);
+  const std::size_t bytes = keys.size() * sizeof(T), idx = (offset + 2 * bytes + 7) / 8 * 8;
+  auto region = client.CreateSharedMemory(idx + keys.size() * 8);
+  ASSERT_TRUE(region.ok()) << region.status();
+  SharedMemoryRegion& r = **region;
+  Put(r, offset, keys);
+  const v1::RegionRef indices = r.Ref(idx, keys.size() * 8);
+  SortOptions stable_descending = Sorting(true);
+  stable_descending.stable = true;
+  auto info = client.SortInRegion(dtype, stable_descending, v1::PAYLOAD_INDICES, r.Ref(offset, bytes),
+                                  r.Ref(offset + bytes, bytes), &indices);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->backend(), ExpectedBackend());
+  EXPECT_TRUE(SameBits(Get<T>(r, offset + bytes, keys.size()), ReferenceSort(keys, SortOrder::kDescending)));
+  EXPECT_EQ(Get<int64_t>(r, idx, keys.size()), ReferenceStableArgsort(keys, SortOrder::kDescending));
+}
+
+TEST(SharedMemory, SortsNarrowKeysAtTheirOwnAlignment) {
+  SortNarrowInRegion<BFloat16>(v1::DTYPE_BFLOAT16, 2);
+  SortNarrowInRegion<Float16>(v1::DTYPE_FLOAT16, 6);
+  SortNarrowInRegion<uint8_t>(v1::DTYPE_UINT8, 1);
+  SortNarrowInRegion<int8_t>(v1::DTYPE_INT8, 3);
+}
+
 TEST(SharedMemory, TopKWritesValuesAndIndices) {
   TestServer server(ShmConfig());
   Client client = ShmClientFor(server);

@@ -18,6 +18,7 @@
 #include "gpusort/v1/sort.grpc.pb.h"
 #include "server/backend/backend_factory.h"
 #include "server/backend/cpu/cpu_backend.h"
+#include "server/core/narrow_float.h"
 #include "server/service/server.h"
 
 namespace gpusort::testing {
@@ -131,6 +132,12 @@ v1::DType WireDType() {
   if constexpr (std::is_same_v<T, uint64_t>) return v1::DTYPE_UINT64;
   if constexpr (std::is_same_v<T, float>) return v1::DTYPE_FLOAT32;
   if constexpr (std::is_same_v<T, double>) return v1::DTYPE_FLOAT64;
+  if constexpr (std::is_same_v<T, Float16>) return v1::DTYPE_FLOAT16;
+  if constexpr (std::is_same_v<T, BFloat16>) return v1::DTYPE_BFLOAT16;
+  if constexpr (std::is_same_v<T, int16_t>) return v1::DTYPE_INT16;
+  if constexpr (std::is_same_v<T, uint16_t>) return v1::DTYPE_UINT16;
+  if constexpr (std::is_same_v<T, int8_t>) return v1::DTYPE_INT8;
+  if constexpr (std::is_same_v<T, uint8_t>) return v1::DTYPE_UINT8;
 }
 
 }  // namespace gpusort::testing

@@ -190,7 +190,8 @@ std::unique_ptr<grpc::ClientContext> NewCallContext(const ClientOptions& options
 // The metadata every call carries (x-request-id, authorization), without a deadline.
 void AddCallMetadata(const ClientOptions& options, grpc::ClientContext& context);
 
-// The wire dtype of a C++ key type (int32_t, uint32_t, int64_t, uint64_t, float, double).
+// The wire dtype of a C++ key type ((u)int8_t to (u)int64_t, float, double; float16 and bfloat16 keys
+// go through the raw calls with their dtype).
 template <typename T> constexpr v1::DType WireDTypeOf();
 
 class Client {

@@ -14,7 +14,12 @@ constexpr v1::DType WireDTypeOf() {
   else if constexpr (std::is_same_v<T, uint64_t>) return v1::DTYPE_UINT64;
   else if constexpr (std::is_same_v<T, float>) return v1::DTYPE_FLOAT32;
   else if constexpr (std::is_same_v<T, double>) return v1::DTYPE_FLOAT64;
-  else static_assert(sizeof(T) == 0, "gpusort keys are int32, uint32, int64, uint64, float, double");
+  else if constexpr (std::is_same_v<T, int16_t>) return v1::DTYPE_INT16;
+  else if constexpr (std::is_same_v<T, uint16_t>) return v1::DTYPE_UINT16;
+  else if constexpr (std::is_same_v<T, int8_t>) return v1::DTYPE_INT8;
+  else if constexpr (std::is_same_v<T, uint8_t>) return v1::DTYPE_UINT8;
+  // float16 and bfloat16 have no standard C++20 type: send their bits through the raw calls.
+  else static_assert(sizeof(T) == 0, "typed gpusort keys are 8- to 64-bit integers, float and double");
 }
 
 namespace client_internal {

@@ -6,6 +6,7 @@
 #include "gpusort/kernels/memory.h"
 #include "gpusort/kernels/runtime.h"
 #include "server/backend/cuda/batch_sort.h"
+#include "server/backend/cuda/device_key_bits.h"
 #include "server/backend/cuda/kernel_status.h"
 #include "server/backend/cuda/staging.h"
 #include "server/core/key_order.h"
@@ -17,22 +18,25 @@ namespace {
 // Batched requests are small (batch_sort.h), so their keys convert on the calling thread: the staging
 // converters (staging.h) split work over threads, which costs more than it saves here (measured: with
 // them, 64 requests of 2048..4096 keys took 1.42 ms against the radix form's 1.09; batch_forms_bench).
+// A row holds device bits (device_key_bits.h): narrow keys zero-extended to 32 bits.
 template <typename T>
 void ToRow(const std::byte* keys, std::size_t count, bool descending, std::byte* row) {
+  using W = DeviceBitsType<T>;
   for (std::size_t j = 0; j < count; ++j) {
     T key;
     std::memcpy(&key, keys + j * sizeof(T), sizeof(T));
-    const OrderedBitsType<T> bits = ToSortBits(key, descending);
-    std::memcpy(row + j * sizeof(T), &bits, sizeof(T));
+    const W bits = ToSortBits(key, descending);
+    std::memcpy(row + j * sizeof(W), &bits, sizeof(W));
   }
 }
 
 template <typename T>
 void FromRow(const std::byte* row, std::size_t count, bool descending, std::byte* keys) {
+  using W = DeviceBitsType<T>;
   for (std::size_t j = 0; j < count; ++j) {
-    OrderedBitsType<T> bits;
-    std::memcpy(&bits, row + j * sizeof(T), sizeof(T));
-    const T key = FromSortBits<T>(bits, descending);
+    W bits;
+    std::memcpy(&bits, row + j * sizeof(W), sizeof(W));
+    const T key = FromSortBits<T>(static_cast<OrderedBitsType<T>>(bits), descending);
     std::memcpy(keys + j * sizeof(T), &key, sizeof(T));
   }
 }
@@ -57,7 +61,7 @@ absl::Status SortBatchAsRowsOnGpu(DeviceContext& context, const SortSpec& spec, 
                                   const std::string& device_name) {
   const bool descending = spec.order == SortOrder::kDescending;
   const bool with_positions = spec.payload == SortPayload::kIndices;
-  const std::size_t width = ElementSize(spec.dtype);
+  const std::size_t width = DeviceKeyBytes(spec.dtype);
   const std::size_t row_length = BatchRowLength(items), rows = items.size(), padded = rows * row_length;
   if (row_length > kernels::kBitonicRowsMaxLength) {
     return absl::InternalError("a batch's longest request is too long for the bitonic row sort");

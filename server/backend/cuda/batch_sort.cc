@@ -25,7 +25,7 @@ std::uint32_t SortBitsAt(const std::byte* p, bool descending) {
 
 template <typename T>
 void StoreFromSortBits(std::uint32_t bits, bool descending, std::byte* out) {
-  const T key = FromSortBits<T>(bits, descending);
+  const T key = FromSortBits<T>(static_cast<OrderedBitsType<T>>(bits), descending);
   std::memcpy(out, &key, sizeof(T));
 }
 
@@ -50,9 +50,9 @@ absl::Status SortBatchOnGpu(DeviceContext& context, const SortSpec& spec, std::s
     const std::uint64_t high = static_cast<std::uint64_t>(i) << 32;
     VisitDType(spec.dtype, [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (sizeof(T) == 4) {
+      if constexpr (sizeof(T) <= 4) {
         for (std::size_t j = 0; j < items[i].buffers.count; ++j) {
-          const std::uint32_t bits = SortBitsAt<T>(keys + j * 4, descending);
+          const std::uint32_t bits = SortBitsAt<T>(keys + j * sizeof(T), descending);
           or_bits |= bits;
           and_bits &= bits;
           composite[offsets[i] + j] = high | bits;
@@ -97,9 +97,10 @@ absl::Status SortBatchOnGpu(DeviceContext& context, const SortSpec& spec, std::s
     std::byte* keys = items[i].buffers.keys.data();
     VisitDType(spec.dtype, [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (sizeof(T) == 4) {
+      if constexpr (sizeof(T) <= 4) {
         for (std::size_t j = 0; j < items[i].buffers.count; ++j) {
-          StoreFromSortBits<T>(static_cast<std::uint32_t>(composite[offsets[i] + j]), descending, keys + j * 4);
+          StoreFromSortBits<T>(static_cast<std::uint32_t>(composite[offsets[i] + j]), descending,
+                               keys + j * sizeof(T));
         }
       }
     });
@@ -128,8 +129,9 @@ class PackedBatchJob final : public GpuJob {
                                  {&temp_, batch_.temp_bytes}});
   }
   absl::Status Ingest(const GpuJobEnv& env) override {
-    return Upload(env.slot, batch_.keys.data(), keys_[0].data(), batch_.keys.size(), batch_.key_bytes,
-                  PlainCopyFn());
+    const std::size_t width = batch_.key_bytes;
+    return Upload(env.slot, batch_.keys.data(), keys_[0].data(), batch_.keys.size() / width, {width, width},
+                  PlainCopyFn(width));
   }
   absl::Status Launch(const GpuJobEnv& env) override {
     void* const keys[2] = {keys_[0].data(), keys_[1].data()};
@@ -137,11 +139,12 @@ class PackedBatchJob final : public GpuJob {
     return launch_(env.slot.stream, keys, positions, temp_.data(), &result_);
   }
   absl::Status Egress(const GpuJobEnv& env) override {
-    RETURN_IF_ERROR(Download(env.slot, keys_[result_].data(), batch_.keys.data(), batch_.keys.size(),
-                             batch_.key_bytes, PlainCopyFn()));
+    const std::size_t width = batch_.key_bytes;
+    RETURN_IF_ERROR(Download(env.slot, keys_[result_].data(), batch_.keys.data(), batch_.keys.size() / width,
+                             {width, width}, PlainCopyFn(width)));
     if (batch_.positions.empty()) return absl::OkStatus();
     return Download(env.slot, positions_[result_].data(), reinterpret_cast<std::byte*>(batch_.positions.data()),
-                    batch_.positions.size() * 4, 4, PlainCopyFn());
+                    batch_.positions.size(), {4, 4}, PlainCopyFn(4));
   }
 
  private:

@@ -159,7 +159,7 @@ class CudaEngine final : public Backend {
         (spec.algorithm == Algorithm::kBitonic && BatchRowLength(batch) <= kernels::kBitonicRowsMaxLength)) {
       return Algorithm::kBitonic;
     }
-    if ((spec.algorithm == Algorithm::kAuto || spec.algorithm == Algorithm::kRadix) && ElementSize(spec.dtype) == 4) {
+    if ((spec.algorithm == Algorithm::kAuto || spec.algorithm == Algorithm::kRadix) && ElementSize(spec.dtype) <= 4) {
       return Algorithm::kRadix;
     }
     return Algorithm::kAuto;

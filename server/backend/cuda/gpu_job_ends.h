@@ -20,19 +20,24 @@
 #include "gpusort/kernels/key_order.h"
 #include "gpusort/kernels/memory.h"
 #include "gpusort/kernels/radix_sort.h"
+#include "server/backend/cuda/device_key_bits.h"
 #include "server/backend/cuda/gpu_job.h"
 #include "server/core/dtype.h"
 
 namespace gpusort {
 
 // How keys look on the device while a job works on them: ordered bits (key_order.h), complemented
-// for descending order or largest-first top-k, so that every kernel sorts unsigned ascending.
+// for descending order or largest-first top-k, so that every kernel sorts unsigned ascending; narrow
+// keys zero-extended to 32 bits (device_key_bits.h).
 struct KeyCoding {
   DType dtype;
   bool complement = false;
 
-  std::size_t key_bytes() const { return ElementSize(dtype); }
-  kernels::KeyWidth width() const { return key_bytes() == 4 ? kernels::KeyWidth::k32 : kernels::KeyWidth::k64; }
+  std::size_t key_bytes() const { return ElementSize(dtype); }  // in the request
+  std::size_t device_key_bytes() const { return DeviceKeyBytes(dtype); }  // on the device (device_key_bits.h)
+  kernels::KeyWidth width() const {
+    return device_key_bytes() == 4 ? kernels::KeyWidth::k32 : kernels::KeyWidth::k64;
+  }
   kernels::KeyKind kind() const;
 };
 

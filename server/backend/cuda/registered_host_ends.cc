@@ -12,21 +12,27 @@ absl::StatusOr<std::uint64_t> RegisteredHostKeys::IngestKeys(const GpuJobEnv& en
                                                              void* device_keys) {
   StreamSlot& slot = env.slot;
   constexpr std::size_t kOrAndBytes = 2 * sizeof(std::uint64_t);
-  RETURN_IF_ERROR(env.context.AllocateAll(slot.stream, {kOrAndBytes}, &or_and_));
+  const std::size_t key_bytes = coding.key_bytes();
+  const bool widen = key_bytes < coding.device_key_bytes();
+  RETURN_IF_ERROR(env.context.AllocateAll(slot.stream, {kOrAndBytes, widen ? count_ * key_bytes : 0}, &scratch_));
   // The OR/AND accumulator starts as {0, ~0}; it travels through the slot's first pinned buffer.
   auto* or_and_host = reinterpret_cast<std::uint64_t*>(slot.staging[0].data());
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.staging_free[0].Synchronize(), "waiting for a staging buffer");
   or_and_host[0] = 0;
   or_and_host[1] = ~std::uint64_t{0};
-  void* or_and_device = or_and_[0].data();
+  auto* or_and_device = scratch_[0].as<std::uint64_t>();
+  // Narrow keys land in scratch and widen into device_keys; the others convert in place.
+  void* landing = widen ? scratch_[1].data() : device_keys;
   GPUSORT_RETURN_IF_KERNEL_ERROR(
-      kernels::CopyToDeviceAsync(device_keys, keys_.data(), count_ * coding.key_bytes(), slot.stream),
-      "host to device");
+      kernels::CopyToDeviceAsync(landing, keys_.data(), count_ * key_bytes, slot.stream), "host to device");
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToDeviceAsync(or_and_device, or_and_host, kOrAndBytes, slot.stream),
                                  "host to device");
   GPUSORT_RETURN_IF_KERNEL_ERROR(
-      kernels::ToOrderedBitsAsync(coding.width(), coding.kind(), coding.complement, device_keys, count_,
-                                  static_cast<std::uint64_t*>(or_and_device), slot.stream),
+      widen ? kernels::WidenToOrderedBitsAsync(key_bytes, coding.kind(), coding.complement, landing,
+                                               static_cast<std::uint32_t*>(device_keys), count_, or_and_device,
+                                               slot.stream)
+            : kernels::ToOrderedBitsAsync(coding.width(), coding.kind(), coding.complement, device_keys, count_,
+                                          or_and_device, slot.stream),
       "ordered bits");
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToHostAsync(or_and_host, or_and_device, kOrAndBytes, slot.stream),
                                  "device to host");
@@ -38,12 +44,22 @@ absl::StatusOr<std::uint64_t> RegisteredHostKeys::IngestKeys(const GpuJobEnv& en
 
 absl::Status RegisteredHostResults::EgressKeys(const GpuJobEnv& env, const KeyCoding& coding,
                                                kernels::DeviceAllocation& keys, std::size_t count) {
-  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::FromOrderedBitsAsync(coding.width(), coding.kind(), coding.complement,
-                                                               keys.data(), count, env.slot.stream),
-                                 "key bits");
-  GPUSORT_RETURN_IF_KERNEL_ERROR(
-      kernels::CopyToHostAsync(keys_.data(), keys.data(), count * coding.key_bytes(), env.slot.stream),
-      "device to host");
+  const std::size_t key_bytes = coding.key_bytes();
+  const void* out = keys.data();
+  if (key_bytes < coding.device_key_bytes()) {
+    RETURN_IF_ERROR(env.context.AllocateAll(env.slot.stream, {count * key_bytes}, &narrow_));
+    GPUSORT_RETURN_IF_KERNEL_ERROR(
+        kernels::NarrowFromOrderedBitsAsync(key_bytes, coding.kind(), coding.complement, keys.as<std::uint32_t>(),
+                                            narrow_[0].data(), count, env.slot.stream),
+        "key bits");
+    out = narrow_[0].data();
+  } else {
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::FromOrderedBitsAsync(coding.width(), coding.kind(), coding.complement,
+                                                                 keys.data(), count, env.slot.stream),
+                                   "key bits");
+  }
+  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToHostAsync(keys_.data(), out, count * key_bytes, env.slot.stream),
+                                 "device to host");
   return absl::OkStatus();
 }
 

@@ -22,7 +22,8 @@ class RegisteredHostKeys final : public GpuKeySource {
  private:
   std::span<const std::byte> keys_;
   std::size_t count_;
-  std::vector<kernels::DeviceAllocation> or_and_;  // the device's OR/AND accumulator, until the job ends
+  // The device's OR/AND accumulator and, for narrow keys, their copy before they widen (until the job ends).
+  std::vector<kernels::DeviceAllocation> scratch_;
 };
 
 // Its spans must lie in registered memory (or the copies fall back to the driver's staging: correct,
@@ -40,6 +41,7 @@ class RegisteredHostResults final : public GpuResultSink {
   std::span<std::byte> keys_;
   std::span<std::int64_t> positions_;
   std::vector<kernels::DeviceAllocation> wide_;  // uint32 positions widened on the device, until the job ends
+  std::vector<kernels::DeviceAllocation> narrow_;  // narrow keys back from their 32-bit ordered bits
 };
 
 }  // namespace gpusort

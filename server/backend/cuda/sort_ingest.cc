@@ -30,7 +30,7 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
       : context_(context),
         spec_(spec),
         device_name_(std::move(device_name)),
-        key_bytes_(ElementSize(spec.dtype)),
+        widths_(KeyElementBytes(spec.dtype)),
         descending_(spec.order == SortOrder::kDescending) {}
 
   // Every way out passes its status through context_.Watch, which notes a sticky CUDA error.
@@ -57,9 +57,10 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
     StreamSlot& slot = lease.slot();
     std::vector<kernels::DeviceAllocation> buffer;
-    RETURN_IF_ERROR(context_.AllocateAll(slot.stream, {std::max<std::size_t>(1, total_keys * key_bytes_)}, &buffer));
+    RETURN_IF_ERROR(
+        context_.AllocateAll(slot.stream, {std::max<std::size_t>(1, total_keys * widths_.device)}, &buffer));
     keys_ = std::move(buffer[0]);
-    bytes_ = total_keys * key_bytes_;
+    count_ = total_keys;
     return absl::OkStatus();
   }
 
@@ -70,8 +71,8 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
     StreamSlot& slot = lease.slot();
     KeyBitsScan scan;
-    RETURN_IF_ERROR(Upload(slot, keys.data(), keys_.as<std::byte>() + first_key * key_bytes_, keys.size(),
-                           key_bytes_, ToOrderedBitsFn(spec_.dtype, descending_, &scan)));
+    RETURN_IF_ERROR(Upload(slot, keys.data(), keys_.as<std::byte>() + first_key * widths_.device,
+                           keys.size() / widths_.host, widths_, ToOrderedBitsFn(spec_.dtype, descending_, &scan)));
     GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "host to device");
     std::lock_guard lock(parts_mutex_);
     scan_.or_bits |= scan.or_bits;
@@ -84,7 +85,7 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
   // its results stay there for ReadKeys.
   absl::Status SortKeys(const Cancellation& cancellation, ExecutionReport& report) {
     report.AddStage(Stage::kH2d, h2d_seconds_);
-    const std::size_t n = bytes_ / key_bytes_;
+    const std::size_t n = count_;
     RETURN_IF_ERROR(CheckGpuSortKeys(n));
     RETURN_IF_ERROR(cancellation.Check());
     report.algorithm = Algorithm::kRadix;
@@ -105,8 +106,8 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     if (begin >= end) return absl::OkStatus();
     ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
     StreamSlot& slot = lease.slot();
-    RETURN_IF_ERROR(Download(slot, keys_.as<std::byte>() + begin * key_bytes_, keys, (end - begin) * key_bytes_,
-                             key_bytes_, FromOrderedBitsFn(spec_.dtype, descending_)));
+    RETURN_IF_ERROR(Download(slot, keys_.as<std::byte>() + begin * widths_.device, keys, end - begin, widths_,
+                             FromOrderedBitsFn(spec_.dtype, descending_)));
     if (indices == nullptr) return absl::OkStatus();
     return DownloadPositions(slot, positions_.as<std::uint32_t>() + begin, indices, end - begin);
   }
@@ -118,24 +119,26 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     StageClock clock;
     ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
     StreamSlot& slot = lease.slot();
-    if (bytes_ + keys.size() > keys_.size()) {
+    const std::size_t count = keys.size() / widths_.host;
+    const std::size_t in_use = count_ * widths_.device, needed = in_use + count * widths_.device;
+    if (needed > keys_.size()) {
       std::size_t capacity = std::max(keys_.size(), kFirstDeviceBytes);
-      while (capacity < bytes_ + keys.size()) capacity *= 2;
+      while (capacity < needed) capacity *= 2;
       std::vector<kernels::DeviceAllocation> grown;
       RETURN_IF_ERROR(context_.AllocateAll(slot.stream, {capacity}, &grown));
-      if (bytes_ > 0) {
+      if (in_use > 0) {
         GPUSORT_RETURN_IF_KERNEL_ERROR(
-            kernels::CopyOnDeviceAsync(grown[0].data(), keys_.data(), bytes_, slot.stream), "growing the buffer");
+            kernels::CopyOnDeviceAsync(grown[0].data(), keys_.data(), in_use, slot.stream), "growing the buffer");
       }
       // The old buffer is freed in order on the stream it came from: the copy must be done first.
       GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "growing the buffer");
       keys_ = std::move(grown[0]);
     }
-    RETURN_IF_ERROR(Upload(slot, keys.data(), keys_.as<std::byte>() + bytes_, keys.size(), key_bytes_,
+    RETURN_IF_ERROR(Upload(slot, keys.data(), keys_.as<std::byte>() + in_use, count, widths_,
                            ToOrderedBitsFn(spec_.dtype, descending_, &scan_)));
     // Done before the slot goes back: the next piece may cross on another slot's stream.
     GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "host to device");
-    bytes_ += keys.size();
+    count_ += count;
     h2d_seconds_ += clock.Seconds();
     return absl::OkStatus();
   }
@@ -143,11 +146,11 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
   DeviceContext& context_;
   const SortSpec spec_;
   const std::string device_name_;
-  const std::size_t key_bytes_;
+  const ElementBytes widths_;  // a key in the request, and its ordered bits on the device
   const bool descending_;
 
   kernels::DeviceAllocation keys_;   // ordered bits; after Sort, the sorted ones
-  std::size_t bytes_ = 0;            // of keys_ in use
+  std::size_t count_ = 0;            // keys in keys_
   kernels::DeviceAllocation positions_;
   KeyBitsScan scan_;
   double h2d_seconds_ = 0;

@@ -36,7 +36,7 @@ std::size_t SortJob::carry_bytes() const {
 }
 
 absl::Status SortJob::Allocate(const GpuJobEnv& env) {
-  const std::size_t n = count(), key_bytes = coding_.key_bytes();
+  const std::size_t n = count(), key_bytes = coding_.device_key_bytes();
   args_.key_width = coding_.width();
   args_.payload = carry_ == Carry::kNothing ? kernels::Payload::kNone
                   : carry_ != Carry::kValues ? kernels::Payload::kIndexU32
@@ -45,7 +45,7 @@ absl::Status SortJob::Allocate(const GpuJobEnv& env) {
   args_.count = n;
   // Bits: the whole key until the ingest says which vary; the temporary size does not depend on them.
   args_.begin_bit = 0;
-  args_.end_bit = static_cast<int>(key_bytes * 8);
+  args_.end_bit = static_cast<int>(coding_.key_bytes() * 8);  // narrow keys: the high bits are 0
   if (comparison_) {
     RETURN_IF_ERROR(ComparisonSortTempBytes(algorithm_, args_.key_width, n, carry_ != Carry::kNothing, &temp_bytes_));
   } else {

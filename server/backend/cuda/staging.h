@@ -16,15 +16,23 @@
 
 namespace gpusort {
 
-// fn(host_side, pinned_side, bytes): fill pinned from host (upload) or host from pinned (download).
-using ChunkFn = std::function<void(std::byte* dst, const std::byte* src, std::size_t bytes)>;
+// Bytes per element on each side of a copy: the same, except where keys widen on the way to the
+// device (device_key_bits.h) or uint32 positions widen to the API's int64 on the way back.
+struct ElementBytes {
+  std::size_t host;
+  std::size_t device;
+};
 
-// Copies `bytes` from host to device_dst. Returns once every chunk is queued on the slot's stream.
-absl::Status Upload(StreamSlot& slot, const std::byte* host, void* device_dst, std::size_t bytes,
-                    std::size_t element_bytes, const ChunkFn& fill);
-// Copies `bytes` from device_src to host; returns when the host has all of it.
-absl::Status Download(StreamSlot& slot, const void* device_src, std::byte* host, std::size_t bytes,
-                      std::size_t element_bytes, const ChunkFn& drain);
+// fn(dst, src, elements): fill pinned (device-side layout) from host (upload), or host from pinned
+// (download).
+using ChunkFn = std::function<void(std::byte* dst, const std::byte* src, std::size_t elements)>;
+
+// Copies `elements` from host to device_dst. Returns once every chunk is queued on the slot's stream.
+absl::Status Upload(StreamSlot& slot, const std::byte* host, void* device_dst, std::size_t elements,
+                    ElementBytes bytes, const ChunkFn& fill);
+// Copies `elements` from device_src to host; returns when the host has all of it.
+absl::Status Download(StreamSlot& slot, const void* device_src, std::byte* host, std::size_t elements,
+                      ElementBytes bytes, const ChunkFn& drain);
 
 // Keys -> ordered bits (complemented for descending order), accumulating the OR and the AND of every
 // result: the bits that vary across the keys are exactly or ^ and.
@@ -44,9 +52,11 @@ inline void VaryingBitRange(std::uint64_t varying, int* begin_bit, int* end_bit)
   *end_bit = 64 - std::countl_zero(varying);
 }
 
+// Keys on the host <-> their ordered bits on the device (DeviceKeyBytes wide), with these element sizes.
+ElementBytes KeyElementBytes(DType dtype);
 ChunkFn ToOrderedBitsFn(DType dtype, bool descending, KeyBitsScan* scan);
 ChunkFn FromOrderedBitsFn(DType dtype, bool descending);
-ChunkFn PlainCopyFn();
+ChunkFn PlainCopyFn(std::size_t element_bytes);
 // `count` uint32 positions on the device -> int64 at `out` on the host, widened as each chunk lands.
 absl::Status DownloadPositions(StreamSlot& slot, const std::uint32_t* device_positions, std::int64_t* out,
                                std::size_t count);

@@ -30,7 +30,7 @@ absl::Status TopKSelectJob::Allocate(const GpuJobEnv& env) {
   args_.k = spec_.k;
   args_.sorted = spec_.sorted;
   GPUSORT_RETURN_IF_KERNEL_ERROR(selection_.temp_bytes(args_, &temp_bytes_), "sizing the top-k");
-  RETURN_IF_ERROR(AllocateBuffers(env, {{&keys_, count() * coding_.key_bytes()},
+  RETURN_IF_ERROR(AllocateBuffers(env, {{&keys_, count() * coding_.device_key_bytes()},
                                         out_keys_request(),
                                         out_positions_request(),
                                         {&temp_, temp_bytes_}}));
@@ -56,14 +56,14 @@ TopKBySortJob::TopKBySortJob(const TopKSpec& spec, Algorithm algorithm, GpuKeySo
                     source.count() / spec.rows <= kernels::kBitonicRowsMaxLength) {}
 
 absl::Status TopKBySortJob::Allocate(const GpuJobEnv& env) {
-  const std::size_t n = count(), key_bytes = coding_.key_bytes();
+  const std::size_t n = count(), key_bytes = coding_.device_key_bytes();
   if (bitonic_rows_) {
     // In place, no temporary storage.
   } else if (spec_.rows == 1) {
     whole_.key_width = coding_.width();
     whole_.payload = kernels::Payload::kIndexU32;
     whole_.count = n;
-    whole_.end_bit = static_cast<int>(key_bytes * 8);
+    whole_.end_bit = static_cast<int>(coding_.key_bytes() * 8);  // narrow keys: the high bits are 0
     GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSortTempBytes(whole_, &temp_bytes_), "sizing the sort");
   } else {
     rows_.key_width = coding_.width();

@@ -32,7 +32,7 @@ class TopKJob : public GpuJob {
   std::size_t row_length() const { return count() / spec_.rows; }
   std::size_t results() const { return spec_.rows * spec_.k; }
   // The result buffers, in the sizes the request asks for (0 for what it does not want).
-  BufferRequest out_keys_request() { return {&out_keys_, spec_.wants_values() ? results() * coding_.key_bytes() : 0}; }
+  BufferRequest out_keys_request() { return {&out_keys_, spec_.wants_values() ? results() * coding_.device_key_bytes() : 0}; }
   BufferRequest out_positions_request() { return {&out_positions_, spec_.wants_indices() ? results() * 8 : 0}; }
 
   const TopKSpec spec_;

@@ -24,4 +24,13 @@ Status ToOrderedBitsAsync(KeyWidth width, KeyKind kind, bool complement, void* k
 Status FromOrderedBitsAsync(KeyWidth width, KeyKind kind, bool complement, void* keys, std::size_t count,
                             const Stream& stream);
 
+// Narrow keys (key_bytes 1 or 2) at `narrow` -> their ordered bits, complemented within the key's
+// width when `complement`, zero-extended to 32 bits at `wide` (another buffer), so that the 32-bit
+// kernels serve them. or_and as for ToOrderedBitsAsync.
+Status WidenToOrderedBitsAsync(std::size_t key_bytes, KeyKind kind, bool complement, const void* narrow,
+                               std::uint32_t* wide, std::size_t count, std::uint64_t* or_and, const Stream& stream);
+// The inverse: 32-bit ordered bits at `wide` -> narrow keys at `narrow`.
+Status NarrowFromOrderedBitsAsync(std::size_t key_bytes, KeyKind kind, bool complement, const std::uint32_t* wide,
+                                  void* narrow, std::size_t count, const Stream& stream);
+
 }  // namespace gpusort::kernels
