@@ -375,14 +375,9 @@ int main(int argc, char** argv) {
   if (*sort) {
     auto input = ReadInput(sort_files);
     if (!input.ok()) return Fail(input.status());
-    // The API's Sort has no rows yet (issue 16): a 2-D array would come back as one flat sorted
-    // array, which no caller of a 2-D file wants. Say so rather than answer something else.
-    if (input->shape.size() == 2 && input->shape[0] > 1) {
-      return Fail(absl::InvalidArgumentError(
-          "the input is a 2-D array (" + std::to_string(input->shape[0]) + " x " + std::to_string(input->shape[1]) +
-          "); sort does not sort rows yet, and would sort all its keys as one array. Reshape it to 1-D to "
-          "sort everything together, or use topk -k <columns>, which takes rows"));
-    }
+    // A 2-D array (R x C) sorts each of its R rows, like numpy.sort(a, axis=-1); its indices count
+    // from each row's start, and the output keeps the shape.
+    const bool two_d = input->shape.size() == 2;
     if (absl::Status s = CheckOutput(sort_files, sort_files.out, argsort ? v1::DTYPE_INT64 : input->dtype); !s.ok())
       return Fail(s);
     auto made = MakeClient(sort_connection);
@@ -394,14 +389,15 @@ int main(int argc, char** argv) {
     request.options.descending = descending;
     request.options.stable = stable;
     request.options.algorithm = ParseAlgorithmFlag(sort_algorithm);
+    request.options.rows = two_d ? input->shape[0] : 1;
     const bool want_indices = argsort || !indices_out.empty();
     if (want_indices) request.payload = v1::PAYLOAD_INDICES;
     auto result = client.SortRaw(request);
     if (!result.ok()) return Fail(result.status());
     if (sort_connection.verbose) PrintInfo(result->info, result->streamed, sort_connection.transport);
-    Array keys{.dtype = input->dtype, .bytes = std::move(result->keys), .shape = {input->count()}};
-    Array indices{.dtype = v1::DTYPE_INT64, .bytes = std::move(result->indices),
-                  .shape = {input->count()}};
+    const std::vector<std::size_t> shape = two_d ? input->shape : std::vector<std::size_t>{input->count()};
+    Array keys{.dtype = input->dtype, .bytes = std::move(result->keys), .shape = shape};
+    Array indices{.dtype = v1::DTYPE_INT64, .bytes = std::move(result->indices), .shape = shape};
     absl::Status s = WriteOutput(sort_files, sort_files.out, argsort ? indices : keys);
     if (s.ok() && !indices_out.empty()) s = WriteOutput(sort_files, indices_out, indices);
     return s.ok() ? 0 : Fail(s);

@@ -43,6 +43,7 @@ void FillSortOptions(const RawSortRequest& r, v1::SortOptions* o) {
   o->set_payload(r.payload);
   o->set_value_width(r.value_width);
   o->set_algorithm(r.options.algorithm);
+  o->set_rows(r.options.rows);
 }
 
 void FillTopKOptions(v1::DType dtype, const TopKOptions& t, v1::TopKOptions* o) {

@@ -33,6 +33,13 @@ __global__ void GatherBytesKernel(const unsigned char* in, const std::uint32_t* 
   }
 }
 
+__global__ void OffsetRowPositionsKernel(std::uint32_t* positions, std::size_t count, std::size_t row_length) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < count;
+       i += std::size_t{gridDim.x} * blockDim.x) {
+    positions[i] += static_cast<std::uint32_t>(i / row_length * row_length);
+  }
+}
+
 template <typename Key>
 __global__ void TakeRowPrefixesKernel(const Key* keys, const std::uint32_t* positions, std::size_t rows,
                                       std::size_t row_length, std::size_t k, Key* out_keys,
@@ -79,6 +86,15 @@ Status GatherAsync(const void* in, const std::uint32_t* order, void* out, std::s
   GatherBytesKernel<<<Blocks(count * width, 256), 256, 0, s>>>(static_cast<const unsigned char*>(in), order,
                                                                static_cast<unsigned char*>(out), count, width);
   GPUSORT_CUDA_RETURN_IF_LAUNCH_FAILED("gather kernel");
+  return Status::Ok();
+}
+
+Status OffsetRowPositionsAsync(std::uint32_t* positions, std::size_t rows, std::size_t row_length,
+                               const Stream& stream) {
+  const std::size_t count = rows * row_length;
+  if (count == 0) return Status::Ok();
+  OffsetRowPositionsKernel<<<Blocks(count, 256), 256, 0, Native(stream)>>>(positions, count, row_length);
+  GPUSORT_CUDA_RETURN_IF_LAUNCH_FAILED("row positions kernel");
   return Status::Ok();
 }
 

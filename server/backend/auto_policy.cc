@@ -14,6 +14,10 @@ AutoChoice ChooseTopK(const TopKSpec& spec, std::size_t count) {
   return AutoChoice::kGpuRadix;
 }
 
+Algorithm ChooseRowSortKernel(const SortSpec& spec, std::size_t count) {
+  return count / spec.rows <= kernels::kBitonicRowsMaxLength ? Algorithm::kBitonic : Algorithm::kRadix;
+}
+
 Algorithm ChooseTopKKernel(const TopKSpec& spec, std::size_t count) {
   const std::size_t row_length = count / spec.rows;
   if (spec.rows == 1) return Algorithm::kRadixSelect;

@@ -27,6 +27,11 @@ enum class AutoChoice { kCpu, kGpuRadix };
 AutoChoice ChooseSort(const SortSpec& spec, std::size_t count);
 AutoChoice ChooseTopK(const TopKSpec& spec, std::size_t count);
 
+// The GPU kernel for a Sort of several rows (SortSpec::rows): BITONIC for rows of up to 4096 keys (one
+// block per row, in shared memory), else RADIX (CUB's segmented sort). The same split as TopK's row
+// sorts; not yet measured for Sort.
+Algorithm ChooseRowSortKernel(const SortSpec& spec, std::size_t count);
+
 // The GPU kernel for a TopK that ChooseTopK sent to the GPU: RADIX_SELECT, SMALL_K, BITONIC (sorting
 // rows of up to 4096 keys) or RADIX (CUB's sort, segmented for rows).
 Algorithm ChooseTopKKernel(const TopKSpec& spec, std::size_t count);

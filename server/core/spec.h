@@ -31,6 +31,9 @@ struct SortSpec {
   SortPayload payload = SortPayload::kNone;
   std::size_t value_width = 0;  // bytes per value when payload == kValues
   Algorithm algorithm = Algorithm::kAuto;
+  // The keys form `rows` rows of equal length, each sorted on its own (values and indices per row;
+  // indices count from the row's start). 1: one array.
+  std::size_t rows = 1;
 };
 
 // Buffers of one sort, owned by the caller. Sizes are consistent with the spec (the service checks).

@@ -100,6 +100,7 @@ absl::StatusOr<SortSpec> DecodeSortOptions(const v1::SortOptions& o) {
   auto algorithm = DecodeAlgorithm(o.algorithm());
   if (!algorithm.ok()) return algorithm.status();
   spec.algorithm = *algorithm;
+  spec.rows = o.rows() == 0 ? 1 : o.rows();
   return spec;
 }
 
@@ -135,6 +136,9 @@ absl::StatusOr<std::size_t> CheckSortSizes(const SortSpec& spec, std::size_t key
         "keys hold " + std::to_string(key_bytes) + " bytes, not a whole number of " +
         std::to_string(width) + "-byte " + std::string(DTypeName(spec.dtype)) + " elements");
   const std::size_t n = key_bytes / width;
+  if (n % spec.rows != 0)
+    return absl::InvalidArgumentError("options.rows " + std::to_string(spec.rows) + " does not divide the " +
+                                      std::to_string(n) + " keys");
   if (spec.payload == SortPayload::kValues) {
     if (value_bytes != n * spec.value_width)
       return absl::InvalidArgumentError(

@@ -14,7 +14,7 @@ constexpr std::size_t kMinJobIdBytes = 16, kMaxJobIdBytes = 64;
 
 bool SameSpec(const SortSpec& a, const SortSpec& b) {
   return a.dtype == b.dtype && a.order == b.order && a.stable == b.stable && a.payload == b.payload &&
-         a.algorithm == b.algorithm;
+         a.algorithm == b.algorithm && a.rows == b.rows;
 }
 
 absl::Status CheckPart(const SortSpec& spec, const PartRef& part, std::size_t max_request_bytes) {
@@ -32,6 +32,10 @@ absl::Status CheckPart(const SortSpec& spec, const PartRef& part, std::size_t ma
   if (spec.payload == SortPayload::kValues) {
     return absl::InvalidArgumentError(
         "a Sort sent in parts carries keys only (or PAYLOAD_INDICES); send keys with values on one stream");
+  }
+  if (part.total_keys % spec.rows != 0) {
+    return absl::InvalidArgumentError("options.rows " + std::to_string(spec.rows) + " does not divide the parts' " +
+                                      std::to_string(part.total_keys) + " keys");
   }
   const std::size_t width = ElementSize(spec.dtype);
   if (part.total_keys > max_request_bytes / width) {

@@ -15,7 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "gpusort/kernels/comparison_sorts.h"
 #include "gpusort/kernels/runtime.h"
+#include "server/backend/auto_policy.h"
 #include "server/backend/cpu/cpu_backend.h"
 #include "server/backend/cuda_backend.h"
 #include "server/core/dtype.h"
@@ -237,6 +239,70 @@ TYPED_TEST(CudaVsCpu, PinnedSortMatchesTheCpu) {
         }
       }
     }
+  }
+}
+
+// Sort with rows: AUTO (BITONIC rows up to 4096 keys, else CUB's segmented sort), BITONIC and RADIX by
+// name, against the CPU's rows (each row sorted alone, tests/cpu/row_sort_test.cc), every payload.
+TYPED_TEST(CudaVsCpu, RowSortEveryShapeAndAlgorithm) {
+  SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  struct Shape {
+    std::size_t rows, length;
+  };
+  for (Shape shape : {Shape{7, 1}, Shape{3, 257}, Shape{1000, 8}, Shape{64, 4096}, Shape{5, 4097}, Shape{2, 300001}}) {
+    for (Pattern pattern : {Pattern::kRandom, Pattern::kSpecials, Pattern::kFewDistinct, Pattern::kReversed}) {
+      const std::vector<std::byte> keys = Bytes(MakeInput<T>(pattern, shape.rows * shape.length, shape.length));
+      for (Algorithm algorithm : {Algorithm::kAuto, Algorithm::kBitonic, Algorithm::kRadix}) {
+        if (algorithm == Algorithm::kBitonic && shape.length > kernels::kBitonicRowsMaxLength) continue;
+        for (SortOrder order : {SortOrder::kAscending, SortOrder::kDescending}) {
+          for (auto [payload, width] : {std::pair{SortPayload::kNone, 0}, std::pair{SortPayload::kIndices, 0},
+                                        std::pair{SortPayload::kValues, 8}, std::pair{SortPayload::kValues, 3}}) {
+            const SortSpec spec{.dtype = DTypeOf<T>::value,
+                                .order = order,
+                                .stable = true,
+                                .payload = payload,
+                                .value_width = static_cast<std::size_t>(width),
+                                .algorithm = algorithm,
+                                .rows = shape.rows};
+            const std::string what = std::string(AlgorithmName(algorithm)) + " " + PatternName(pattern) +
+                                     " rows=" + std::to_string(shape.rows) + " length=" +
+                                     std::to_string(shape.length) + (order == SortOrder::kAscending ? " asc" : " desc") +
+                                     " payload=" + std::to_string(static_cast<int>(payload)) +
+                                     " width=" + std::to_string(width);
+            const std::vector<std::byte> values =
+                payload == SortPayload::kValues ? MakeValueBytes(keys.size() / sizeof(T) * width) : std::vector<std::byte>{};
+            SortOutput gpu = RunSort(*Cuda(), spec, keys, values);
+            SortSpec reference = spec;
+            reference.algorithm = Algorithm::kAuto;
+            SortOutput cpu = RunSort(*Cpu(), reference, keys, values);
+            ASSERT_TRUE(gpu.status.ok()) << what << ": " << gpu.status;
+            ASSERT_TRUE(cpu.status.ok()) << what << ": " << cpu.status;
+            // AUTO leaves small arrays to the CPU (auto_policy.h), then picks the row kernel by length.
+            const Algorithm want = algorithm != Algorithm::kAuto ? algorithm
+                                   : shape.rows * shape.length < kAutoSortCpuBelowKeys ? Algorithm::kCpu
+                                   : shape.length <= kernels::kBitonicRowsMaxLength    ? Algorithm::kBitonic
+                                                                                       : Algorithm::kRadix;
+            EXPECT_EQ(gpu.report.algorithm, want) << what;
+            ASSERT_TRUE(gpu.keys == cpu.keys) << what << ": keys differ";
+            ASSERT_TRUE(gpu.indices == cpu.indices) << what << ": indices differ";
+            ASSERT_TRUE(gpu.values == cpu.values) << what << ": values differ";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaBackend, RowsRefuseTheSortsThatSortOneArray) {
+  SKIP_WITHOUT_GPU();
+  const auto keys = Bytes(MakeInput<uint32_t>(Pattern::kRandom, 4 * 5000, 1));
+  for (Algorithm algorithm : {Algorithm::kMerge, Algorithm::kOddEven, Algorithm::kQuicksort, Algorithm::kBitonic}) {
+    const SortSpec spec{.algorithm = algorithm, .rows = 4};
+    SortOutput out = RunSort(*Cuda(), spec, keys, {});
+    EXPECT_EQ(out.status.code(), absl::StatusCode::kInvalidArgument) << AlgorithmName(algorithm) << ": " << out.status;
+    EXPECT_EQ(Cuda()->CheckSortLimits(spec, 4 * 5000).code(), absl::StatusCode::kInvalidArgument)
+        << AlgorithmName(algorithm);
   }
 }
 

@@ -96,6 +96,55 @@ TYPED_TEST(RpcCorrectness, StableArgsortAndValuesFollowTheirKeys) {
   }
 }
 
+// Sort with rows: each row alone, its indices from the row's start, its values within the row.
+TYPED_TEST(RpcCorrectness, SortRowsSortsEachRowAlone) {
+  using T = TypeParam;
+  struct Shape { std::size_t rows, m; };
+  for (Shape s : {Shape{3, 257}, Shape{64, 33}, Shape{2, 5000}, Shape{4, 0}}) {
+    for (Pattern pattern : {Pattern::kSpecials, Pattern::kFewDistinct}) {
+      const auto keys = MakeInput<T>(pattern, s.rows * s.m, 13 + s.m);
+      for (auto order : {v1::ORDER_ASCENDING, v1::ORDER_DESCENDING}) {
+        const SortOrder o = order == v1::ORDER_ASCENDING ? SortOrder::kAscending : SortOrder::kDescending;
+        const std::string what = PatternName(pattern) + " rows=" + std::to_string(s.rows) + " m=" + std::to_string(s.m);
+        v1::SortRequest request;
+        auto* options = request.mutable_options();
+        options->set_dtype(WireDType<T>());
+        options->set_order(order);
+        options->set_stable(true);
+        options->set_payload(v1::PAYLOAD_INDICES);
+        options->set_algorithm(TestAlgorithm());
+        options->set_rows(s.rows);
+        request.set_keys(ToBytes(keys));
+        v1::SortResponse response;
+        {
+          grpc::ClientContext context;
+          const grpc::Status status = this->server_->stub().Sort(&context, request, &response);
+          ASSERT_TRUE(status.ok()) << what << ": " << status.error_message();
+        }
+        EXPECT_TRUE(SameBits(FromBytes<T>(response.keys()), ReferenceRowSort(keys, s.rows, o))) << what;
+        const std::vector<int64_t> perm = ReferenceRowStableArgsort(keys, s.rows, o);
+        EXPECT_EQ(FromBytes<int64_t>(response.indices()), perm) << what;
+        // 3-byte values naming their element: each must land where its key did, within its row.
+        std::string values(keys.size() * 3, '\0');
+        for (std::size_t i = 0; i < keys.size(); ++i) std::memcpy(&values[i * 3], &i, 3);
+        options->set_payload(v1::PAYLOAD_VALUES);
+        options->set_value_width(3);
+        request.set_values(values);
+        {
+          grpc::ClientContext context;
+          const grpc::Status status = this->server_->stub().Sort(&context, request, &response);
+          ASSERT_TRUE(status.ok()) << what << ": " << status.error_message();
+        }
+        std::string expected_values;
+        for (std::size_t i = 0; i < perm.size(); ++i) {
+          expected_values.append(values, (i / s.m * s.m + perm[i]) * 3, 3);
+        }
+        EXPECT_EQ(response.values(), expected_values) << what;
+      }
+    }
+  }
+}
+
 TYPED_TEST(RpcCorrectness, TopKMatchesReferenceForRowsAndOutputs) {
   using T = TypeParam;
   struct Shape { std::size_t rows, m, k; };
@@ -148,7 +197,7 @@ TYPED_TEST(RpcCorrectness, TopKMatchesReferenceForRowsAndOutputs) {
 template <typename T>
 grpc::Status StreamSort(v1::SortService::Stub& stub, const std::vector<T>& keys, std::size_t chunk,
                         v1::Payload payload, std::vector<T>* out_keys,
-                        std::vector<int64_t>* out_indices, uint32_t response_chunk = 0) {
+                        std::vector<int64_t>* out_indices, uint32_t response_chunk = 0, std::size_t rows = 1) {
   grpc::ClientContext context;
   auto stream = stub.SortStream(&context);
   const std::string bytes = ToBytes(keys);
@@ -156,6 +205,7 @@ grpc::Status StreamSort(v1::SortService::Stub& stub, const std::vector<T>& keys,
   first.mutable_options()->set_dtype(WireDType<T>());
   first.mutable_options()->set_payload(payload);
   first.mutable_options()->set_algorithm(TestAlgorithm());
+  first.mutable_options()->set_rows(rows);
   first.set_response_chunk_bytes(response_chunk);
   std::size_t pos = 0;
   first.set_keys(bytes.substr(0, std::min(chunk, bytes.size())));
@@ -185,6 +235,33 @@ grpc::Status StreamSort(v1::SortService::Stub& stub, const std::vector<T>& keys,
   return stream->Finish();
 }
 
+TEST(RpcSortRows, RowsThatCannotBeServedAreInvalidArgumentSayingWhy) {
+  TestServer server;
+  auto sort = [&](uint64_t rows, v1::Algorithm algorithm, std::size_t n) {
+    v1::SortRequest request;
+    request.mutable_options()->set_dtype(v1::DTYPE_UINT32);
+    request.mutable_options()->set_rows(rows);
+    request.mutable_options()->set_algorithm(algorithm);
+    request.set_keys(std::string(n * 4, '\7'));
+    v1::SortResponse response;
+    grpc::ClientContext context;
+    return server.stub().Sort(&context, request, &response);
+  };
+  grpc::Status status = sort(3, TestAlgorithm(), 10);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("options.rows 3 does not divide the 10 keys"), std::string::npos)
+      << status.error_message();
+  EXPECT_TRUE(sort(0, TestAlgorithm(), 10).ok());  // 0 rows: one array, as for TopK
+  if (!TestingCuda()) return;  // the named GPU sorts exist on the CUDA backend only
+  status = sort(4, v1::ALGORITHM_MERGE, 4 * 100);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("merge sorts one array"), std::string::npos) << status.error_message();
+  status = sort(2, v1::ALGORITHM_BITONIC, 2 * 5000);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("rows of at most 4096 keys"), std::string::npos) << status.error_message();
+  EXPECT_TRUE(sort(2, v1::ALGORITHM_BITONIC, 2 * 4096).ok());
+}
+
 TEST(RpcStreaming, ArrayLargerThanOneMessageRoundTripsInOddChunks) {
   ServerConfig config = LoopbackConfig();
   config.max_message_bytes = 64 << 10;  // so that 1M keys (4 MiB) cannot travel in one message
@@ -210,6 +287,23 @@ TEST(RpcStreaming, ArrayLargerThanOneMessageRoundTripsInOddChunks) {
     ASSERT_EQ(indices.size(), keys.size());
     for (std::size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(keys[indices[i]], got[i]);
   }
+}
+
+TEST(RpcStreaming, RowsOfAStreamedSortAreEachSortedAlone) {
+  TestServer server;
+  const auto keys = MakeInput<int16_t>(Pattern::kRandom, 5 * 40001, 6);
+  std::vector<int16_t> got;
+  std::vector<int64_t> indices;
+  grpc::Status status = StreamSort(server.stub(), keys, 9999, v1::PAYLOAD_INDICES, &got, &indices, 4096, 5);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(got, ReferenceRowSort(keys, 5, SortOrder::kAscending));
+  EXPECT_EQ(indices, ReferenceRowStableArgsort(keys, 5, SortOrder::kAscending));
+  // A stream whose keys the rows do not divide is refused when it ends.
+  status = StreamSort(server.stub(), std::vector<int16_t>(keys.begin(), keys.begin() + 1001), 9999,
+                      v1::PAYLOAD_INDICES, &got, &indices, 4096, 5);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("options.rows 5 does not divide the 1001 keys"), std::string::npos)
+      << status.error_message();
 }
 
 TEST(RpcStreaming, TopKStreamAnswersInChunks) {

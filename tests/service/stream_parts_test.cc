@@ -123,13 +123,15 @@ class StreamParts : public ::testing::Test {
   }
 
   // Sorts `keys` in `count` parts, each on its own connection, and checks the joined answer.
+  // With `rows`, the array is that many rows, each sorted alone; the parts cut across rows as they fall.
   template <typename T>
   void SortInParts(const std::vector<T>& keys, uint32_t count, std::size_t chunk, bool descending,
-                   bool with_indices) {
+                   bool with_indices, std::size_t rows = 1) {
     const std::size_t n = keys.size();
     const std::string job = JobId(static_cast<int>(n + count));
     const std::string bytes = ToBytes(keys);
-    const auto options = Options(WireDType<T>(), descending, with_indices ? v1::PAYLOAD_INDICES : v1::PAYLOAD_NONE);
+    auto options = Options(WireDType<T>(), descending, with_indices ? v1::PAYLOAD_INDICES : v1::PAYLOAD_NONE);
+    options.set_rows(rows);
     // Every stub exists before the first part starts: a part's thread reads stubs[i], and a later
     // push_back could move the vector under it (a data race; CI failed this test once, and this is
     // the only cause found).
@@ -156,11 +158,11 @@ class StreamParts : public ::testing::Test {
       indices += answer.indices;
     }
     const SortOrder order = descending ? SortOrder::kDescending : SortOrder::kAscending;
-    EXPECT_TRUE(SameBits(FromBytes<T>(sorted), ReferenceSort(keys, order)));
+    EXPECT_TRUE(SameBits(FromBytes<T>(sorted), ReferenceRowSort(keys, rows, order)));
     if (with_indices) {
-      // Positions in the whole array, in the order a stable sort gives (the CPU and radix paths are both
-      // stable).
-      EXPECT_EQ(FromBytes<int64_t>(indices), ReferenceStableArgsort(keys, order));
+      // Positions in the whole array (or the row), in the order a stable sort gives (the CPU and radix
+      // paths are both stable).
+      EXPECT_EQ(FromBytes<int64_t>(indices), ReferenceRowStableArgsort(keys, rows, order));
     }
   }
 
@@ -181,6 +183,20 @@ TEST_F(StreamParts, FloatsWithSpecialValuesDescendingWithIndices) {
 TEST_F(StreamParts, SixtyFourBitKeysFewDistinct) {
   SortInParts(MakeInput<int64_t>(Pattern::kFewDistinct, 50001, 5), 2, 8 * 1000 + 3, false, true);
   SortInParts(MakeInput<double>(Pattern::kReversed, 40000, 6), 5, 65536, false, false);
+}
+
+TEST_F(StreamParts, RowsCutAcrossPartsAreEachSortedAlone) {
+  SortInParts(MakeInput<uint32_t>(Pattern::kRandom, 7 * 3001, 12), 3, 4001, false, true, 7);
+  SortInParts(MakeInput<Float16>(Pattern::kSpecials, 64 * 300, 13), 4, 999, true, true, 64);
+}
+
+TEST_F(StreamParts, RowsThatDoNotDivideThePartsTotalAreInvalidArgument) {
+  auto options = Options(v1::DTYPE_UINT32);
+  options.set_rows(3);
+  const PartAnswer answer =
+      SendPart(*server_.NewStub(), options, Part(JobId(77), 0, 2, 10), std::string(20, '\1'), 1 << 20, 4);
+  EXPECT_EQ(answer.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(answer.status.error_message(), ::testing::HasSubstr("does not divide the parts' 10 keys"));
 }
 
 TEST_F(StreamParts, PartsSmallerThanAChunkAndEmptyParts) {

@@ -35,6 +35,30 @@ std::vector<int64_t> ReferenceStableArgsort(const std::vector<T>& keys, SortOrde
   return idx;
 }
 
+// A Sort of `rows` rows (SortSpec::rows): each row sorted alone, and each row's stable permutation
+// counting from the row's start.
+template <typename T>
+std::vector<T> ReferenceRowSort(const std::vector<T>& keys, std::size_t rows, SortOrder order) {
+  std::vector<T> out;
+  const std::size_t m = rows == 0 ? 0 : keys.size() / rows;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::vector<T> row = ReferenceSort(std::vector<T>(keys.begin() + r * m, keys.begin() + (r + 1) * m), order);
+    out.insert(out.end(), row.begin(), row.end());
+  }
+  return out;
+}
+template <typename T>
+std::vector<int64_t> ReferenceRowStableArgsort(const std::vector<T>& keys, std::size_t rows, SortOrder order) {
+  std::vector<int64_t> out;
+  const std::size_t m = rows == 0 ? 0 : keys.size() / rows;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::vector<int64_t> row =
+        ReferenceStableArgsort(std::vector<T>(keys.begin() + r * m, keys.begin() + (r + 1) * m), order);
+    out.insert(out.end(), row.begin(), row.end());
+  }
+  return out;
+}
+
 template <typename T>
 struct TopKAnswer {
   std::vector<T> values;         // rows * k, each row in rank order

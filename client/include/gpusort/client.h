@@ -131,6 +131,7 @@ struct SortOptions {
   bool descending = false;
   bool stable = false;  // equal keys keep their input order
   v1::Algorithm algorithm = v1::ALGORITHM_AUTO;
+  uint64_t rows = 1;  // > 1: the keys are that many equal rows, each sorted alone (indices per row)
 };
 
 struct TopKOptions {

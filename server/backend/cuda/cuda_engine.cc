@@ -16,6 +16,7 @@
 #include "server/backend/cuda/gpu_job.h"
 #include "server/backend/cuda/host_registration.h"
 #include "server/backend/cuda/registered_host_ends.h"
+#include "server/backend/cuda/row_sort_job.h"
 #include "server/backend/cuda/sort_ingest.h"
 #include "server/backend/cuda/sort_job.h"
 #include "server/backend/cuda/staged_host_ends.h"
@@ -61,6 +62,7 @@ class CudaEngine final : public Backend {
   // GPU would refuse it.
   absl::Status CheckSortLimits(const SortSpec& spec, std::size_t count) const override {
     RETURN_IF_ERROR(CheckGpuSortKeys(count));
+    RETURN_IF_ERROR(CheckRowSort(spec, count));
     return CheckComparisonSortSize(spec.algorithm, count);
   }
   absl::Status CheckTopKLimits(const TopKSpec& spec, std::size_t count) const override {
@@ -121,7 +123,7 @@ class CudaEngine final : public Backend {
 
   std::unique_ptr<SortIngest> StartSortIngest(const SortSpec& spec) override {
     // Values of any width and the comparison sorts stay on the collect-then-sort path.
-    if (spec.payload == SortPayload::kValues) return nullptr;
+    if (spec.payload == SortPayload::kValues || spec.rows > 1) return nullptr;
     if (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix) return nullptr;
     return MakeCudaSortIngest(*context_, spec, device_);  // which watches its own statuses
   }
@@ -129,7 +131,7 @@ class CudaEngine final : public Backend {
   absl::StatusOr<std::unique_ptr<PartedSortIngest>> StartPartedSortIngest(const SortSpec& spec,
                                                                           std::size_t total_keys) override {
     // As StartSortIngest: the rest gathers on the host and is sorted through Sort.
-    if (spec.payload == SortPayload::kValues ||
+    if (spec.payload == SortPayload::kValues || spec.rows > 1 ||
         (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix)) {
       return Backend::StartPartedSortIngest(spec, total_keys);
     }
@@ -141,12 +143,19 @@ class CudaEngine final : public Backend {
                        ExecutionReport& report) {
     RETURN_IF_ERROR(CheckGpuAlgorithm("Sort", spec.algorithm, sort_algorithms()));
     RETURN_IF_ERROR(CheckComparisonSortSize(spec.algorithm, buffers.count));
-    const Algorithm algorithm = GpuAlgorithm(spec.algorithm);
+    RETURN_IF_ERROR(CheckRowSort(spec, buffers.count));
+    const bool rows = spec.rows > 1;
+    const Algorithm algorithm = rows && spec.algorithm == Algorithm::kAuto ? ChooseRowSortKernel(spec, buffers.count)
+                                                                             : GpuAlgorithm(spec.algorithm);
     report.algorithm = algorithm;
     if (buffers.count == 0) return absl::OkStatus();
     RETURN_IF_ERROR(CheckGpuSortKeys(buffers.count));
     StagedHostKeys source(buffers.keys, buffers.count, buffers.values);
     StagedHostResults sink(buffers.keys, buffers.indices_out, buffers.values_out);
+    if (rows) {
+      RowSortJob job(spec, algorithm, source, sink);
+      return RunGpuJob(*context_, job, cancellation, report);
+    }
     SortJob job(spec, algorithm, source, sink);
     return RunGpuJob(*context_, job, cancellation, report);
   }
@@ -184,8 +193,9 @@ class CudaEngine final : public Backend {
   absl::Status RunSortPinned(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
                              const Cancellation& cancellation, ExecutionReport& report) {
     RETURN_IF_ERROR(CheckGpuAlgorithm("Sort", spec.algorithm, sort_algorithms()));
-    // The named comparison sorts take the ordinary path (copy in, Sort): regions are a radix fast path.
-    if (spec.payload == SortPayload::kValues || IsComparisonSort(spec.algorithm)) {
+    // The named comparison sorts and rows take the ordinary path (copy in, Sort): regions are a radix
+    // fast path.
+    if (spec.payload == SortPayload::kValues || IsComparisonSort(spec.algorithm) || spec.rows > 1) {
       return Backend::SortPinned(spec, keys_in, buffers, cancellation, report);
     }
     report.algorithm = Algorithm::kRadix;

@@ -14,6 +14,11 @@ namespace gpusort::kernels {
 Status GatherAsync(const void* in, const std::uint32_t* order, void* out, std::size_t count,
                    std::size_t width, const Stream& stream);
 
+// Row-relative positions (0..row_length-1 in each row, as the row sorts write them) -> positions in the
+// whole array, in place: positions[i] += (i / row_length) * row_length. For gathering values by them.
+Status OffsetRowPositionsAsync(std::uint32_t* positions, std::size_t rows, std::size_t row_length,
+                               const Stream& stream);
+
 // The first k keys and positions of each sorted row, packed: out_keys[r * k + j] = keys[r * row_length
 // + j] and likewise for the positions, widened to int64. Either output may be null when not wanted.
 Status TakeRowPrefixesAsync(KeyWidth key_width, const void* keys, const std::uint32_t* positions,

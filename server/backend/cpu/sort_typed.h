@@ -1,0 +1,170 @@
+// The CPU sort's templates, by key type: the small sort, the radix sort with the payload carried
+// through the passes or gathered after them, and rows. Each key type is compiled in the file of its
+// width (sort_keys_8/16/32/64.cc), so that no one file instantiates the radix sort for all twelve
+// dtypes (under ASan that single file took over 12 minutes and 11 GB to compile).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <mutex>
+
+#include "absl/status/status.h"
+#include "server/backend/cpu/gather.h"
+#include "server/backend/cpu/parallel.h"
+#include "server/backend/cpu/radix_sort.h"
+#include "server/backend/cpu/scratch.h"
+#include "server/backend/cpu/small_sort.h"
+#include "server/core/cancellation.h"
+#include "server/core/dtype.h"
+#include "server/core/execution_report.h"
+#include "server/core/spec.h"
+#include "server/core/status_macros.h"
+
+namespace gpusort::cpu::sort_internal {
+
+// Values of these widths ride through the radix passes as one integer; wider or odd widths are
+// moved once, after the sort, by a gather through the permutation (fewer bytes moved per pass).
+template <typename T>
+absl::Status SortCarryingValues(std::size_t n, std::byte* keys, bool descending,
+                                const SortBuffers& b, std::size_t width, int threads,
+                                const Cancellation& cancel, bool* done) {
+  auto carry = [&](auto tag) {
+    using P = decltype(tag);
+    *done = true;
+    return radix::Sort<T>(n, keys, keys, descending,
+                          radix::ValuesTo<P>(b.values.data(), b.values_out.data()), threads, &cancel);
+  };
+  switch (width) {
+    case 1: return carry(uint8_t{});
+    case 2: return carry(uint16_t{});
+    case 4: return carry(uint32_t{});
+    case 8: return carry(uint64_t{});
+    default: *done = false; return absl::OkStatus();
+  }
+}
+
+template <typename T, typename Index>
+absl::Status SortTyped(const SortSpec& spec, const SortBuffers& b, int threads,
+                       const Cancellation& cancel, ExecutionReport& report) {
+  const std::size_t n = b.count;
+  const bool descending = spec.order == SortOrder::kDescending;
+  std::byte* keys = b.keys.data();
+  StageClock clock;
+  if (n < kSmallSortMax) {
+    SmallSort<T>(n, keys, descending, spec.payload, b.values.data(), spec.value_width,
+                 b.values_out.data(), b.indices_out.data());
+    report.AddStage(Stage::kSort, clock.Seconds());
+    return absl::OkStatus();
+  }
+  switch (spec.payload) {
+    case SortPayload::kNone:
+      RETURN_IF_ERROR(radix::Sort<T>(n, keys, keys, descending, radix::NoPayload{}, threads, &cancel));
+      break;
+    case SortPayload::kIndices:
+      RETURN_IF_ERROR(radix::Sort<T>(n, keys, keys, descending,
+                                      radix::IndicesTo<Index>(b.indices_out.data()), threads,
+                                      &cancel));
+      break;
+    case SortPayload::kValues: {
+      bool carried = false;
+      RETURN_IF_ERROR(SortCarryingValues<T>(n, keys, descending, b, spec.value_width, threads,
+                                             cancel, &carried));
+      if (carried) break;
+      ScratchArray<Index> perm = MakeScratch<Index>(n);
+      RETURN_IF_ERROR(radix::Sort<T>(n, keys, keys, descending,
+                                      radix::PermutationTo<Index>(perm.get()), threads, &cancel));
+      report.AddStage(Stage::kSort, clock.Seconds());
+      RETURN_IF_ERROR(cancel.Check());
+      StageClock gather;
+      GatherValues<Index>(b.values.data(), spec.value_width, perm.get(), n, b.values_out.data(),
+                          threads);
+      report.AddStage(Stage::kGather, gather.Seconds());
+      return absl::OkStatus();
+    }
+  }
+  report.AddStage(Stage::kSort, clock.Seconds());
+  return absl::OkStatus();
+}
+
+// SortBuffers of row r of `b` (rows of m keys).
+inline SortBuffers RowBuffers(const SortSpec& spec, const SortBuffers& b, std::size_t r, std::size_t m) {
+  const std::size_t key_bytes = ElementSize(spec.dtype), w = spec.value_width;
+  SortBuffers row;
+  row.count = m;
+  row.keys = b.keys.subspan(r * m * key_bytes, m * key_bytes);
+  if (spec.payload == SortPayload::kValues) {
+    row.values = b.values.subspan(r * m * w, m * w);
+    row.values_out = b.values_out.subspan(r * m * w, m * w);
+  }
+  if (spec.payload == SortPayload::kIndices) row.indices_out = b.indices_out.subspan(r * m, m);
+  return row;
+}
+
+// Each row is a sort of its own, its indices counting from the row's start. With at least as many rows
+// as threads, every thread takes whole rows and sorts each alone (no row waits for another's threads);
+// fewer, longer rows go one after another, each on every thread.
+template <typename T>
+absl::Status SortRowsTyped(const SortSpec& spec, const SortBuffers& b, int threads, const Cancellation& cancel,
+                           ExecutionReport& report) {
+  const std::size_t rows = spec.rows, m = b.count / rows;
+  SortSpec row_spec = spec;
+  row_spec.rows = 1;
+  StageClock clock;
+  if (rows < static_cast<std::size_t>(threads)) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      ExecutionReport row_report;
+      const absl::Status status = SortTyped<T, uint64_t>(row_spec, RowBuffers(spec, b, r, m), threads, cancel,
+                                                         row_report);
+      RETURN_IF_ERROR(status);
+    }
+  } else {
+    std::mutex failed_mutex;
+    absl::Status failed;
+    ForEachRange(rows, threads, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t r = begin; r < end; ++r) {
+        ExecutionReport row_report;
+        absl::Status status = m <= std::size_t{std::numeric_limits<uint32_t>::max()}
+                                  ? SortTyped<T, uint32_t>(row_spec, RowBuffers(spec, b, r, m), 1, cancel, row_report)
+                                  : SortTyped<T, uint64_t>(row_spec, RowBuffers(spec, b, r, m), 1, cancel, row_report);
+        if (!status.ok()) {
+          std::lock_guard lock(failed_mutex);
+          if (failed.ok()) failed = std::move(status);
+          return;
+        }
+      }
+    });
+    RETURN_IF_ERROR(failed);
+  }
+  report.AddStage(Stage::kSort, clock.Seconds());
+  return absl::OkStatus();
+}
+
+// The whole of SortOnCpu for keys of type T.
+template <typename T>
+absl::Status SortKeysOf(const SortSpec& spec, const SortBuffers& buffers, int threads,
+                        const Cancellation& cancellation, ExecutionReport& report) {
+  if (spec.rows > 1 && buffers.count > 0) return SortRowsTyped<T>(spec, buffers, threads, cancellation, report);
+  // Positions travel through the passes as 32-bit integers whenever they fit.
+  if (buffers.count <= std::size_t{std::numeric_limits<uint32_t>::max()} + 1)
+    return SortTyped<T, uint32_t>(spec, buffers, threads, cancellation, report);
+  return SortTyped<T, uint64_t>(spec, buffers, threads, cancellation, report);
+}
+
+#define GPUSORT_CPU_SORT_KEYS_OF(T)                                                                     \
+  template absl::Status SortKeysOf<T>(const SortSpec&, const SortBuffers&, int, const Cancellation&, \
+                                      ExecutionReport&)
+extern GPUSORT_CPU_SORT_KEYS_OF(int8_t);
+extern GPUSORT_CPU_SORT_KEYS_OF(uint8_t);
+extern GPUSORT_CPU_SORT_KEYS_OF(int16_t);
+extern GPUSORT_CPU_SORT_KEYS_OF(uint16_t);
+extern GPUSORT_CPU_SORT_KEYS_OF(Float16);
+extern GPUSORT_CPU_SORT_KEYS_OF(BFloat16);
+extern GPUSORT_CPU_SORT_KEYS_OF(int32_t);
+extern GPUSORT_CPU_SORT_KEYS_OF(uint32_t);
+extern GPUSORT_CPU_SORT_KEYS_OF(float);
+extern GPUSORT_CPU_SORT_KEYS_OF(int64_t);
+extern GPUSORT_CPU_SORT_KEYS_OF(uint64_t);
+extern GPUSORT_CPU_SORT_KEYS_OF(double);
+
+}  // namespace gpusort::cpu::sort_internal
