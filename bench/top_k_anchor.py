@@ -35,6 +35,9 @@ def all_cases():
     out.append(("f32_16M_k100", 1, 16 * M, 100))
     for rows, length, k in ((1024, 4096, 10), (4096, 1024, 32), (65536, 256, 10)):
         out.append((f"f32_rows_{rows}x{length}_k{k}", rows, length, k))
+    out.append(("bf16_256M_k100", 1, 256 * M, 100))
+    for rows, length, k in ((128, 131072, 50), (1024, 32000, 50)):
+        out.append((f"bf16_rows_{rows}x{length}_k{k}", rows, length, k))
     return out
 
 
@@ -68,11 +71,13 @@ def time_ms(torch, flush, call, inputs, warmup, runs):
 
 def time_case(torch, flush, args, case, rows, row_length, k):
     shape = (row_length,) if rows == 1 else (rows, row_length)
+    dtype = torch.bfloat16 if case.startswith("bf16") else torch.float32
+    dtype_name = "bfloat16" if case.startswith("bf16") else "float32"
     inputs = []
     for r in range(torch_anchor.INPUTS):
         generator = torch.Generator(device="cuda")
         generator.manual_seed(1000 + r)
-        inputs.append(torch.rand(shape, dtype=torch.float32, device="cuda", generator=generator))
+        inputs.append(torch.rand(shape, dtype=dtype, device="cuda", generator=generator))
 
     def call(x):
         return torch.topk(x, k, dim=-1, largest=True, sorted=True)
@@ -80,10 +85,10 @@ def time_case(torch, flush, args, case, rows, row_length, k):
     median, minimum = time_ms(torch, flush, call, inputs, args.warmup, args.runs)
     n = rows * row_length
     return {"case": case, "n": n, "rows": rows, "row_length": row_length, "k": k, "method": "torch_topk",
-            "torch_dtype": "float32", "median_ms": median, "min_ms": minimum,
-            "read_gb_per_s": n * 4 / (median * 1e-3) / 1e9 if median > 0 else 0.0,
+            "torch_dtype": dtype_name, "median_ms": median, "min_ms": minimum,
+            "read_gb_per_s": n * (2 if dtype_name == "bfloat16" else 4) / (median * 1e-3) / 1e9 if median > 0 else 0.0,
             "warmup": args.warmup, "runs": args.runs,
-            "note": "torch.topk(largest=True, sorted=True) on torch.rand float32; returns int64 indices"}
+            "note": f"torch.topk(largest=True, sorted=True) on torch.rand {dtype_name}; returns int64 indices"}
 
 
 def parse_args():

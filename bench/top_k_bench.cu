@@ -8,6 +8,12 @@
 //   f32_256M_k10, f32_256M_k100, f32_256M_k1000, f32_256M_k100000    one vector of 2^28 keys
 //   f32_16M_k100                                                     one vector of 2^24 keys
 //   f32_rows_1024x4096_k10, f32_rows_4096x1024_k32, f32_rows_65536x256_k10   rows, each on its own
+//   bf16_256M_k100, bf16_rows_128x131072_k50, bf16_rows_1024x32000_k50       bfloat16 keys (issue 16's
+//       shapes): uniform in [0, 1) on the bfloat16 grid, given to the kernels as the server gives them,
+//       their 16-bit ordered bits complemented and zero-extended to 32 bits (server/backend/cuda/
+//       device_key_bits.h); the server's widening of the raw keys is timed as its own method:
+//   widen_bf16_keys        kernels::WidenToOrderedBitsAsync from the raw bfloat16 keys (bf16 cases only;
+//                          its output is checked once against the inputs the kernels get)
 // Methods, each where it applies:
 //   gpusort_radix_select   RadixSelectTopK, every case
 //   gpusort_small_k        SmallTopK, k <= kSmallTopKMaxK
@@ -59,6 +65,7 @@
 #include <vector>
 
 #include "bench/cuda_bench_harness.cuh"
+#include "gpusort/kernels/key_transform.h"
 #include "gpusort/kernels/runtime.h"
 #include "gpusort/kernels/status.h"
 #include "gpusort/kernels/top_k.h"
@@ -80,6 +87,7 @@ const char* const kSmallK = "gpusort_small_k";
 const char* const kThreadLists = "gpusort_thread_lists";
 const char* const kFullSort = "cub_full_sort";
 const char* const kCopy = "copy_d2d";
+const char* const kWiden = "widen_bf16_keys";  // not "gpusort_": the report ranks those as top-k methods
 
 // ---------------------------------------------------------------------------------------------------
 // Device memory left (bench/cuda_bench_harness.cuh has the rest of the harness).
@@ -120,6 +128,18 @@ __global__ void OrderedBitsKernel(const float* in, std::uint32_t* out, std::size
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
        i += std::size_t{gridDim.x} * blockDim.x) {
     out[i] = OrderedBits(in[i]);
+  }
+}
+
+// bfloat16 keys in [0, 1) on the bfloat16 grid (8 random bits: float's top half), raw, and as the kernels
+// get them: the 16-bit ordered bits complemented (largest = true) and zero-extended to 32 bits.
+__global__ void GenerateBf16Kernel(std::uint16_t* raw, std::uint32_t* out, std::size_t n, std::uint64_t seed) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x) {
+    const float key = static_cast<float>(SplitMix64(seed + i) >> 40) * 0x1p-24f;
+    const auto bits = static_cast<std::uint16_t>(__float_as_uint(key) >> 16);  // truncated: stays below 1
+    raw[i] = bits;
+    out[i] = static_cast<std::uint16_t>(~(bits | 0x8000u));  // positive: sign bit set, then complemented
   }
 }
 
@@ -179,6 +199,7 @@ struct Case {
   std::size_t rows;
   std::size_t row_length;
   std::size_t k;
+  bool bf16 = false;  // bfloat16 keys, widened (see the top)
   std::size_t n() const { return rows * row_length; }
 };
 
@@ -275,7 +296,8 @@ class CaseRunner {
   // Inputs, copy target and one output pair per method: false (after printing SKIP) without room.
   bool Prepare() {
     const std::size_t input_bytes = n_ * sizeof(std::uint32_t);
-    const std::size_t need = (kInputs + 1) * input_bytes + 5 * (results_ + kGuard) * 12;
+    const std::size_t raw_bytes = case_.bf16 ? n_ * sizeof(std::uint16_t) : 0;
+    const std::size_t need = (kInputs + 1) * input_bytes + kInputs * raw_bytes + 5 * (results_ + kGuard) * 12;
     if (need + kMargin > FreeDeviceBytes()) {
       std::printf("SKIP %s: needs %zu MiB, %zu MiB free\n", case_.name.c_str(), need >> 20,
                   FreeDeviceBytes() >> 20);
@@ -284,8 +306,14 @@ class CaseRunner {
     for (int r = 0; r < kInputs; ++r) inputs_.emplace_back(input_bytes);
     copy_target_ = DeviceBuffer(input_bytes);
     for (int r = 0; r < kInputs; ++r) {
-      GenerateKernel<<<GridFor(n_), 256, 0, native_>>>(inputs_[r].as<std::uint32_t>(), n_,
-                                                       SplitMix64(1000 + r));
+      if (case_.bf16) {
+        raw_.emplace_back(raw_bytes);
+        GenerateBf16Kernel<<<GridFor(n_), 256, 0, native_>>>(raw_[r].as<std::uint16_t>(),
+                                                             inputs_[r].as<std::uint32_t>(), n_, SplitMix64(1000 + r));
+      } else {
+        GenerateKernel<<<GridFor(n_), 256, 0, native_>>>(inputs_[r].as<std::uint32_t>(), n_,
+                                                         SplitMix64(1000 + r));
+      }
       CUDA_CHECK(cudaGetLastError());
     }
     input0_ = CopyToHost<std::uint32_t>(inputs_[0].get(), n_, native_);
@@ -474,6 +502,27 @@ class CaseRunner {
     methods_.push_back(std::move(m));
   }
 
+  // The server's widening of raw bfloat16 keys, checked once against the bits the kernels get.
+  void AddWiden() {
+    or_and_ = DeviceBuffer(2 * sizeof(std::uint64_t));
+    auto widen = [this](int input) {
+      const gk::Status s = gk::WidenToOrderedBitsAsync(2, gk::KeyKind::kFloat, /*complement=*/true, raw_[input].get(),
+                                                       copy_target_.as<std::uint32_t>(), n_,
+                                                       or_and_.as<std::uint64_t>(), stream_);
+      if (!s.ok()) Die("WidenToOrderedBitsAsync: " + s.message());
+    };
+    widen(0);
+    CUDA_CHECK(cudaStreamSynchronize(native_));
+    if (CopyToHost<std::uint32_t>(copy_target_.get(), n_, native_) != input0_) {
+      Die(case_.name + ": WidenToOrderedBitsAsync does not give the bits the kernels get");
+    }
+    Method m;
+    m.name = kWiden;
+    m.verified = false;
+    m.enqueue = widen;
+    methods_.push_back(std::move(m));
+  }
+
   void DefineMethods() {
     if (Wanted(kRadixSelect)) AddGpusort(kRadixSelect, gk::RadixSelectTopKTempBytes, gk::RadixSelectTopK);
     if (Wanted(kSmallK) && case_.k <= gk::kSmallTopKMaxK) {
@@ -483,6 +532,7 @@ class CaseRunner {
       AddGpusort(kThreadLists, gk::ThreadListsTopKTempBytes, gk::ThreadListsTopK);
     }
     if (options_.full_sort && Wanted(kFullSort)) AddFullSort();
+    if (case_.bf16) AddWiden();
     AddCopy();
     for (Method& m : methods_) {
       if (m.runs == 0) {
@@ -622,6 +672,8 @@ class CaseRunner {
   std::vector<std::string>* failures_;
 
   std::vector<DeviceBuffer> inputs_;  // kInputs
+  std::vector<DeviceBuffer> raw_;     // bf16 cases: kInputs raw bfloat16 arrays
+  DeviceBuffer or_and_;               // bf16 cases: the widening's varying-bits accumulator
   std::vector<std::uint32_t> input0_;
   DeviceBuffer copy_target_, temp_;
   std::vector<std::pair<DeviceBuffer, DeviceBuffer>> outputs_;  // per gpusort method: keys, positions
@@ -643,6 +695,9 @@ std::vector<Case> AllCases(const Options& options) {
   cases.push_back({"f32_rows_1024x4096_k10", 1024, 4096, 10});
   cases.push_back({"f32_rows_4096x1024_k32", 4096, 1024, 32});
   cases.push_back({"f32_rows_65536x256_k10", 65536, 256, 10});
+  if (!options.quick) cases.push_back({"bf16_256M_k100", 1, 256 * kM, 100, true});
+  cases.push_back({"bf16_rows_128x131072_k50", 128, 131072, 50, true});
+  cases.push_back({"bf16_rows_1024x32000_k50", 1024, 32000, 50, true});
   return cases;
 }
 
@@ -695,7 +750,7 @@ Options ParseOptions(int argc, char** argv) {
     }
   }
   for (const std::string& m : options.methods) {
-    if (m != kRadixSelect && m != kSmallK && m != kThreadLists && m != kFullSort && m != kCopy) {
+    if (m != kRadixSelect && m != kSmallK && m != kThreadLists && m != kFullSort && m != kCopy && m != kWiden) {
       Die("unknown method " + m + " (see --help)", 2);
     }
   }
