@@ -93,7 +93,8 @@ void ExpectBatchMatchesCpu(const SortSpec& spec, std::vector<Request>& requests,
 
 template <typename T>
 class BatchSort : public ::testing::Test {};
-using AllKeyTypes = ::testing::Types<int32_t, uint32_t, int64_t, uint64_t, float, double>;
+using AllKeyTypes = ::testing::Types<int32_t, uint32_t, int64_t, uint64_t, float, double, Float16, BFloat16, int16_t,
+                                     uint16_t, int8_t, uint8_t>;
 TYPED_TEST_SUITE(BatchSort, AllKeyTypes);
 
 // Batch shapes. AUTO takes a batch to the GPU from 16384 keys in all (auto_policy.h), so each holds
@@ -132,12 +133,12 @@ TYPED_TEST(BatchSort, AutoPicksTheFormThatFitsAndEveryCallerGetsItsOwnAnswer) {
         spec.payload = payload;
         spec.algorithm = Algorithm::kAuto;
         std::vector<Request> requests = MakeRequests<T>(shape.lengths, order, seed++);
-        // Rows where they fit; else the composite radix sort for 32-bit keys; 64-bit keys then go one
-        // request at a time by each one's own AUTO choice (the CPU for these sizes).
+        // Rows where they fit; else the composite radix sort for keys of up to 32 bits; 64-bit keys
+        // then go one request at a time by each one's own AUTO choice (the CPU for these sizes).
         std::optional<Algorithm> form;
         if (shape.rows) {
           form = Algorithm::kBitonic;
-        } else if (sizeof(T) == 4) {
+        } else if (sizeof(T) <= 4) {
           form = Algorithm::kRadix;
         }
         ExpectBatchMatchesCpu(spec, requests, form,
