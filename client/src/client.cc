@@ -44,6 +44,10 @@ void FillSortOptions(const RawSortRequest& r, v1::SortOptions* o) {
   o->set_value_width(r.value_width);
   o->set_algorithm(r.options.algorithm);
   o->set_rows(r.options.rows);
+  if (!r.options.segment_offsets.empty()) {
+    o->set_segment_offsets(reinterpret_cast<const char*>(r.options.segment_offsets.data()),
+                           r.options.segment_offsets.size_bytes());
+  }
 }
 
 void FillTopKOptions(v1::DType dtype, const TopKOptions& t, v1::TopKOptions* o) {

@@ -3,6 +3,7 @@
 
 #include <cub/device/device_segmented_sort.cuh>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 
@@ -78,7 +79,83 @@ Status Dispatch(const RowSortArgs& a, void* temp, std::size_t* temp_bytes, cudaS
                                       : RowSortImpl<std::uint64_t>(a, temp, temp_bytes, stream, result);
 }
 
+// Each key's position in the whole array.
+__global__ void IotaKernel(std::uint32_t* positions, std::size_t count) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < count;
+       i += std::size_t{gridDim.x} * blockDim.x) {
+    positions[i] = static_cast<std::uint32_t>(i);
+  }
+}
+
+// Blocks take segments; a block's threads take the segment's keys.
+__global__ void SegmentRelativeKernel(std::uint32_t* positions, const std::int64_t* offsets, std::size_t segments) {
+  for (std::size_t s = blockIdx.x; s < segments; s += gridDim.x) {
+    const auto begin = static_cast<std::size_t>(offsets[s]), end = static_cast<std::size_t>(offsets[s + 1]);
+    for (std::size_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+      positions[i] -= static_cast<std::uint32_t>(begin);
+    }
+  }
+}
+
+template <typename Key>
+Status SegmentSortImpl(const SegmentSortArgs& a, void* temp, std::size_t* temp_bytes, cudaStream_t stream,
+                       int* result) {
+  if (a.count > static_cast<std::size_t>(INT_MAX)) {
+    return Status(StatusCode::kInvalidArgument, "segmented sort of more than 2^31-1 keys");
+  }
+  const bool querying = temp == nullptr;
+  cub::DoubleBuffer<Key> keys(static_cast<Key*>(a.keys[0]), static_cast<Key*>(a.keys[1]));
+  cub::DoubleBuffer<std::uint32_t> positions(static_cast<std::uint32_t*>(a.indices[0]),
+                                             static_cast<std::uint32_t*>(a.indices[1]));
+  std::size_t cub_bytes = querying ? 0 : *temp_bytes;
+  if (!querying) {
+    IotaKernel<<<Blocks(a.count, 256), 256, 0, stream>>>(positions.Current(), a.count);
+    GPUSORT_CUDA_RETURN_IF_LAUNCH_FAILED("positions kernel");
+  }
+  if (a.count > 1 && a.segments > 0) {
+    GPUSORT_CUDA_RETURN_IF_ERROR(cub::DeviceSegmentedSort::StableSortPairs(
+        temp, cub_bytes, keys, positions, static_cast<std::int64_t>(a.count), static_cast<std::int64_t>(a.segments),
+        a.offsets, a.offsets + 1, stream));
+  }
+  if (querying) {
+    *temp_bytes = std::max<std::size_t>(cub_bytes, 1);
+  } else {
+    GPUSORT_CUDA_RETURN_IF_LAUNCH_FAILED("cub::DeviceSegmentedSort launch");
+    if (keys.selector != positions.selector) {
+      return Status(StatusCode::kInternal, "segmented sort left keys and positions in different buffers");
+    }
+    if (result) *result = keys.selector;
+  }
+  return Status::Ok();
+}
+
+Status DispatchSegments(const SegmentSortArgs& a, void* temp, std::size_t* temp_bytes, cudaStream_t stream,
+                        int* result) {
+  return a.key_width == KeyWidth::k32 ? SegmentSortImpl<std::uint32_t>(a, temp, temp_bytes, stream, result)
+                                      : SegmentSortImpl<std::uint64_t>(a, temp, temp_bytes, stream, result);
+}
+
 }  // namespace
+
+Status SegmentSortTempBytes(const SegmentSortArgs& args, std::size_t* bytes) {
+  *bytes = 0;
+  return DispatchSegments(args, nullptr, bytes, nullptr, nullptr);
+}
+
+Status SegmentSort(const SegmentSortArgs& args, void* temp, std::size_t temp_bytes, const Stream& stream,
+                   int* result) {
+  if (temp == nullptr) return Status(StatusCode::kInvalidArgument, "segmented sort without temporary storage");
+  return DispatchSegments(args, temp, &temp_bytes, Native(stream), result);
+}
+
+Status SegmentRelativePositionsAsync(std::uint32_t* positions, const std::int64_t* offsets, std::size_t segments,
+                                     const Stream& stream) {
+  if (segments == 0) return Status::Ok();
+  const auto blocks = static_cast<unsigned>(std::min<std::size_t>(segments, 65535 * 16));
+  SegmentRelativeKernel<<<blocks, 128, 0, Native(stream)>>>(positions, offsets, segments);
+  GPUSORT_CUDA_RETURN_IF_LAUNCH_FAILED("segment positions kernel");
+  return Status::Ok();
+}
 
 Status RowSortTempBytes(const RowSortArgs& args, std::size_t* bytes) {
   *bytes = 0;

@@ -15,6 +15,7 @@ AutoChoice ChooseTopK(const TopKSpec& spec, std::size_t count) {
 }
 
 Algorithm ChooseRowSortKernel(const SortSpec& spec, std::size_t count) {
+  if (spec.segment_offsets != nullptr) return Algorithm::kRadix;  // bitonic rows need equal lengths
   return count / spec.rows <= kernels::kBitonicRowsMaxLength ? Algorithm::kBitonic : Algorithm::kRadix;
 }
 

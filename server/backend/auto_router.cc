@@ -150,7 +150,7 @@ class AutoRouter final : public Backend {
 
   // Values, the CPU by name and the comparison sorts by name take whole arrays (collected, then Sort).
   std::unique_ptr<SortIngest> StartSortIngest(const SortSpec& spec) override {
-    if (spec.payload == SortPayload::kValues || spec.rows > 1) return nullptr;
+    if (spec.payload == SortPayload::kValues || spec.segmented()) return nullptr;
     if (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix) return nullptr;
     return std::make_unique<RoutedSortIngest>(*this, *gpu_, spec);
   }
@@ -159,7 +159,7 @@ class AutoRouter final : public Backend {
   // through Sort, like a named algorithm other than RADIX.
   absl::StatusOr<std::unique_ptr<PartedSortIngest>> StartPartedSortIngest(const SortSpec& spec,
                                                                           std::size_t total_keys) override {
-    if (spec.payload == SortPayload::kValues || spec.rows > 1 || total_keys < kAutoSortCpuBelowKeys ||
+    if (spec.payload == SortPayload::kValues || spec.segmented() || total_keys < kAutoSortCpuBelowKeys ||
         (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix)) {
       return Backend::StartPartedSortIngest(spec, total_keys);
     }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,17 @@ struct SortSpec {
   // The keys form `rows` rows of equal length, each sorted on its own (values and indices per row;
   // indices count from the row's start). 1: one array.
   std::size_t rows = 1;
+  // Or segments of any lengths: S + 1 offsets, segment s being keys [offsets[s], offsets[s+1]) (0 first,
+  // non-decreasing, n last), each sorted on its own like a row. Null: none. Shared, as the spec is
+  // copied along a request's path and the offsets can be many.
+  std::shared_ptr<const std::vector<std::uint64_t>> segment_offsets;
+
+  bool segmented() const { return rows > 1 || segment_offsets != nullptr; }
+  std::size_t segment_count() const { return segment_offsets ? segment_offsets->size() - 1 : rows; }
+  // Segment s of a sort of n keys: [SegmentBegin(s, n), SegmentBegin(s + 1, n)).
+  std::size_t SegmentBegin(std::size_t s, std::size_t n) const {
+    return segment_offsets ? static_cast<std::size_t>((*segment_offsets)[s]) : s * (n / rows);
+  }
 };
 
 // Buffers of one sort, owned by the caller. Sizes are consistent with the spec (the service checks).

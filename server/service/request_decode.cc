@@ -1,6 +1,11 @@
 #include "server/service/request_decode.h"
 
+#include <cstring>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "server/core/status_macros.h"
 
 namespace gpusort {
 namespace {
@@ -45,6 +50,27 @@ absl::StatusOr<Algorithm> DecodeAlgorithm(v1::Algorithm a) {
   }
   return absl::InvalidArgumentError("options.algorithm " + std::to_string(static_cast<int>(a)) +
                                     " is not a known algorithm");
+}
+
+// S + 1 little-endian uint64 offsets, the first 0, never decreasing (the last must be n: CheckSortSizes).
+absl::StatusOr<std::shared_ptr<const std::vector<std::uint64_t>>> DecodeSegmentOffsets(const std::string& bytes) {
+  if (bytes.size() % 8 != 0 || bytes.size() < 16) {
+    return absl::InvalidArgumentError("options.segment_offsets holds " + std::to_string(bytes.size()) +
+                                      " bytes: it must be at least two little-endian uint64 offsets (8 bytes each)");
+  }
+  auto offsets = std::make_shared<std::vector<std::uint64_t>>(bytes.size() / 8);
+  std::memcpy(offsets->data(), bytes.data(), bytes.size());
+  if ((*offsets)[0] != 0) {
+    return absl::InvalidArgumentError("options.segment_offsets must start at 0, not " + std::to_string((*offsets)[0]));
+  }
+  for (std::size_t s = 1; s < offsets->size(); ++s) {
+    if ((*offsets)[s] < (*offsets)[s - 1]) {
+      return absl::InvalidArgumentError("options.segment_offsets decreases at entry " + std::to_string(s) + " (" +
+                                        std::to_string((*offsets)[s - 1]) + " then " +
+                                        std::to_string((*offsets)[s]) + ")");
+    }
+  }
+  return std::shared_ptr<const std::vector<std::uint64_t>>(std::move(offsets));
 }
 
 }  // namespace
@@ -101,6 +127,10 @@ absl::StatusOr<SortSpec> DecodeSortOptions(const v1::SortOptions& o) {
   if (!algorithm.ok()) return algorithm.status();
   spec.algorithm = *algorithm;
   spec.rows = o.rows() == 0 ? 1 : o.rows();
+  if (!o.segment_offsets().empty()) {
+    ASSIGN_OR_RETURN(spec.segment_offsets, DecodeSegmentOffsets(o.segment_offsets()));
+    if (spec.rows > 1) return absl::InvalidArgumentError("options.rows and options.segment_offsets exclude each other");
+  }
   return spec;
 }
 
@@ -138,6 +168,10 @@ absl::StatusOr<std::size_t> CheckSortSizes(const SortSpec& spec, std::size_t key
   const std::size_t n = key_bytes / width;
   if (n % spec.rows != 0)
     return absl::InvalidArgumentError("options.rows " + std::to_string(spec.rows) + " does not divide the " +
+                                      std::to_string(n) + " keys");
+  if (spec.segment_offsets != nullptr && spec.segment_offsets->back() != n)
+    return absl::InvalidArgumentError("options.segment_offsets ends at " +
+                                      std::to_string(spec.segment_offsets->back()) + ", not at the " +
                                       std::to_string(n) + " keys");
   if (spec.payload == SortPayload::kValues) {
     if (value_bytes != n * spec.value_width)

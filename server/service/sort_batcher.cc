@@ -31,7 +31,7 @@ SortBatcher::Key SortBatcher::KeyOf(const SortSpec& spec) {
 bool SortBatcher::Eligible(const SortSpec& spec, std::size_t count) const {
   // A batch sorts each request as one array: requests of several rows are not batched.
   return enabled() && count > 0 && count <= options_.max_keys && spec.payload != SortPayload::kValues &&
-         spec.rows == 1;
+         !spec.segmented();
 }
 
 void SortBatcher::Submit(const SortSpec& spec, const SortBuffers& buffers, ExecutionReport* report, DoneFn done) {

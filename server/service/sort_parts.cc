@@ -14,7 +14,9 @@ constexpr std::size_t kMinJobIdBytes = 16, kMaxJobIdBytes = 64;
 
 bool SameSpec(const SortSpec& a, const SortSpec& b) {
   return a.dtype == b.dtype && a.order == b.order && a.stable == b.stable && a.payload == b.payload &&
-         a.algorithm == b.algorithm && a.rows == b.rows;
+         a.algorithm == b.algorithm && a.rows == b.rows &&
+         (a.segment_offsets == b.segment_offsets ||
+          (a.segment_offsets && b.segment_offsets && *a.segment_offsets == *b.segment_offsets));
 }
 
 absl::Status CheckPart(const SortSpec& spec, const PartRef& part, std::size_t max_request_bytes) {
@@ -35,6 +37,11 @@ absl::Status CheckPart(const SortSpec& spec, const PartRef& part, std::size_t ma
   }
   if (part.total_keys % spec.rows != 0) {
     return absl::InvalidArgumentError("options.rows " + std::to_string(spec.rows) + " does not divide the parts' " +
+                                      std::to_string(part.total_keys) + " keys");
+  }
+  if (spec.segment_offsets != nullptr && spec.segment_offsets->back() != part.total_keys) {
+    return absl::InvalidArgumentError("options.segment_offsets ends at " +
+                                      std::to_string(spec.segment_offsets->back()) + ", not at the parts' " +
                                       std::to_string(part.total_keys) + " keys");
   }
   const std::size_t width = ElementSize(spec.dtype);

@@ -583,7 +583,10 @@ class SortStreamCall final
   absl::Status EndOfInput() override {
     // A part holds any range of the rows: the rows divide the whole Sort, checked when it started.
     SortSpec sizes = spec_;
-    if (job_ != nullptr) sizes.rows = 1;
+    if (job_ != nullptr) {
+      sizes.rows = 1;
+      sizes.segment_offsets = nullptr;
+    }
     ASSIGN_OR_RETURN(call_.keys, CheckSortSizes(sizes, key_bytes_, values_.size()));
     if (job_ != nullptr && call_.keys != part_keys_) {
       return absl::InvalidArgumentError("part " + std::to_string(part_index_) + " carried " +

@@ -29,7 +29,7 @@ struct Shape {
 
 template <typename T>
 void ExpectRowsSorted(Backend& backend, const SortSpec& spec, const std::vector<T>& keys, const std::string& what) {
-  const std::size_t n = keys.size(), m = spec.rows == 0 ? 0 : n / spec.rows, w = spec.value_width;
+  const std::size_t n = keys.size(), w = spec.value_width;
   std::vector<T> got_keys = keys;
   const std::vector<std::byte> values = MakeValueBytes(spec.payload == SortPayload::kValues ? n * w : 0, n);
   std::vector<std::byte> got_values(values.size(), std::byte{0xAB});
@@ -43,11 +43,12 @@ void ExpectRowsSorted(Backend& backend, const SortSpec& spec, const std::vector<
   ExecutionReport report;
   const absl::Status status = backend.Sort(spec, buffers, cancellation, report);
   ASSERT_TRUE(status.ok()) << what << ": " << status;
-  for (std::size_t r = 0; r < spec.rows; ++r) {
-    const std::vector<T> row(keys.begin() + r * m, keys.begin() + (r + 1) * m);
+  for (std::size_t r = 0; r < spec.segment_count(); ++r) {
+    const std::size_t begin = spec.SegmentBegin(r, n), m = spec.SegmentBegin(r + 1, n) - begin;
+    const std::vector<T> row(keys.begin() + begin, keys.begin() + begin + m);
     const std::vector<int64_t> order = testing::ReferenceStableArgsort(row, spec.order);
     for (std::size_t j = 0; j < m; ++j) {
-      const std::size_t at = r * m + j, from = r * m + order[j];
+      const std::size_t at = begin + j, from = begin + order[j];
       ASSERT_EQ(ToOrderedBits(got_keys[at]), ToOrderedBits(keys[from])) << what << " row " << r << " key " << j;
       if (spec.payload == SortPayload::kIndices) ASSERT_EQ(got_indices[at], order[j]) << what << " row " << r;
       if (spec.payload == SortPayload::kValues) {
@@ -84,6 +85,38 @@ TYPED_TEST(CpuRowSort, EachRowIsSortedAloneWithItsIndicesAndValues) {
                                  (order == SortOrder::kAscending ? " asc" : " desc") + " payload=" +
                                  std::to_string(static_cast<int>(payload)) + " width=" + std::to_string(width));
             if (::testing::Test::HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Segments by offsets: empty ones, one-key ones, long ones (past a 4096-key tile and the small sort),
+// many short ones (whole segments per thread) and few long ones (one after another).
+TYPED_TEST(CpuRowSort, EachSegmentIsSortedAloneWithItsIndicesAndValues) {
+  using T = TypeParam;
+  const std::vector<std::vector<std::size_t>> lengths = {{0, 1, 0, 7, 300, 1}, {5000, 0, 70001}, {1, 2, 3, 0, 513}};
+  for (int threads : {1, 4}) {
+    std::unique_ptr<Backend> backend = MakeCpuBackend({.threads = threads});
+    for (std::size_t n : {std::size_t{1}, std::size_t{999}, std::size_t{100003}}) {
+      for (const auto& pattern_lengths : lengths) {
+        const auto offsets = std::make_shared<const std::vector<uint64_t>>(testing::SegmentOffsetsOf(n, pattern_lengths));
+        for (Pattern pattern : {Pattern::kSpecials, Pattern::kFewDistinct, Pattern::kReversed}) {
+          const auto keys = MakeInput<T>(pattern, n, n + offsets->size());
+          for (SortOrder order : {SortOrder::kAscending, SortOrder::kDescending}) {
+            for (auto [payload, width] : {std::pair{SortPayload::kIndices, 0}, std::pair{SortPayload::kValues, 5}}) {
+              SortSpec spec{.dtype = DTypeOf<T>::value,
+                            .order = order,
+                            .stable = true,
+                            .payload = payload,
+                            .value_width = static_cast<std::size_t>(width)};
+              spec.segment_offsets = offsets;
+              ExpectRowsSorted(*backend, spec, keys,
+                               PatternName(pattern) + " n=" + std::to_string(n) + " segments=" +
+                                   std::to_string(offsets->size() - 1) + " threads=" + std::to_string(threads));
+              if (::testing::Test::HasFatalFailure()) return;
+            }
           }
         }
       }

@@ -24,6 +24,7 @@
 #include "tests/gpu/backends.h"
 #include "tests/gpu/test_max_keys.h"
 #include "tests/support/inputs.h"
+#include "tests/support/reference.h"
 
 namespace gpusort {
 namespace {
@@ -301,6 +302,52 @@ TYPED_TEST(CudaVsCpu, RowSortEveryShapeAndAlgorithm) {
   }
 }
 
+// Segments by offsets (CUB's segmented sort over the caller's offsets): empty, one-key and long
+// segments, every payload, against the CPU's segments.
+TYPED_TEST(CudaVsCpu, SegmentSortMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const std::vector<std::vector<std::size_t>> lengths = {{0, 1, 0, 7, 300, 1}, {5000, 0, 70001}, {1, 2, 3, 0, 513}};
+  for (std::size_t n : {std::size_t{20000}, std::size_t{300007}}) {
+    for (const auto& pattern_lengths : lengths) {
+      const auto offsets =
+          std::make_shared<const std::vector<uint64_t>>(gpusort::testing::SegmentOffsetsOf(n, pattern_lengths));
+      for (Pattern pattern : {Pattern::kRandom, Pattern::kSpecials, Pattern::kFewDistinct}) {
+        const std::vector<std::byte> keys = Bytes(MakeInput<T>(pattern, n, n + offsets->size()));
+        for (SortOrder order : {SortOrder::kAscending, SortOrder::kDescending}) {
+          for (auto [payload, width] : {std::pair{SortPayload::kNone, 0}, std::pair{SortPayload::kIndices, 0},
+                                        std::pair{SortPayload::kValues, 8}, std::pair{SortPayload::kValues, 3}}) {
+            SortSpec spec{.dtype = DTypeOf<T>::value,
+                          .order = order,
+                          .stable = true,
+                          .payload = payload,
+                          .value_width = static_cast<std::size_t>(width),
+                          .algorithm = Algorithm::kRadix};
+            spec.segment_offsets = offsets;
+            const std::string what = PatternName(pattern) + " n=" + std::to_string(n) + " segments=" +
+                                     std::to_string(offsets->size() - 1) +
+                                     (order == SortOrder::kAscending ? " asc" : " desc") +
+                                     " payload=" + std::to_string(static_cast<int>(payload)) +
+                                     " width=" + std::to_string(width);
+            const std::vector<std::byte> values =
+                payload == SortPayload::kValues ? MakeValueBytes(n * width) : std::vector<std::byte>{};
+            SortOutput gpu = RunSort(*Cuda(), spec, keys, values);
+            SortSpec reference = spec;
+            reference.algorithm = Algorithm::kAuto;
+            SortOutput cpu = RunSort(*Cpu(), reference, keys, values);
+            ASSERT_TRUE(gpu.status.ok()) << what << ": " << gpu.status;
+            ASSERT_TRUE(cpu.status.ok()) << what << ": " << cpu.status;
+            EXPECT_EQ(gpu.report.algorithm, Algorithm::kRadix) << what;
+            ASSERT_TRUE(gpu.keys == cpu.keys) << what << ": keys differ";
+            ASSERT_TRUE(gpu.indices == cpu.indices) << what << ": indices differ";
+            ASSERT_TRUE(gpu.values == cpu.values) << what << ": values differ";
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(CudaBackend, RowsRefuseTheSortsThatSortOneArray) {
   SKIP_WITHOUT_GPU();
   const auto keys = Bytes(MakeInput<uint32_t>(Pattern::kRandom, 4 * 5000, 1));
@@ -311,6 +358,10 @@ TEST(CudaBackend, RowsRefuseTheSortsThatSortOneArray) {
     EXPECT_EQ(Cuda()->CheckSortLimits(spec, 4 * 5000).code(), absl::StatusCode::kInvalidArgument)
         << AlgorithmName(algorithm);
   }
+  // Bitonic sorts equal rows only, however short the segments.
+  SortSpec segments{.algorithm = Algorithm::kBitonic};
+  segments.segment_offsets = std::make_shared<const std::vector<uint64_t>>(std::vector<uint64_t>{0, 10, 20000});
+  EXPECT_EQ(RunSort(*Cuda(), segments, keys, {}).status.code(), absl::StatusCode::kInvalidArgument);
 }
 
 TYPED_TEST(CudaVsCpu, TopKEveryOptionOnEveryPattern) {

@@ -235,6 +235,75 @@ grpc::Status StreamSort(v1::SortService::Stub& stub, const std::vector<T>& keys,
   return stream->Finish();
 }
 
+std::string OffsetBytes(const std::vector<uint64_t>& offsets) {
+  return std::string(reinterpret_cast<const char*>(offsets.data()), offsets.size() * sizeof(uint64_t));
+}
+
+// Segments by offsets: each alone, indices from its start, values within it; unary and streamed.
+template <typename T>
+void ExpectSegmentsSorted(TestServer& server, const std::vector<uint64_t>& offsets, Pattern pattern) {
+  const std::size_t n = offsets.back();
+  const auto keys = MakeInput<T>(pattern, n, n + 3);
+  v1::SortRequest request;
+  auto* options = request.mutable_options();
+  options->set_dtype(WireDType<T>());
+  options->set_order(v1::ORDER_DESCENDING);
+  options->set_stable(true);
+  options->set_payload(v1::PAYLOAD_INDICES);
+  options->set_algorithm(TestAlgorithm());
+  options->set_segment_offsets(OffsetBytes(offsets));
+  request.set_keys(ToBytes(keys));
+  v1::SortResponse response;
+  grpc::ClientContext context;
+  const grpc::Status status = server.stub().Sort(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(SameBits(FromBytes<T>(response.keys()), ReferenceSegmentSort(keys, offsets, SortOrder::kDescending)));
+  EXPECT_EQ(FromBytes<int64_t>(response.indices()), ReferenceSegmentStableArgsort(keys, offsets, SortOrder::kDescending));
+}
+
+TEST(RpcSortSegments, EachSegmentIsSortedAlone) {
+  TestServer server;
+  ExpectSegmentsSorted<float>(server, SegmentOffsetsOf(20000, {0, 1, 17, 0, 4097, 300}), Pattern::kSpecials);
+  ExpectSegmentsSorted<uint16_t>(server, SegmentOffsetsOf(5000, {2, 0, 0, 9}), Pattern::kFewDistinct);
+  ExpectSegmentsSorted<double>(server, SegmentOffsetsOf(70001, {70001}), Pattern::kRandom);  // one segment
+  ExpectSegmentsSorted<int8_t>(server, {0, 0, 0}, Pattern::kRandom);                          // nothing at all
+}
+
+TEST(RpcSortSegments, BadOffsetsAreInvalidArgumentSayingWhy) {
+  TestServer server;
+  auto sort = [&](const std::string& offsets, uint64_t rows, std::size_t n) {
+    v1::SortRequest request;
+    request.mutable_options()->set_dtype(v1::DTYPE_UINT32);
+    request.mutable_options()->set_segment_offsets(offsets);
+    request.mutable_options()->set_rows(rows);
+    request.mutable_options()->set_algorithm(TestAlgorithm());
+    request.set_keys(std::string(n * 4, '\7'));
+    v1::SortResponse response;
+    grpc::ClientContext context;
+    return server.stub().Sort(&context, request, &response);
+  };
+  const struct {
+    std::string offsets;
+    uint64_t rows;
+    std::size_t n;
+    const char* text;
+  } cases[] = {
+      {OffsetBytes({0, 5, 10}).substr(0, 20), 0, 10, "must be at least two little-endian uint64"},
+      {OffsetBytes({0}), 0, 10, "must be at least two"},
+      {OffsetBytes({1, 10}), 0, 10, "must start at 0, not 1"},
+      {OffsetBytes({0, 6, 5, 10}), 0, 10, "decreases at entry 2 (6 then 5)"},
+      {OffsetBytes({0, 5, 9}), 0, 10, "ends at 9, not at the 10 keys"},
+      {OffsetBytes({0, 5, 11}), 0, 10, "ends at 11, not at the 10 keys"},
+      {OffsetBytes({0, 5, 10}), 2, 10, "options.rows and options.segment_offsets exclude each other"},
+  };
+  for (const auto& c : cases) {
+    const grpc::Status status = sort(c.offsets, c.rows, c.n);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.text;
+    EXPECT_NE(status.error_message().find(c.text), std::string::npos) << status.error_message();
+  }
+  EXPECT_TRUE(sort(OffsetBytes({0, 5, 10}), 1, 10).ok());
+}
+
 TEST(RpcSortRows, RowsThatCannotBeServedAreInvalidArgumentSayingWhy) {
   TestServer server;
   auto sort = [&](uint64_t rows, v1::Algorithm algorithm, std::size_t n) {

@@ -190,6 +190,34 @@ TEST_F(StreamParts, RowsCutAcrossPartsAreEachSortedAlone) {
   SortInParts(MakeInput<Float16>(Pattern::kSpecials, 64 * 300, 13), 4, 999, true, true, 64);
 }
 
+TEST_F(StreamParts, SegmentsCutAcrossPartsAreEachSortedAlone) {
+  const auto keys = MakeInput<int32_t>(Pattern::kFewDistinct, 30011, 14);
+  const std::vector<uint64_t> offsets = SegmentOffsetsOf(keys.size(), {0, 1, 5000, 77, 0, 12000});
+  const std::string job = JobId(91);
+  auto options = Options(v1::DTYPE_INT32, false, v1::PAYLOAD_INDICES);
+  options.set_segment_offsets(std::string(reinterpret_cast<const char*>(offsets.data()), offsets.size() * 8));
+  const std::string bytes = ToBytes(keys);
+  std::vector<std::unique_ptr<v1::SortService::Stub>> stubs;
+  for (int i = 0; i < 3; ++i) stubs.push_back(server_.NewStub());
+  std::vector<std::future<PartAnswer>> parts;
+  for (uint32_t i = 0; i < 3; ++i) {
+    const std::size_t begin = keys.size() * i / 3, end = keys.size() * (i + 1) / 3;
+    parts.push_back(std::async(std::launch::async, [&, i, begin, end] {
+      return SendPart(*stubs[i], options, Part(job, i, 3, keys.size()), bytes.substr(begin * 4, (end - begin) * 4),
+                      2999, 4);
+    }));
+  }
+  std::string sorted, indices;
+  for (auto& part : parts) {
+    PartAnswer answer = part.get();
+    ASSERT_TRUE(answer.status.ok()) << answer.status.error_message();
+    sorted += answer.keys;
+    indices += answer.indices;
+  }
+  EXPECT_EQ(FromBytes<int32_t>(sorted), ReferenceSegmentSort(keys, offsets, SortOrder::kAscending));
+  EXPECT_EQ(FromBytes<int64_t>(indices), ReferenceSegmentStableArgsort(keys, offsets, SortOrder::kAscending));
+}
+
 TEST_F(StreamParts, RowsThatDoNotDivideThePartsTotalAreInvalidArgument) {
   auto options = Options(v1::DTYPE_UINT32);
   options.set_rows(3);

@@ -35,28 +35,51 @@ std::vector<int64_t> ReferenceStableArgsort(const std::vector<T>& keys, SortOrde
   return idx;
 }
 
-// A Sort of `rows` rows (SortSpec::rows): each row sorted alone, and each row's stable permutation
-// counting from the row's start.
+// A Sort of segments (SortSpec::segment_offsets: S + 1 offsets) or of `rows` equal rows (SortSpec::rows):
+// each sorted alone, and each one's stable permutation counting from its start.
+inline std::vector<uint64_t> RowOffsets(std::size_t n, std::size_t rows) {
+  std::vector<uint64_t> offsets(rows + 1);
+  for (std::size_t r = 0; r <= rows; ++r) offsets[r] = rows == 0 ? 0 : r * (n / rows);
+  return offsets;
+}
 template <typename T>
-std::vector<T> ReferenceRowSort(const std::vector<T>& keys, std::size_t rows, SortOrder order) {
+std::vector<T> ReferenceSegmentSort(const std::vector<T>& keys, const std::vector<uint64_t>& offsets, SortOrder order) {
   std::vector<T> out;
-  const std::size_t m = rows == 0 ? 0 : keys.size() / rows;
-  for (std::size_t r = 0; r < rows; ++r) {
-    const std::vector<T> row = ReferenceSort(std::vector<T>(keys.begin() + r * m, keys.begin() + (r + 1) * m), order);
-    out.insert(out.end(), row.begin(), row.end());
+  for (std::size_t s = 0; s + 1 < offsets.size(); ++s) {
+    const std::vector<T> segment =
+        ReferenceSort(std::vector<T>(keys.begin() + offsets[s], keys.begin() + offsets[s + 1]), order);
+    out.insert(out.end(), segment.begin(), segment.end());
   }
   return out;
 }
 template <typename T>
-std::vector<int64_t> ReferenceRowStableArgsort(const std::vector<T>& keys, std::size_t rows, SortOrder order) {
+std::vector<int64_t> ReferenceSegmentStableArgsort(const std::vector<T>& keys, const std::vector<uint64_t>& offsets,
+                                                   SortOrder order) {
   std::vector<int64_t> out;
-  const std::size_t m = rows == 0 ? 0 : keys.size() / rows;
-  for (std::size_t r = 0; r < rows; ++r) {
-    const std::vector<int64_t> row =
-        ReferenceStableArgsort(std::vector<T>(keys.begin() + r * m, keys.begin() + (r + 1) * m), order);
-    out.insert(out.end(), row.begin(), row.end());
+  for (std::size_t s = 0; s + 1 < offsets.size(); ++s) {
+    const std::vector<int64_t> segment =
+        ReferenceStableArgsort(std::vector<T>(keys.begin() + offsets[s], keys.begin() + offsets[s + 1]), order);
+    out.insert(out.end(), segment.begin(), segment.end());
   }
   return out;
+}
+template <typename T>
+std::vector<T> ReferenceRowSort(const std::vector<T>& keys, std::size_t rows, SortOrder order) {
+  return ReferenceSegmentSort(keys, RowOffsets(keys.size(), rows), order);
+}
+template <typename T>
+std::vector<int64_t> ReferenceRowStableArgsort(const std::vector<T>& keys, std::size_t rows, SortOrder order) {
+  return ReferenceSegmentStableArgsort(keys, RowOffsets(keys.size(), rows), order);
+}
+
+// Offsets of segments with lengths drawn from `lengths` in turn (zeros make empty segments), covering n.
+inline std::vector<uint64_t> SegmentOffsetsOf(std::size_t n, const std::vector<std::size_t>& lengths) {
+  if (n == 0) return {0, 0};
+  std::vector<uint64_t> offsets = {0};
+  for (std::size_t i = 0; offsets.back() < n; ++i) {
+    offsets.push_back(std::min<uint64_t>(n, offsets.back() + lengths[i % lengths.size()]));
+  }
+  return offsets;
 }
 
 template <typename T>

@@ -132,6 +132,9 @@ struct SortOptions {
   bool stable = false;  // equal keys keep their input order
   v1::Algorithm algorithm = v1::ALGORITHM_AUTO;
   uint64_t rows = 1;  // > 1: the keys are that many equal rows, each sorted alone (indices per row)
+  // Or segments of any lengths: S + 1 offsets (0 first, never decreasing, n last), each segment sorted
+  // alone (indices per segment). Empty: none. The caller's memory, read during the call.
+  std::span<const uint64_t> segment_offsets;
 };
 
 struct TopKOptions {

@@ -87,46 +87,51 @@ absl::Status SortTyped(const SortSpec& spec, const SortBuffers& b, int threads,
   return absl::OkStatus();
 }
 
-// SortBuffers of row r of `b` (rows of m keys).
-inline SortBuffers RowBuffers(const SortSpec& spec, const SortBuffers& b, std::size_t r, std::size_t m) {
+// SortBuffers of keys [begin, begin + count) of `b`.
+inline SortBuffers SegmentBuffers(const SortSpec& spec, const SortBuffers& b, std::size_t begin, std::size_t count) {
   const std::size_t key_bytes = ElementSize(spec.dtype), w = spec.value_width;
-  SortBuffers row;
-  row.count = m;
-  row.keys = b.keys.subspan(r * m * key_bytes, m * key_bytes);
+  SortBuffers segment;
+  segment.count = count;
+  segment.keys = b.keys.subspan(begin * key_bytes, count * key_bytes);
   if (spec.payload == SortPayload::kValues) {
-    row.values = b.values.subspan(r * m * w, m * w);
-    row.values_out = b.values_out.subspan(r * m * w, m * w);
+    segment.values = b.values.subspan(begin * w, count * w);
+    segment.values_out = b.values_out.subspan(begin * w, count * w);
   }
-  if (spec.payload == SortPayload::kIndices) row.indices_out = b.indices_out.subspan(r * m, m);
-  return row;
+  if (spec.payload == SortPayload::kIndices) segment.indices_out = b.indices_out.subspan(begin, count);
+  return segment;
 }
 
-// Each row is a sort of its own, its indices counting from the row's start. With at least as many rows
-// as threads, every thread takes whole rows and sorts each alone (no row waits for another's threads);
-// fewer, longer rows go one after another, each on every thread.
+// Each row or segment is a sort of its own, its indices counting from its start. With at least as many
+// segments as threads, every thread takes whole segments and sorts each alone (no segment waits for
+// another's threads; a long one among many short ones then sorts on one thread); fewer go one after
+// another, each on every thread.
 template <typename T>
 absl::Status SortRowsTyped(const SortSpec& spec, const SortBuffers& b, int threads, const Cancellation& cancel,
                            ExecutionReport& report) {
-  const std::size_t rows = spec.rows, m = b.count / rows;
-  SortSpec row_spec = spec;
-  row_spec.rows = 1;
+  const std::size_t segments = spec.segment_count(), n = b.count;
+  SortSpec one = spec;
+  one.rows = 1;
+  one.segment_offsets = nullptr;
+  auto sort_segment = [&](std::size_t s, int segment_threads) {
+    const std::size_t begin = spec.SegmentBegin(s, n), count = spec.SegmentBegin(s + 1, n) - begin;
+    ExecutionReport segment_report;
+    const SortBuffers buffers = SegmentBuffers(spec, b, begin, count);
+    return count <= std::size_t{std::numeric_limits<uint32_t>::max()}
+               ? SortTyped<T, uint32_t>(one, buffers, segment_threads, cancel, segment_report)
+               : SortTyped<T, uint64_t>(one, buffers, segment_threads, cancel, segment_report);
+  };
   StageClock clock;
-  if (rows < static_cast<std::size_t>(threads)) {
-    for (std::size_t r = 0; r < rows; ++r) {
-      ExecutionReport row_report;
-      const absl::Status status = SortTyped<T, uint64_t>(row_spec, RowBuffers(spec, b, r, m), threads, cancel,
-                                                         row_report);
+  if (segments < static_cast<std::size_t>(threads)) {
+    for (std::size_t s = 0; s < segments; ++s) {
+      const absl::Status status = sort_segment(s, threads);
       RETURN_IF_ERROR(status);
     }
   } else {
     std::mutex failed_mutex;
     absl::Status failed;
-    ForEachRange(rows, threads, [&](std::size_t begin, std::size_t end) {
-      for (std::size_t r = begin; r < end; ++r) {
-        ExecutionReport row_report;
-        absl::Status status = m <= std::size_t{std::numeric_limits<uint32_t>::max()}
-                                  ? SortTyped<T, uint32_t>(row_spec, RowBuffers(spec, b, r, m), 1, cancel, row_report)
-                                  : SortTyped<T, uint64_t>(row_spec, RowBuffers(spec, b, r, m), 1, cancel, row_report);
+    ForEachRange(segments, threads, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t s = begin; s < end; ++s) {
+        absl::Status status = sort_segment(s, 1);
         if (!status.ok()) {
           std::lock_guard lock(failed_mutex);
           if (failed.ok()) failed = std::move(status);
@@ -144,7 +149,7 @@ absl::Status SortRowsTyped(const SortSpec& spec, const SortBuffers& b, int threa
 template <typename T>
 absl::Status SortKeysOf(const SortSpec& spec, const SortBuffers& buffers, int threads,
                         const Cancellation& cancellation, ExecutionReport& report) {
-  if (spec.rows > 1 && buffers.count > 0) return SortRowsTyped<T>(spec, buffers, threads, cancellation, report);
+  if (spec.segmented() && buffers.count > 0) return SortRowsTyped<T>(spec, buffers, threads, cancellation, report);
   // Positions travel through the passes as 32-bit integers whenever they fit.
   if (buffers.count <= std::size_t{std::numeric_limits<uint32_t>::max()} + 1)
     return SortTyped<T, uint32_t>(spec, buffers, threads, cancellation, report);

@@ -123,7 +123,7 @@ class CudaEngine final : public Backend {
 
   std::unique_ptr<SortIngest> StartSortIngest(const SortSpec& spec) override {
     // Values of any width and the comparison sorts stay on the collect-then-sort path.
-    if (spec.payload == SortPayload::kValues || spec.rows > 1) return nullptr;
+    if (spec.payload == SortPayload::kValues || spec.segmented()) return nullptr;
     if (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix) return nullptr;
     return MakeCudaSortIngest(*context_, spec, device_);  // which watches its own statuses
   }
@@ -131,7 +131,7 @@ class CudaEngine final : public Backend {
   absl::StatusOr<std::unique_ptr<PartedSortIngest>> StartPartedSortIngest(const SortSpec& spec,
                                                                           std::size_t total_keys) override {
     // As StartSortIngest: the rest gathers on the host and is sorted through Sort.
-    if (spec.payload == SortPayload::kValues || spec.rows > 1 ||
+    if (spec.payload == SortPayload::kValues || spec.segmented() ||
         (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix)) {
       return Backend::StartPartedSortIngest(spec, total_keys);
     }
@@ -144,7 +144,7 @@ class CudaEngine final : public Backend {
     RETURN_IF_ERROR(CheckGpuAlgorithm("Sort", spec.algorithm, sort_algorithms()));
     RETURN_IF_ERROR(CheckComparisonSortSize(spec.algorithm, buffers.count));
     RETURN_IF_ERROR(CheckRowSort(spec, buffers.count));
-    const bool rows = spec.rows > 1;
+    const bool rows = spec.segmented();
     const Algorithm algorithm = rows && spec.algorithm == Algorithm::kAuto ? ChooseRowSortKernel(spec, buffers.count)
                                                                              : GpuAlgorithm(spec.algorithm);
     report.algorithm = algorithm;
@@ -195,7 +195,7 @@ class CudaEngine final : public Backend {
     RETURN_IF_ERROR(CheckGpuAlgorithm("Sort", spec.algorithm, sort_algorithms()));
     // The named comparison sorts and rows take the ordinary path (copy in, Sort): regions are a radix
     // fast path.
-    if (spec.payload == SortPayload::kValues || IsComparisonSort(spec.algorithm) || spec.rows > 1) {
+    if (spec.payload == SortPayload::kValues || IsComparisonSort(spec.algorithm) || spec.segmented()) {
       return Backend::SortPinned(spec, keys_in, buffers, cancellation, report);
     }
     report.algorithm = Algorithm::kRadix;

@@ -4,25 +4,30 @@
 
 #include "gpusort/kernels/comparison_sorts.h"
 #include "gpusort/kernels/gather.h"
+#include "gpusort/kernels/memory.h"
 #include "server/backend/cuda/kernel_status.h"
 #include "server/core/status_macros.h"
 
 namespace gpusort {
 
 absl::Status CheckRowSort(const SortSpec& spec, std::size_t count) {
-  if (spec.rows <= 1) return absl::OkStatus();
+  if (!spec.segmented()) return absl::OkStatus();
   const std::size_t row_length = count / spec.rows;
   switch (spec.algorithm) {
     case Algorithm::kAuto:
     case Algorithm::kRadix: return absl::OkStatus();
     case Algorithm::kBitonic:
+      if (spec.segment_offsets != nullptr) {
+        return absl::InvalidArgumentError("bitonic sorts rows of equal length; segments take auto or radix");
+      }
       if (row_length <= kernels::kBitonicRowsMaxLength) return absl::OkStatus();
       return absl::InvalidArgumentError("bitonic sorts rows of at most " +
                                         std::to_string(kernels::kBitonicRowsMaxLength) + " keys; these rows hold " +
                                         std::to_string(row_length) + ": use auto or radix");
     default:
       return absl::InvalidArgumentError(std::string(AlgorithmName(spec.algorithm)) +
-                                        " sorts one array; a Sort of rows takes auto, radix or bitonic");
+                                        " sorts one array; a Sort of rows or segments takes auto or radix (rows "
+                                        "also bitonic)");
   }
 }
 
@@ -35,7 +40,14 @@ RowSortJob::RowSortJob(const SortSpec& spec, Algorithm algorithm, GpuKeySource& 
 
 absl::Status RowSortJob::Allocate(const GpuJobEnv& env) {
   const std::size_t n = count(), key_bytes = coding_.device_key_bytes();
-  if (!bitonic()) {
+  std::size_t offset_bytes = 0;
+  if (by_offsets()) {
+    by_offsets_.key_width = coding_.width();
+    by_offsets_.count = n;
+    by_offsets_.segments = spec_.segment_count();
+    offset_bytes = spec_.segment_offsets->size() * sizeof(std::int64_t);
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::SegmentSortTempBytes(by_offsets_, &temp_bytes_), "sizing the sort");
+  } else if (!bitonic()) {
     segmented_.key_width = coding_.width();
     segmented_.rows = spec_.rows;
     segmented_.row_length = row_length();
@@ -50,18 +62,27 @@ absl::Status RowSortJob::Allocate(const GpuJobEnv& env) {
                                {&positions_[1], second * position_bytes},
                                {&temp_, temp_bytes_},
                                {&values_in_, value_bytes},
-                               {&values_out_, value_bytes}});
+                               {&values_out_, value_bytes},
+                               {&offsets_, offset_bytes}});
 }
 
 absl::Status RowSortJob::Ingest(const GpuJobEnv& env) {
   // Every bit is sorted: the varying-bit range is the whole-array radix sort's shortcut.
   RETURN_IF_ERROR(source_.IngestKeys(env, coding_, keys_[0].data()).status());
+  if (by_offsets()) {
+    // uint64 offsets that CheckSortSizes bounded by n (< 2^31), so they are valid int64 as they are.
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToDeviceAsync(offsets_.data(), spec_.segment_offsets->data(),
+                                                              spec_.segment_offsets->size() * sizeof(std::uint64_t),
+                                                              env.slot.stream),
+                                   "host to device");
+  }
   if (spec_.payload != SortPayload::kValues) return absl::OkStatus();
   return source_.IngestValues(env, values_in_.data(), count() * spec_.value_width, spec_.value_width);
 }
 
 absl::Status RowSortJob::Launch(const GpuJobEnv& env) {
   const kernels::Stream& stream = env.slot.stream;
+  if (by_offsets()) return LaunchByOffsets(stream);
   if (bitonic()) {
     kernels::KeyRowsArgs args;
     args.key_width = coding_.width();
@@ -86,6 +107,29 @@ absl::Status RowSortJob::Launch(const GpuJobEnv& env) {
   GPUSORT_RETURN_IF_KERNEL_ERROR(
       kernels::GatherAsync(values_in_.data(), positions, values_out_.data(), count(), spec_.value_width, stream),
       "gathering values");
+  return absl::OkStatus();
+}
+
+// Positions come out of the sort global: the values are gathered by them as they are, and indices are
+// made segment-relative.
+absl::Status RowSortJob::LaunchByOffsets(const kernels::Stream& stream) {
+  for (int i : {0, 1}) {
+    by_offsets_.keys[i] = keys_[i].data();
+    by_offsets_.indices[i] = positions_[i].data();
+  }
+  by_offsets_.offsets = offsets_.as<std::int64_t>();
+  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::SegmentSort(by_offsets_, temp_.data(), temp_bytes_, stream, &result_),
+                                 "segmented sort");
+  auto* positions = positions_[result_].as<std::uint32_t>();
+  if (spec_.payload == SortPayload::kValues) {
+    GPUSORT_RETURN_IF_KERNEL_ERROR(
+        kernels::GatherAsync(values_in_.data(), positions, values_out_.data(), count(), spec_.value_width, stream),
+        "gathering values");
+  } else if (spec_.payload == SortPayload::kIndices) {
+    GPUSORT_RETURN_IF_KERNEL_ERROR(
+        kernels::SegmentRelativePositionsAsync(positions, offsets_.as<std::int64_t>(), spec_.segment_count(), stream),
+        "segment positions");
+  }
   return absl::OkStatus();
 }
 

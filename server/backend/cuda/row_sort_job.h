@@ -1,8 +1,9 @@
-// A Sort of `rows` rows of equal length on the GPU, each row sorted on its own (SortSpec::rows), as one
-// GpuJob: BITONIC sorts rows of up to 4096 keys in place, one block per row (the network compares
-// (key, position), so equal keys keep their order); RADIX runs CUB's segmented sort over the rows.
-// Positions are row-relative, which is what the API's indices are; values are gathered by them after
-// the sort. Its keys come from any GpuKeySource and its results go to any GpuResultSink.
+// A Sort of rows of equal length (SortSpec::rows) or of segments by offsets (SortSpec::segment_offsets)
+// on the GPU, each sorted on its own, as one GpuJob: BITONIC sorts rows of up to 4096 keys in place, one
+// block per row (the network compares (key, position), so equal keys keep their order); RADIX runs
+// CUB's segmented sort over the rows or segments. Indices count from the row's or segment's start, as
+// the API's do; values are gathered by the positions after the sort. Its keys come from any
+// GpuKeySource and its results go to any GpuResultSink.
 #pragma once
 
 #include <cstddef>
@@ -15,13 +16,14 @@
 
 namespace gpusort {
 
-// INVALID_ARGUMENT unless `spec.algorithm` sorts rows of this shape: AUTO, RADIX, or BITONIC for rows of
-// at most kBitonicRowsMaxLength keys (the other comparison sorts sort one array). OK for one row.
+// INVALID_ARGUMENT unless `spec.algorithm` sorts rows or segments of this shape: AUTO, RADIX, or BITONIC
+// for rows (not segments) of at most kBitonicRowsMaxLength keys (the other comparison sorts sort one
+// array). OK for one array.
 absl::Status CheckRowSort(const SortSpec& spec, std::size_t count);
 
 class RowSortJob final : public GpuJob {
  public:
-  // `algorithm`: BITONIC (rows of at most kBitonicRowsMaxLength keys) or RADIX; spec.rows > 1.
+  // `algorithm`: BITONIC (rows of at most kBitonicRowsMaxLength keys) or RADIX; spec.segmented().
   RowSortJob(const SortSpec& spec, Algorithm algorithm, GpuKeySource& source, GpuResultSink& sink);
 
   absl::Status Allocate(const GpuJobEnv& env) override;
@@ -33,9 +35,11 @@ class RowSortJob final : public GpuJob {
   std::size_t count() const { return source_.count(); }
   std::size_t row_length() const { return count() / spec_.rows; }
   bool bitonic() const { return algorithm_ == Algorithm::kBitonic; }
+  bool by_offsets() const { return spec_.segment_offsets != nullptr; }
   // Positions are sorted along when the answer needs them (indices, or values to gather), and always by
   // the segmented sort, which writes them either way.
   bool with_positions() const { return spec_.payload != SortPayload::kNone || !bitonic(); }
+  absl::Status LaunchByOffsets(const kernels::Stream& stream);
 
   const SortSpec spec_;
   const Algorithm algorithm_;
@@ -43,10 +47,11 @@ class RowSortJob final : public GpuJob {
   GpuKeySource& source_;
   GpuResultSink& sink_;
 
-  kernels::RowSortArgs segmented_;
+  kernels::RowSortArgs segmented_;    // rows, by RADIX
+  kernels::SegmentSortArgs by_offsets_;  // segments
   std::size_t temp_bytes_ = 0;
   int result_ = 0;  // which of the double buffers holds the answer (the bitonic sort: 0, in place)
-  kernels::DeviceAllocation keys_[2], positions_[2], temp_, values_in_, values_out_;
+  kernels::DeviceAllocation keys_[2], positions_[2], temp_, values_in_, values_out_, offsets_;
 };
 
 }  // namespace gpusort
