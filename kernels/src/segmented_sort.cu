@@ -113,9 +113,12 @@ Status SegmentSortImpl(const SegmentSortArgs& a, void* temp, std::size_t* temp_b
     GPUSORT_CUDA_RETURN_IF_LAUNCH_FAILED("positions kernel");
   }
   if (a.count > 1 && a.segments > 0) {
+    // The same offset type as RowSortImpl's (non-const), so that both share one instantiation of CUB's
+    // segmented sort (each costs minutes of compile time); CUB only reads the offsets.
+    auto* offsets = const_cast<std::int64_t*>(a.offsets);
     GPUSORT_CUDA_RETURN_IF_ERROR(cub::DeviceSegmentedSort::StableSortPairs(
         temp, cub_bytes, keys, positions, static_cast<std::int64_t>(a.count), static_cast<std::int64_t>(a.segments),
-        a.offsets, a.offsets + 1, stream));
+        offsets, offsets + 1, stream));
   }
   if (querying) {
     *temp_bytes = std::max<std::size_t>(cub_bytes, 1);
