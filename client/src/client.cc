@@ -58,6 +58,9 @@ void FillTopKOptions(v1::DType dtype, const TopKOptions& t, v1::TopKOptions* o) 
   o->set_output(t.output);
   o->set_rows(t.rows);
   o->set_algorithm(t.algorithm);
+  if (!t.segment_offsets.empty()) {
+    o->set_segment_offsets(reinterpret_cast<const char*>(t.segment_offsets.data()), t.segment_offsets.size_bytes());
+  }
 }
 
 // The server (or gRPC) refused a unary message for its size: the streaming RPC will carry it. The
@@ -76,7 +79,7 @@ std::size_t TopKResultBytes(v1::DType dtype, v1::TopKOutput output) {
 }
 
 std::size_t TopKAnswerBytes(v1::DType dtype, const TopKOptions& o) {
-  return std::max<uint64_t>(o.rows, 1) * o.k * TopKResultBytes(dtype, o.output);
+  return TopKResultCount(o) * TopKResultBytes(dtype, o.output);
 }
 
 std::size_t SortAnswerBytes(const RawSortRequest& r) {
@@ -277,6 +280,18 @@ class SplitSort {
 };
 
 }  // namespace
+
+std::size_t TopKResultCount(const TopKOptions& o) {
+  if (o.segment_offsets.empty()) return std::max<uint64_t>(o.rows, 1) * o.k;
+  std::size_t results = 0;
+  for (std::size_t s = 0; s + 1 < o.segment_offsets.size(); ++s) {
+    // Offsets that decrease are refused by the server; they count as empty here.
+    const uint64_t length =
+        o.segment_offsets[s + 1] > o.segment_offsets[s] ? o.segment_offsets[s + 1] - o.segment_offsets[s] : 0;
+    results += std::min<uint64_t>(length, o.k);
+  }
+  return results;
+}
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {
   // Names resolve once, here: the part channels made later dial the same addresses.
@@ -651,7 +666,7 @@ absl::StatusOr<RawSortResult> Client::SortThroughRegion(const RawSortRequest& r)
 absl::StatusOr<RawTopKResult> Client::TopKThroughRegion(v1::DType dtype, std::string_view keys,
                                                         const TopKOptions& o) {
   if (absl::Status allowed = SharedMemoryAllowed(); !allowed.ok()) return allowed;
-  const std::size_t results = std::max<uint64_t>(o.rows, 1) * o.k;
+  const std::size_t results = TopKResultCount(o);
   const bool want_values = o.output != v1::TOPK_OUTPUT_INDICES;
   const bool want_indices = o.output != v1::TOPK_OUTPUT_VALUES;
   const std::size_t value_offset = (keys.size() + 7) / 8 * 8;

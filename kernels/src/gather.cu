@@ -53,6 +53,21 @@ __global__ void TakeRowPrefixesKernel(const Key* keys, const std::uint32_t* posi
   }
 }
 
+// Blocks take segments; a block's threads take the segment's results.
+template <typename Key>
+__global__ void TakeSegmentPrefixesKernel(const Key* keys, const std::uint32_t* positions,
+                                          const std::int64_t* offsets, const std::int64_t* result_offsets,
+                                          std::size_t segments, Key* out_keys, std::int64_t* out_positions) {
+  for (std::size_t s = blockIdx.x; s < segments; s += gridDim.x) {
+    const std::int64_t begin = offsets[s], first = result_offsets[s], last = result_offsets[s + 1];
+    for (std::int64_t o = first + threadIdx.x; o < last; o += blockDim.x) {
+      const std::int64_t from = begin + (o - first);
+      if (out_keys) out_keys[o] = keys[from];
+      if (out_positions) out_positions[o] = static_cast<std::int64_t>(positions[from]) - begin;
+    }
+  }
+}
+
 template <typename Word>
 bool IsAligned(const void* p) {
   return reinterpret_cast<std::uintptr_t>(p) % alignof(Word) == 0;
@@ -115,6 +130,26 @@ Status TakeRowPrefixesAsync(KeyWidth key_width, const void* keys, const std::uin
                                                 out_positions);
   }
   GPUSORT_CUDA_RETURN_IF_LAUNCH_FAILED("take row prefixes kernel");
+  return Status::Ok();
+}
+
+Status TakeSegmentPrefixesAsync(KeyWidth key_width, const void* keys, const std::uint32_t* positions,
+                                const std::int64_t* offsets, const std::int64_t* result_offsets,
+                                std::size_t segments, void* out_keys, std::int64_t* out_positions,
+                                const Stream& stream) {
+  if (segments == 0 || (out_keys == nullptr && out_positions == nullptr)) return Status::Ok();
+  cudaStream_t s = Native(stream);
+  const auto blocks = static_cast<unsigned>(segments < 65535 * 16 ? segments : 65535 * 16);
+  if (key_width == KeyWidth::k32) {
+    TakeSegmentPrefixesKernel<<<blocks, 128, 0, s>>>(static_cast<const std::uint32_t*>(keys), positions, offsets,
+                                                     result_offsets, segments, static_cast<std::uint32_t*>(out_keys),
+                                                     out_positions);
+  } else {
+    TakeSegmentPrefixesKernel<<<blocks, 128, 0, s>>>(static_cast<const std::uint64_t*>(keys), positions, offsets,
+                                                     result_offsets, segments, static_cast<std::uint64_t*>(out_keys),
+                                                     out_positions);
+  }
+  GPUSORT_CUDA_RETURN_IF_LAUNCH_FAILED("take segment prefixes kernel");
   return Status::Ok();
 }
 

@@ -20,6 +20,7 @@ Algorithm ChooseRowSortKernel(const SortSpec& spec, std::size_t count) {
 }
 
 Algorithm ChooseTopKKernel(const TopKSpec& spec, std::size_t count) {
+  if (spec.by_segments()) return Algorithm::kRadix;  // the selection kernels take rows of equal length
   const std::size_t row_length = count / spec.rows;
   if (spec.rows == 1) return Algorithm::kRadixSelect;
   if (spec.k <= kernels::kSmallTopKMaxK) return Algorithm::kSmallK;

@@ -67,17 +67,43 @@ struct TopKSpec {
   TopKOutput output = TopKOutput::kValuesAndIndices;
   std::size_t rows = 1;  // n / rows keys per row; never 0 here (the service maps 0 to 1)
   Algorithm algorithm = Algorithm::kAuto;
+  // Or segments of any lengths, as SortSpec's (null: rows). Segment s yields min(k, its length)
+  // results, which begin at result_offsets[s] (S + 1 entries, the total last): both are set together,
+  // by SetSegments.
+  std::shared_ptr<const std::vector<std::uint64_t>> segment_offsets;
+  std::shared_ptr<const std::vector<std::uint64_t>> result_offsets;
 
   bool wants_values() const { return output != TopKOutput::kIndices; }
   bool wants_indices() const { return output != TopKOutput::kValues; }
+  bool by_segments() const { return segment_offsets != nullptr; }
+  std::size_t segment_count() const { return segment_offsets ? segment_offsets->size() - 1 : rows; }
+  // Segment (or row) s of n keys: [SegmentBegin(s, n), SegmentBegin(s + 1, n)).
+  std::size_t SegmentBegin(std::size_t s, std::size_t n) const {
+    return segment_offsets ? static_cast<std::size_t>((*segment_offsets)[s]) : s * (n / rows);
+  }
+  // Where segment (or row) s's results begin; ResultBegin(segment_count()) is results().
+  std::size_t ResultBegin(std::size_t s) const {
+    return result_offsets ? static_cast<std::size_t>((*result_offsets)[s]) : s * k;
+  }
+  std::size_t results() const { return ResultBegin(segment_count()); }
+  // Sets segment_offsets and the result_offsets that follow from them and k.
+  void SetSegments(std::shared_ptr<const std::vector<std::uint64_t>> offsets) {
+    auto results = std::make_shared<std::vector<std::uint64_t>>(offsets->size(), 0);
+    for (std::size_t s = 0; s + 1 < offsets->size(); ++s) {
+      const std::uint64_t length = (*offsets)[s + 1] - (*offsets)[s];
+      (*results)[s + 1] = (*results)[s] + (length < k ? length : k);
+    }
+    segment_offsets = std::move(offsets);
+    result_offsets = std::move(results);
+  }
 };
 
-// Buffers of one top-k: results are row-major, rows * k entries; indices count from the row start.
+// Buffers of one top-k: results() entries, row (or segment) after row; indices count from its start.
 struct TopKBuffers {
   std::size_t count = 0;              // n keys in all rows together
   std::span<const std::byte> keys;    // n * ElementSize(dtype) bytes
-  std::span<std::byte> values_out;    // rows * k keys, when wanted (else empty)
-  std::span<int64_t> indices_out;     // rows * k positions, when wanted (else empty)
+  std::span<std::byte> values_out;    // results() keys, when wanted (else empty)
+  std::span<int64_t> indices_out;     // results() positions, when wanted (else empty)
 };
 
 }  // namespace gpusort

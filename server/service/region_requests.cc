@@ -86,7 +86,7 @@ absl::StatusOr<TopKRegions> ResolveTopKRegions(const SharedRegions& regions, con
   TopKRegions out;
   ASSIGN_OR_RETURN(out.count, CheckTopKShape(spec, request.keys_region().length()));
   ASSIGN_OR_RETURN(out.keys, regions.Resolve(request.keys_region(), "keys_region", out.count * width, width));
-  const std::size_t results = spec.rows * spec.k;
+  const std::size_t results = spec.results();
   if (spec.wants_values()) {
     ASSIGN_OR_RETURN(out.values, regions.Resolve(request.values_region(), "values_region", results * width, width));
     RETURN_IF_ERROR(Disjoint(out.values, "values_region", out.keys, "keys_region"));

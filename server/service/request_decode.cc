@@ -155,6 +155,11 @@ absl::StatusOr<TopKSpec> DecodeTopKOptions(const v1::TopKOptions& o) {
   auto algorithm = DecodeAlgorithm(o.algorithm());
   if (!algorithm.ok()) return algorithm.status();
   spec.algorithm = *algorithm;
+  if (!o.segment_offsets().empty()) {
+    ASSIGN_OR_RETURN(auto offsets, DecodeSegmentOffsets(o.segment_offsets()));
+    if (spec.rows > 1) return absl::InvalidArgumentError("options.rows and options.segment_offsets exclude each other");
+    spec.SetSegments(std::move(offsets));
+  }
   return spec;
 }
 
@@ -192,6 +197,13 @@ absl::StatusOr<std::size_t> CheckTopKShape(const TopKSpec& spec, std::size_t key
         "keys hold " + std::to_string(key_bytes) + " bytes, not a whole number of " +
         std::to_string(width) + "-byte " + std::string(DTypeName(spec.dtype)) + " elements");
   const std::size_t n = key_bytes / width;
+  if (spec.by_segments()) {
+    if (spec.segment_offsets->back() != n)
+      return absl::InvalidArgumentError("options.segment_offsets ends at " +
+                                        std::to_string(spec.segment_offsets->back()) + ", not at the " +
+                                        std::to_string(n) + " keys");
+    return n;  // any k: a segment shorter than k yields all its keys
+  }
   if (n % spec.rows != 0)
     return absl::InvalidArgumentError("options.rows " + std::to_string(spec.rows) +
                                       " does not divide the " + std::to_string(n) + " keys");
@@ -211,7 +223,7 @@ std::size_t SortResponseBytes(const SortSpec& spec, std::size_t count) {
 }
 
 std::size_t TopKResponseBytes(const TopKSpec& spec) {
-  const std::size_t results = spec.rows * spec.k;
+  const std::size_t results = spec.results();
   std::size_t bytes = 0;
   if (spec.wants_values()) bytes += results * ElementSize(spec.dtype);
   if (spec.wants_indices()) bytes += results * sizeof(int64_t);

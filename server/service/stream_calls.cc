@@ -732,7 +732,7 @@ class TopKStreamCall final
   }
 
   absl::Status Execute() override {
-    const std::size_t results = spec_.rows * spec_.k;
+    const std::size_t results = spec_.results();
     TopKBuffers buffers;
     buffers.count = call_.keys;
     buffers.keys = std::as_bytes(std::span(keys_.data(), keys_.size()));

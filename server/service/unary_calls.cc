@@ -226,7 +226,7 @@ class TopKCall final : public UnaryCall {
 
   absl::Status Run() override {
     RETURN_IF_ERROR(call_.cancellation.Check());
-    const std::size_t results = spec_.rows * spec_.k;
+    const std::size_t results = spec_.results();
     TopKBuffers buffers;
     buffers.count = call_.keys;
     if (regions_.keys.region != nullptr) {  // shared memory: read and write the ranges in place

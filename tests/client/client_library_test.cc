@@ -98,6 +98,33 @@ TYPED_TEST(ClientTyped, LargeArraysStreamByThemselves) {
   }
 }
 
+// Segment offsets go out with Sort and TopK on every transport, and the answer's size follows them
+// (TopKResultCount: min(k, length) per segment), which the streamed and shared-memory paths depend on.
+TEST(Client, SegmentsSortAndTopKOnEveryTransport) {
+  TestServer server(ShmConfig());
+  const auto keys = MakeInput<float>(Pattern::kSpecials, 30011, 5);
+  const std::vector<uint64_t> offsets = SegmentOffsetsOf(keys.size(), {0, 1, 5000, 77, 0, 12000});
+  for (Transport transport : {Transport::kUnary, Transport::kStream, Transport::kSharedMemory}) {
+    ClientOptions options;
+    options.target = server.address();
+    options.shm_socket = server.shm_socket();
+    options.transport = transport;
+    Client client(options);
+    const std::string what = "transport " + std::to_string(static_cast<int>(transport));
+    auto sorted = client.Argsort(keys, {.descending = true, .stable = true, .segment_offsets = offsets});
+    ASSERT_TRUE(sorted.ok()) << what << ": " << sorted.status();
+    EXPECT_TRUE(SameBits(sorted->keys, ReferenceSegmentSort(keys, offsets, SortOrder::kDescending))) << what;
+    EXPECT_EQ(sorted->indices, ReferenceSegmentStableArgsort(keys, offsets, SortOrder::kDescending)) << what;
+    const TopKOptions top_options{.k = 100, .largest = false, .segment_offsets = offsets};
+    EXPECT_EQ(TopKResultCount(top_options), 2u * (1 + 100 + 77 + 100)) << what;  // two rounds of the lengths
+    auto top = client.TopK(keys, top_options);
+    ASSERT_TRUE(top.ok()) << what << ": " << top.status();
+    const auto want = ReferenceSegmentTopK(keys, offsets, 100, false);
+    EXPECT_TRUE(SameBits(top->values, want.values)) << what;
+    EXPECT_EQ(top->indices, want.indices) << what;
+  }
+}
+
 TEST(Client, ErrorsComeBackAsStatusValues) {
   TestServer server;
   Client client({.target = server.address()});

@@ -131,5 +131,43 @@ TEST(CpuRowSort, OneRowIsTheWholeArray) {
                    keys, "rows=1");
 }
 
+// TopK of segments: each yields min(k, its length) results in rank order (ties by smaller index), one
+// segment after another, indices from its start; k below, between and above the segments' lengths, on
+// one thread and four (long segments over every thread, short ones whole per thread).
+TYPED_TEST(CpuRowSort, TopKOfSegmentsTakesMinOfKAndEachLength) {
+  using T = TypeParam;
+  const std::vector<std::vector<std::size_t>> lengths = {{0, 1, 0, 7, 300, 1}, {5000, 0, 70001}};
+  for (int threads : {1, 4}) {
+    std::unique_ptr<Backend> backend = MakeCpuBackend({.threads = threads});
+    for (std::size_t n : {std::size_t{1}, std::size_t{100003}}) {
+      for (const auto& pattern_lengths : lengths) {
+        const std::vector<uint64_t> offsets = testing::SegmentOffsetsOf(n, pattern_lengths);
+        const auto keys = MakeInput<T>(Pattern::kSpecials, n, n + offsets.size());
+        for (std::size_t k : {std::size_t{1}, std::size_t{5}, std::size_t{4000}, std::size_t{200000}}) {
+          for (bool largest : {true, false}) {
+            TopKSpec spec{.dtype = DTypeOf<T>::value, .k = k, .largest = largest, .sorted = true};
+            spec.SetSegments(std::make_shared<const std::vector<uint64_t>>(offsets));
+            const auto expected = testing::ReferenceSegmentTopK(keys, offsets, k, largest);
+            std::vector<T> values(spec.results());
+            std::vector<int64_t> indices(spec.results(), -3);
+            TopKBuffers buffers{.count = n,
+                                .keys = std::as_bytes(std::span(keys)),
+                                .values_out = std::as_writable_bytes(std::span(values)),
+                                .indices_out = indices};
+            Cancellation cancellation;
+            ExecutionReport report;
+            const std::string what = "n=" + std::to_string(n) + " segments=" + std::to_string(offsets.size() - 1) +
+                                     " k=" + std::to_string(k) + (largest ? " largest" : " smallest") +
+                                     " threads=" + std::to_string(threads);
+            ASSERT_TRUE(backend->TopK(spec, buffers, cancellation, report).ok()) << what;
+            ASSERT_EQ(indices, expected.indices) << what;
+            ASSERT_TRUE(testing::SameBits(values, expected.values)) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpusort

@@ -82,11 +82,11 @@ TopKResultBytes RunTopK(Backend& backend, const TopKSpec& spec, const std::vecto
   buffers.count = n;
   buffers.keys = keys;
   if (spec.wants_values()) {
-    out.values.assign(spec.rows * spec.k * ElementSize(spec.dtype), std::byte{0xAB});
+    out.values.assign(spec.results() * ElementSize(spec.dtype), std::byte{0xAB});
     buffers.values_out = out.values;
   }
   if (spec.wants_indices()) {
-    out.indices.assign(spec.rows * spec.k, -7);
+    out.indices.assign(spec.results(), -7);
     buffers.indices_out = out.indices;
   }
   Cancellation cancellation;
@@ -300,6 +300,38 @@ TYPED_TEST(CudaVsCpu, RowSortEveryShapeAndAlgorithm) {
       }
     }
   }
+}
+
+// TopK of segments (each one's segmented sort, then its first min(k, length)): against the CPU's, for k
+// under, between and over the lengths; AUTO takes RADIX, and the selection kernels are refused by name.
+TYPED_TEST(CudaVsCpu, SegmentTopKMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const std::vector<std::vector<std::size_t>> lengths = {{0, 1, 0, 7, 300, 1}, {5000, 0, 70001}};
+  for (std::size_t n : {std::size_t{20000}, std::size_t{300007}}) {
+    for (const auto& pattern_lengths : lengths) {
+      const auto offsets =
+          std::make_shared<const std::vector<uint64_t>>(gpusort::testing::SegmentOffsetsOf(n, pattern_lengths));
+      for (Pattern pattern : {Pattern::kSpecials, Pattern::kFewDistinct}) {
+        const std::vector<std::byte> keys = Bytes(MakeInput<T>(pattern, n, n + offsets->size()));
+        for (std::size_t k : {std::size_t{1}, std::size_t{64}, std::size_t{6000}}) {
+          for (bool largest : {true, false}) {
+            TopKSpec spec{.dtype = DTypeOf<T>::value, .k = k, .largest = largest, .sorted = true};
+            spec.SetSegments(offsets);
+            const std::string what = PatternName(pattern) + " n=" + std::to_string(n) + " segments=" +
+                                     std::to_string(offsets->size() - 1) + " k=" + std::to_string(k) +
+                                     (largest ? " largest" : " smallest");
+            ExpectSameTopK(spec, keys, what);
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+  TopKSpec named{.dtype = DTypeOf<T>::value, .k = 4, .algorithm = Algorithm::kSmallK};
+  named.SetSegments(std::make_shared<const std::vector<uint64_t>>(std::vector<uint64_t>{0, 3, 8}));
+  const TopKResultBytes refused = RunTopK(*Cuda(), named, Bytes(MakeInput<T>(Pattern::kRandom, 8, 1)));
+  EXPECT_EQ(refused.status.code(), absl::StatusCode::kInvalidArgument) << refused.status;
 }
 
 // Segments by offsets (CUB's segmented sort over the caller's offsets): empty, one-key and long

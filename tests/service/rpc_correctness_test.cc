@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 
+#include "tests/service/rpc_calls.h"
 #include "tests/service/test_server.h"
 #include "tests/support/inputs.h"
 #include "tests/support/reference.h"
@@ -302,6 +303,80 @@ TEST(RpcSortSegments, BadOffsetsAreInvalidArgumentSayingWhy) {
     EXPECT_NE(status.error_message().find(c.text), std::string::npos) << status.error_message();
   }
   EXPECT_TRUE(sort(OffsetBytes({0, 5, 10}), 1, 10).ok());
+}
+
+// TopK of segments: min(k, length) results per segment, one after another, indices from the segment's
+// start; unary and streamed (in chunks that cut keys), for k under, between and over the lengths.
+template <typename T>
+void ExpectSegmentTopK(TestServer& server, const std::vector<uint64_t>& offsets, std::size_t k, bool largest) {
+  const std::size_t n = offsets.back();
+  const auto keys = MakeInput<T>(Pattern::kSpecials, n, n + k);
+  v1::TopKOptions options;
+  options.set_dtype(WireDType<T>());
+  options.set_k(k);
+  options.set_largest(largest);
+  options.set_sorted(true);
+  options.set_algorithm(TestAlgorithm());
+  options.set_segment_offsets(OffsetBytes(offsets));
+  const auto expected = ReferenceSegmentTopK(keys, offsets, k, largest);
+  const std::string what = "segments=" + std::to_string(offsets.size() - 1) + " k=" + std::to_string(k);
+  v1::TopKRequest request;
+  *request.mutable_options() = options;
+  request.set_keys(ToBytes(keys));
+  v1::TopKResponse response;
+  grpc::ClientContext context;
+  const grpc::Status status = server.stub().TopK(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << what << ": " << status.error_message();
+  EXPECT_TRUE(SameBits(FromBytes<T>(response.values()), expected.values)) << what;
+  EXPECT_EQ(FromBytes<int64_t>(response.indices()), expected.indices) << what;
+  const CallResult streamed = CallTopKStream(server.stub(), options, ToBytes(keys), 1001);
+  ASSERT_TRUE(streamed.status.ok()) << what << ": " << streamed.status.error_message();
+  EXPECT_TRUE(SameBits(FromBytes<T>(streamed.keys), expected.values)) << what << " (streamed)";
+  EXPECT_EQ(FromBytes<int64_t>(streamed.indices), expected.indices) << what << " (streamed)";
+}
+
+TEST(RpcTopKSegments, EachSegmentYieldsMinOfKAndItsLength) {
+  TestServer server;
+  for (std::size_t k : {std::size_t{1}, std::size_t{10}, std::size_t{5000}}) {
+    ExpectSegmentTopK<float>(server, SegmentOffsetsOf(20000, {0, 1, 17, 0, 4097, 300}), k, true);
+    ExpectSegmentTopK<int16_t>(server, SegmentOffsetsOf(5000, {2, 0, 0, 9}), k, false);
+  }
+  ExpectSegmentTopK<double>(server, SegmentOffsetsOf(70001, {70001}), 100, true);  // one segment
+  ExpectSegmentTopK<uint8_t>(server, {0, 0, 0}, 3, true);                          // nothing at all
+}
+
+TEST(RpcTopKSegments, BadOffsetsAreInvalidArgumentSayingWhy) {
+  TestServer server;
+  auto top_k = [&](const std::string& offsets, uint64_t rows, std::size_t n) {
+    v1::TopKRequest request;
+    request.mutable_options()->set_dtype(v1::DTYPE_UINT32);
+    request.mutable_options()->set_k(2);
+    request.mutable_options()->set_segment_offsets(offsets);
+    request.mutable_options()->set_rows(rows);
+    request.mutable_options()->set_algorithm(TestAlgorithm());
+    request.set_keys(std::string(n * 4, '\7'));
+    v1::TopKResponse response;
+    grpc::ClientContext context;
+    return server.stub().TopK(&context, request, &response);
+  };
+  const struct {
+    std::string offsets;
+    uint64_t rows;
+    std::size_t n;
+    const char* text;
+  } cases[] = {
+      {OffsetBytes({0, 5, 10}).substr(0, 20), 0, 10, "must be at least two little-endian uint64"},
+      {OffsetBytes({1, 10}), 0, 10, "must start at 0, not 1"},
+      {OffsetBytes({0, 6, 5, 10}), 0, 10, "decreases at entry 2 (6 then 5)"},
+      {OffsetBytes({0, 5, 9}), 0, 10, "ends at 9, not at the 10 keys"},
+      {OffsetBytes({0, 5, 10}), 2, 10, "options.rows and options.segment_offsets exclude each other"},
+  };
+  for (const auto& c : cases) {
+    const grpc::Status status = top_k(c.offsets, c.rows, c.n);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.text;
+    EXPECT_NE(status.error_message().find(c.text), std::string::npos) << status.error_message();
+  }
+  EXPECT_TRUE(top_k(OffsetBytes({0, 1, 10}), 1, 10).ok());  // k = 2 over a one-key segment
 }
 
 TEST(RpcSortRows, RowsThatCannotBeServedAreInvalidArgumentSayingWhy) {

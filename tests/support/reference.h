@@ -84,33 +84,39 @@ inline std::vector<uint64_t> SegmentOffsetsOf(std::size_t n, const std::vector<s
 
 template <typename T>
 struct TopKAnswer {
-  std::vector<T> values;         // rows * k, each row in rank order
-  std::vector<int64_t> indices;  // rows * k, row-relative
+  std::vector<T> values;         // each row's (or segment's) results in rank order, one after another
+  std::vector<int64_t> indices;  // row- (or segment-) relative
 };
 
-// The proto's definition: rank a row by key (largest or smallest first), equal keys by smaller index
-// first, take the first k. Computed with std::partial_sort over indices.
+// The proto's definition: rank a segment by key (largest or smallest first), equal keys by smaller
+// index first, take the first min(k, its length). Computed with std::partial_sort over indices.
 template <typename T>
-TopKAnswer<T> ReferenceTopK(const std::vector<T>& keys, std::size_t rows, std::size_t k,
-                            bool largest) {
+TopKAnswer<T> ReferenceSegmentTopK(const std::vector<T>& keys, const std::vector<uint64_t>& offsets, std::size_t k,
+                                   bool largest) {
   TopKAnswer<T> answer;
-  const std::size_t m = rows == 0 ? 0 : keys.size() / rows;
-  for (std::size_t r = 0; r < rows; ++r) {
-    const T* row = keys.data() + r * m;
+  for (std::size_t s = 0; s + 1 < offsets.size(); ++s) {
+    const T* segment = keys.data() + offsets[s];
+    const std::size_t m = offsets[s + 1] - offsets[s], take = std::min(k, m);
     std::vector<int64_t> idx(m);
     std::iota(idx.begin(), idx.end(), int64_t{0});
-    std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
+    std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(take), idx.end(),
                       [&](int64_t a, int64_t b) {
-                        const auto ka = ToOrderedBits(row[a]), kb = ToOrderedBits(row[b]);
+                        const auto ka = ToOrderedBits(segment[a]), kb = ToOrderedBits(segment[b]);
                         if (ka != kb) return largest ? ka > kb : ka < kb;
                         return a < b;
                       });
-    for (std::size_t i = 0; i < k; ++i) {
-      answer.values.push_back(row[idx[i]]);
+    for (std::size_t i = 0; i < take; ++i) {
+      answer.values.push_back(segment[idx[i]]);
       answer.indices.push_back(idx[i]);
     }
   }
   return answer;
+}
+
+// The same for `rows` equal rows (k at most the row length).
+template <typename T>
+TopKAnswer<T> ReferenceTopK(const std::vector<T>& keys, std::size_t rows, std::size_t k, bool largest) {
+  return ReferenceSegmentTopK(keys, RowOffsets(keys.size(), rows), k, largest);
 }
 
 // Bitwise equality of key arrays (operator== would call NaN != NaN and -0.0 == +0.0).

@@ -144,7 +144,15 @@ struct TopKOptions {
   v1::TopKOutput output = v1::TOPK_OUTPUT_VALUES_AND_INDICES;
   uint64_t rows = 1;  // top-k of each of `rows` equal rows
   v1::Algorithm algorithm = v1::ALGORITHM_AUTO;
+  // Or segments of any lengths: S + 1 offsets (0 first, never decreasing, n last); segment s yields
+  // min(k, its length) results, segment after segment (indices per segment). Empty: none. The
+  // caller's memory, read during the call.
+  std::span<const uint64_t> segment_offsets;
 };
+
+// How many results a TopK with these options answers: rows * k, or with segments the sum over them of
+// min(k, length).
+std::size_t TopKResultCount(const TopKOptions& options);
 
 // Untyped request and answers, for callers that learn the dtype at run time (the CLI).
 struct RawSortRequest {
@@ -176,8 +184,8 @@ struct SortResult {
 
 template <typename T>
 struct TopKResult {
-  std::vector<T> values;         // rows * k, row-major (unless output is indices only)
-  std::vector<int64_t> indices;  // rows * k row positions (unless output is values only)
+  std::vector<T> values;         // TopKResultCount, row after row (unless output is indices only)
+  std::vector<int64_t> indices;  // as many row (or segment) positions (unless output is values only)
   v1::ExecutionInfo info;
 };
 

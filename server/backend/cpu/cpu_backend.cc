@@ -43,15 +43,20 @@ absl::Status CheckBuffers(const TopKSpec& spec, const TopKBuffers& b) {
   if (b.count % rows != 0)
     return absl::InvalidArgumentError("topk: rows (" + std::to_string(rows) +
                                       ") must divide the key count (" + std::to_string(b.count) + ")");
-  const std::size_t m = b.count / rows;
-  if (spec.k < 1 || spec.k > m)
-    return absl::InvalidArgumentError("topk: k (" + std::to_string(spec.k) + ") must be in 1.." +
-                                      std::to_string(m));
-  const std::size_t results = rows * spec.k;
+  if (spec.by_segments()) {
+    if (spec.segment_offsets->back() != b.count || spec.k < 1)
+      return absl::InvalidArgumentError("topk: segment offsets must end at the key count, and k be at least 1");
+  } else {
+    const std::size_t m = b.count / rows;
+    if (spec.k < 1 || spec.k > m)
+      return absl::InvalidArgumentError("topk: k (" + std::to_string(spec.k) + ") must be in 1.." +
+                                        std::to_string(m));
+  }
+  const std::size_t results = spec.results();
   if (spec.wants_values() && b.values_out.size() != results * ElementSize(spec.dtype))
-    return absl::InvalidArgumentError("topk: values_out must hold rows * k keys");
+    return absl::InvalidArgumentError("topk: values_out must hold every result's key");
   if (spec.wants_indices() && b.indices_out.size() != results)
-    return absl::InvalidArgumentError("topk: indices_out must hold rows * k entries");
+    return absl::InvalidArgumentError("topk: indices_out must hold every result's position");
   return absl::OkStatus();
 }
 

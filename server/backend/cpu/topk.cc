@@ -63,9 +63,69 @@ absl::Status SelectRowParallel(const std::byte* row, std::size_t m, std::size_t 
   return absl::OkStatus();
 }
 
+// Segments of any lengths: each yields min(k, its length) results at ResultBegin(s). Long segments go
+// one after another, each over every thread; the others in tasks of whole segments, each on one thread
+// (so one long segment among many short ones does not leave the other threads idle).
+template <typename T, typename I>
+absl::Status TopKSegments(const TopKSpec& spec, const TopKBuffers& b, int threads, const Cancellation& cancel) {
+  constexpr std::size_t kSize = sizeof(T);
+  const RowOutputs out{spec.wants_values() ? b.values_out.data() : nullptr,
+                       spec.wants_indices() ? b.indices_out.data() : nullptr};
+  struct Segment {
+    const std::byte* keys;
+    std::size_t length, k;
+    std::byte* values;
+    int64_t* indices;
+  };
+  auto segment = [&](std::size_t s) {
+    const std::size_t begin = spec.SegmentBegin(s, b.count), length = spec.SegmentBegin(s + 1, b.count) - begin;
+    const std::size_t first = spec.ResultBegin(s);
+    return Segment{b.keys.data() + begin * kSize, length, std::min(spec.k, length),
+                   out.values ? out.values + first * kSize : nullptr, out.indices ? out.indices + first : nullptr};
+  };
+  std::vector<std::size_t> short_segments;
+  for (std::size_t s = 0; s < spec.segment_count(); ++s) {
+    const Segment g = segment(s);
+    if (g.length == 0) continue;
+    if (threads <= 1 || g.length < kParallelMinElements) {
+      short_segments.push_back(s);
+      continue;
+    }
+    RETURN_IF_ERROR(cancel.Check());
+    RETURN_IF_ERROR((SelectRowParallel<T, I>(g.keys, g.length, g.k, spec.largest, spec.sorted, g.values, g.indices,
+                                             threads, cancel)));
+  }
+  if (short_segments.empty()) return absl::OkStatus();
+  std::size_t short_keys = 0;
+  for (std::size_t s : short_segments) short_keys += segment(s).length;
+  const std::size_t grain = std::max<std::size_t>(1, kTaskElements * short_segments.size() / std::max<std::size_t>(1, short_keys));
+  std::atomic<bool> stop{false};
+  auto select = [&](std::size_t first, std::size_t last) {
+    if (stop.load(std::memory_order_relaxed)) return;
+    if (!cancel.Check().ok()) {
+      stop.store(true, std::memory_order_relaxed);
+      return;
+    }
+    topk::RowScratch<OrderedBitsType<T>, I> scratch;
+    for (std::size_t i = first; i < last; ++i) {
+      const Segment g = segment(short_segments[i]);
+      topk::SelectRow<T, I>(g.keys, g.length, g.k, spec.largest, spec.sorted, g.values, g.indices, scratch);
+    }
+  };
+  if (threads <= 1 || short_keys < kParallelMinElements) {
+    select(0, short_segments.size());
+  } else {
+    ParallelFor(tbb::blocked_range<std::size_t>(0, short_segments.size(), grain),
+                [&](const tbb::blocked_range<std::size_t>& range) { select(range.begin(), range.end()); });
+  }
+  if (stop.load()) return cancel.Check();
+  return absl::OkStatus();
+}
+
 template <typename T, typename I>
 absl::Status TopKTyped(const TopKSpec& spec, const TopKBuffers& b, int threads,
                        const Cancellation& cancel) {
+  if (spec.by_segments()) return TopKSegments<T, I>(spec, b, threads, cancel);
   const std::size_t rows = spec.rows == 0 ? 1 : spec.rows;
   const std::size_t m = b.count / rows;
   const std::size_t k = spec.k;
@@ -117,7 +177,8 @@ absl::Status TopKOnCpu(const TopKSpec& spec, const TopKBuffers& buffers, int thr
                        const Cancellation& cancellation, ExecutionReport& report) {
   StageClock clock;
   const std::size_t rows = spec.rows == 0 ? 1 : spec.rows;
-  const std::size_t m = rows == 0 ? 0 : buffers.count / rows;
+  // The longest row or segment (a segment may be the whole array).
+  const std::size_t m = spec.by_segments() ? buffers.count : buffers.count / rows;
   absl::Status status = VisitDType(spec.dtype, [&](auto tag) {
     using T = decltype(tag);
     // Positions in a row are 32-bit integers whenever they fit.

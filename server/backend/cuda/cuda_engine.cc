@@ -69,6 +69,7 @@ class CudaEngine final : public Backend {
     if (count == 0) return absl::OkStatus();
     RETURN_IF_ERROR(CheckGpuTopKKeys(count));
     const Algorithm algorithm = spec.algorithm == Algorithm::kAuto ? ChooseTopKKernel(spec, count) : spec.algorithm;
+    RETURN_IF_ERROR(CheckTopKSegments(spec, algorithm));
     return IsTopKSelection(algorithm) ? CheckTopKSelectionLimits(algorithm, spec.k) : absl::OkStatus();
   }
 
@@ -212,6 +213,7 @@ class CudaEngine final : public Backend {
     RETURN_IF_ERROR(CheckGpuAlgorithm("TopK", spec.algorithm, topk_algorithms()));
     const Algorithm algorithm =
         spec.algorithm == Algorithm::kAuto ? ChooseTopKKernel(spec, buffers.count) : spec.algorithm;
+    RETURN_IF_ERROR(CheckTopKSegments(spec, algorithm));
     if (buffers.count == 0 || spec.k == 0) return absl::OkStatus();
     RETURN_IF_ERROR(CheckGpuTopKKeys(buffers.count));
     StagedHostKeys source(buffers.keys, buffers.count);

@@ -57,8 +57,15 @@ TopKBySortJob::TopKBySortJob(const TopKSpec& spec, Algorithm algorithm, GpuKeySo
 
 absl::Status TopKBySortJob::Allocate(const GpuJobEnv& env) {
   const std::size_t n = count(), key_bytes = coding_.device_key_bytes();
+  std::size_t offset_bytes = 0;
   if (bitonic_rows_) {
     // In place, no temporary storage.
+  } else if (spec_.by_segments()) {
+    segments_.key_width = coding_.width();
+    segments_.count = n;
+    segments_.segments = spec_.segment_count();
+    offset_bytes = spec_.segment_offsets->size() * sizeof(std::int64_t);
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::SegmentSortTempBytes(segments_, &temp_bytes_), "sizing the sort");
   } else if (spec_.rows == 1) {
     whole_.key_width = coding_.width();
     whole_.payload = kernels::Payload::kIndexU32;
@@ -78,16 +85,36 @@ absl::Status TopKBySortJob::Allocate(const GpuJobEnv& env) {
                                {&positions_[1], second * n * 4},
                                {&temp_, temp_bytes_},
                                out_keys_request(),
-                               out_positions_request()});
+                               out_positions_request(),
+                               {&offsets_, offset_bytes},
+                               {&result_offsets_, offset_bytes}});
 }
 
 absl::Status TopKBySortJob::Ingest(const GpuJobEnv& env) {
   ASSIGN_OR_RETURN(varying_, source_.IngestKeys(env, coding_, keys_[0].data()));
+  if (!spec_.by_segments()) return absl::OkStatus();
+  // uint64 offsets that CheckTopKShape bounded by n (< 2^31), so valid int64 as they are; spec_ keeps
+  // them alive until the job ends.
+  const std::size_t bytes = spec_.segment_offsets->size() * sizeof(std::uint64_t);
+  GPUSORT_RETURN_IF_KERNEL_ERROR(
+      kernels::CopyToDeviceAsync(offsets_.data(), spec_.segment_offsets->data(), bytes, env.slot.stream),
+      "host to device");
+  GPUSORT_RETURN_IF_KERNEL_ERROR(
+      kernels::CopyToDeviceAsync(result_offsets_.data(), spec_.result_offsets->data(), bytes, env.slot.stream),
+      "host to device");
   return absl::OkStatus();
 }
 
 absl::Status TopKBySortJob::SortRows(const kernels::Stream& stream) {
-  if (spec_.rows == 1) {
+  if (spec_.by_segments()) {
+    for (int i : {0, 1}) {
+      segments_.keys[i] = keys_[i].data();
+      segments_.indices[i] = positions_[i].data();
+    }
+    segments_.offsets = offsets_.as<std::int64_t>();
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::SegmentSort(segments_, temp_.data(), temp_bytes_, stream, &result_),
+                                   "segmented sort");
+  } else if (spec_.rows == 1) {
     for (int i : {0, 1}) {
       whole_.keys[i] = keys_[i].data();
       whole_.values[i] = positions_[i].data();
@@ -115,11 +142,20 @@ absl::Status TopKBySortJob::SortRows(const kernels::Stream& stream) {
 
 absl::Status TopKBySortJob::Launch(const GpuJobEnv& env) {
   RETURN_IF_ERROR(SortRows(env.slot.stream));
+  void* out_keys = spec_.wants_values() ? out_keys_.data() : nullptr;
+  auto* out_positions = spec_.wants_indices() ? out_positions_.as<std::int64_t>() : nullptr;
+  if (spec_.by_segments()) {
+    GPUSORT_RETURN_IF_KERNEL_ERROR(
+        kernels::TakeSegmentPrefixesAsync(coding_.width(), keys_[result_].data(),
+                                          positions_[result_].as<std::uint32_t>(), offsets_.as<std::int64_t>(),
+                                          result_offsets_.as<std::int64_t>(), spec_.segment_count(), out_keys,
+                                          out_positions, env.slot.stream),
+        "taking each segment's top k");
+    return absl::OkStatus();
+  }
   GPUSORT_RETURN_IF_KERNEL_ERROR(
       kernels::TakeRowPrefixesAsync(coding_.width(), keys_[result_].data(), positions_[result_].as<std::uint32_t>(),
-                                    spec_.rows, row_length(), spec_.k,
-                                    spec_.wants_values() ? out_keys_.data() : nullptr,
-                                    spec_.wants_indices() ? out_positions_.as<std::int64_t>() : nullptr,
+                                    spec_.rows, row_length(), spec_.k, out_keys, out_positions,
                                     env.slot.stream),
       "taking each row's top k");
   return absl::OkStatus();

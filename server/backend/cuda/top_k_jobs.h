@@ -2,9 +2,10 @@
 // that every kernel takes the smallest; only each row's k results come back, as ordered bits and int64
 // positions, already in the reply's layout.
 // - TopKSelectJob: a selection kernel (top_k_select.h) writes the k results of every row directly.
-// - TopKBySortJob: each row's (or the array's) stable sort, then its first k: RADIX (CUB's radix sort,
-//   or its segmented sort for rows) or BITONIC (rows of up to 4096 keys). Stable, so among equal keys
-//   the earlier position comes first, which is the API's tie rule.
+// - TopKBySortJob: each row's (or segment's, or the array's) stable sort, then its first k (a segment
+//   shorter than k: all of it): RADIX (CUB's radix sort, or its segmented sort for rows and segments) or
+//   BITONIC (rows of up to 4096 keys). Stable, so among equal keys the earlier position comes first,
+//   which is the API's tie rule.
 #pragma once
 
 #include <cstddef>
@@ -30,7 +31,7 @@ class TopKJob : public GpuJob {
   TopKJob(const TopKSpec& spec, GpuKeySource& source, GpuResultSink& sink);
   std::size_t count() const { return source_.count(); }
   std::size_t row_length() const { return count() / spec_.rows; }
-  std::size_t results() const { return spec_.rows * spec_.k; }
+  std::size_t results() const { return spec_.results(); }
   // The result buffers, in the sizes the request asks for (0 for what it does not want).
   BufferRequest out_keys_request() { return {&out_keys_, spec_.wants_values() ? results() * coding_.device_key_bytes() : 0}; }
   BufferRequest out_positions_request() { return {&out_positions_, spec_.wants_indices() ? results() * 8 : 0}; }
@@ -74,10 +75,12 @@ class TopKBySortJob final : public TopKJob {
   const bool bitonic_rows_;  // the bitonic network sorts in place, by (key, position): stable
   kernels::RadixSortArgs whole_;  // rows == 1
   kernels::RowSortArgs rows_;     // rows > 1, by RADIX
+  kernels::SegmentSortArgs segments_;  // by segment offsets
   std::size_t temp_bytes_ = 0;
   std::uint64_t varying_ = 0;
   int result_ = 0;
   kernels::DeviceAllocation keys_[2], positions_[2], temp_;
+  kernels::DeviceAllocation offsets_, result_offsets_;  // by segment offsets: spec_'s, as int64
 };
 
 }  // namespace gpusort

@@ -28,4 +28,10 @@ absl::Status CheckTopKSelectionLimits(Algorithm algorithm, std::size_t k) {
   return absl::OkStatus();
 }
 
+absl::Status CheckTopKSegments(const TopKSpec& spec, Algorithm algorithm) {
+  if (!spec.by_segments() || !IsTopKSelection(algorithm)) return absl::OkStatus();
+  return absl::InvalidArgumentError(std::string(AlgorithmName(algorithm)) +
+                                    " selects in rows of equal length; a TopK of segments takes auto or radix");
+}
+
 }  // namespace gpusort

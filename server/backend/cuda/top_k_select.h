@@ -15,6 +15,9 @@ bool IsTopKSelection(Algorithm algorithm);
 
 // INVALID_ARGUMENT naming the limit when `k` is more than `algorithm` can select per row.
 absl::Status CheckTopKSelectionLimits(Algorithm algorithm, std::size_t k);
+// INVALID_ARGUMENT when a selection kernel is asked for segments: they select in rows of equal length,
+// and segments go by their segmented sort (TopKBySortJob).
+absl::Status CheckTopKSegments(const TopKSpec& spec, Algorithm algorithm);
 
 // One selection kernel's entry points and its most k per row (0: any k).
 struct TopKSelection {

@@ -25,4 +25,13 @@ Status TakeRowPrefixesAsync(KeyWidth key_width, const void* keys, const std::uin
                             std::size_t rows, std::size_t row_length, std::size_t k, void* out_keys,
                             std::int64_t* out_positions, const Stream& stream);
 
+// The same for segments of any lengths (device offsets, segments + 1 entries each): segment s's first
+// min(k, its length) sorted keys and positions go to results [result_offsets[s], result_offsets[s+1]).
+// `positions` count from the array's start (as SegmentSort leaves them); the output counts from the
+// segment's. Either output may be null when not wanted.
+Status TakeSegmentPrefixesAsync(KeyWidth key_width, const void* keys, const std::uint32_t* positions,
+                                const std::int64_t* offsets, const std::int64_t* result_offsets,
+                                std::size_t segments, void* out_keys, std::int64_t* out_positions,
+                                const Stream& stream);
+
 }  // namespace gpusort::kernels
