@@ -299,10 +299,18 @@ __global__ void __launch_bounds__(Shape<kLogP>::kThreads)
   // would let the compiler hoist every shared address out of it, and hold them all in registers.
   const std::uint64_t t = std::uint64_t{blockIdx.x} * S::kTilesPerBlock + static_cast<std::uint64_t>(slot);
   const bool live = t < job.tiles;
-  const std::uint64_t base = live ? t * job.stride : 0;
   // This tile's real keys and written keys are its first `real` and `written` (32-bit from here on).
-  const std::uint32_t real = live ? TileLimit(base, job.stride, job.in_limit) : 0;
-  const std::uint32_t written = live ? TileLimit(base, job.stride, job.out_limit) : 0;
+  std::uint64_t base = 0;
+  std::uint32_t real = 0, written = 0;
+  if (live && job.segment_ids != nullptr) {
+    const std::uint32_t s = job.segment_ids[t];
+    base = static_cast<std::uint64_t>(job.segment_offsets[s]);
+    real = written = static_cast<std::uint32_t>(static_cast<std::uint64_t>(job.segment_offsets[s + 1]) - base);
+  } else if (live) {
+    base = t * job.stride;
+    real = TileLimit(base, job.stride, job.in_limit);
+    written = TileLimit(base, job.stride, job.out_limit);
+  }
   const std::uint32_t offset = job.row_positions ? 0u : static_cast<std::uint32_t>(base);
   Key key[kR];
   std::uint32_t pos[kR];

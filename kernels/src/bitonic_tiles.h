@@ -30,6 +30,10 @@ struct TileJob {
   std::uint64_t out_limit = 0;
   std::uint64_t flip_mask = 0;  // tile t's last level runs descending when t & flip_mask
   bool row_positions = true;    // positions count from each tile's start (rows) or from 0 (whole array)
+  // Segments instead (both set): tile t is segment segment_ids[t], keys [segment_offsets[s],
+  // segment_offsets[s + 1]), all of them real (at most 2^log_tile); stride and the limits are unused.
+  const std::int64_t* segment_offsets = nullptr;
+  const std::uint32_t* segment_ids = nullptr;
 };
 
 // Sorts the tiles (merge_only: merges bitonic tiles, which only 2^kMaxLogTile tiles do) of `in` into

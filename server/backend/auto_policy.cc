@@ -14,9 +14,11 @@ AutoChoice ChooseTopK(const TopKSpec& spec, std::size_t count) {
   return AutoChoice::kGpuRadix;
 }
 
+// Rows and segments of up to 4096 keys sort as bitonic tiles; longer ones by CUB's segmented radix sort.
+// Segments mix the two in one sort (kernels::SegmentSort): the report then names RADIX when any segment
+// was too long for a tile. Measured: segment_sort_bench in BENCHMARKS.md ("Segments").
 Algorithm ChooseRowSortKernel(const SortSpec& spec, std::size_t count) {
-  if (spec.segment_offsets != nullptr) return Algorithm::kRadix;  // bitonic rows need equal lengths
-  return count / spec.rows <= kernels::kBitonicRowsMaxLength ? Algorithm::kBitonic : Algorithm::kRadix;
+  return spec.LongestSegment(count) <= kernels::kBitonicRowsMaxLength ? Algorithm::kBitonic : Algorithm::kRadix;
 }
 
 Algorithm ChooseTopKKernel(const TopKSpec& spec, std::size_t count) {

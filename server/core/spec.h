@@ -46,6 +46,16 @@ struct SortSpec {
   std::size_t SegmentBegin(std::size_t s, std::size_t n) const {
     return segment_offsets ? static_cast<std::size_t>((*segment_offsets)[s]) : s * (n / rows);
   }
+  // The longest segment (or row) of a sort of n keys.
+  std::size_t LongestSegment(std::size_t n) const {
+    if (segment_offsets == nullptr) return rows == 0 ? n : n / rows;
+    std::uint64_t longest = 0;
+    for (std::size_t s = 0; s + 1 < segment_offsets->size(); ++s) {
+      const std::uint64_t length = (*segment_offsets)[s + 1] - (*segment_offsets)[s];
+      longest = length > longest ? length : longest;
+    }
+    return static_cast<std::size_t>(longest);
+  }
 };
 
 // Buffers of one sort, owned by the caller. Sizes are consistent with the spec (the service checks).

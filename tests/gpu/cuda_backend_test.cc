@@ -316,7 +316,9 @@ TYPED_TEST(CudaVsCpu, SegmentTopKMatchesTheCpu) {
         const std::vector<std::byte> keys = Bytes(MakeInput<T>(pattern, n, n + offsets->size()));
         for (std::size_t k : {std::size_t{1}, std::size_t{64}, std::size_t{6000}}) {
           for (bool largest : {true, false}) {
-            TopKSpec spec{.dtype = DTypeOf<T>::value, .k = k, .largest = largest, .sorted = true};
+            // RADIX by name: AUTO may leave small answers to the CPU.
+            TopKSpec spec{.dtype = DTypeOf<T>::value, .k = k, .largest = largest, .sorted = true,
+                          .algorithm = Algorithm::kRadix};
             spec.SetSegments(offsets);
             const std::string what = PatternName(pattern) + " n=" + std::to_string(n) + " segments=" +
                                      std::to_string(offsets->size() - 1) + " k=" + std::to_string(k) +
@@ -334,17 +336,20 @@ TYPED_TEST(CudaVsCpu, SegmentTopKMatchesTheCpu) {
   EXPECT_EQ(refused.status.code(), absl::StatusCode::kInvalidArgument) << refused.status;
 }
 
-// Segments by offsets (CUB's segmented sort over the caller's offsets): empty, one-key and long
-// segments, every payload, against the CPU's segments.
+// Segments by offsets: RADIX (CUB's segmented sort throughout) and AUTO (bitonic tiles of every size
+// for segments of up to 4096 keys, CUB for longer ones): empty, one-key, tile-sized and long segments,
+// every payload, against the CPU's segments.
 TYPED_TEST(CudaVsCpu, SegmentSortMatchesTheCpu) {
   SKIP_WITHOUT_GPU();
   using T = TypeParam;
-  const std::vector<std::vector<std::size_t>> lengths = {{0, 1, 0, 7, 300, 1}, {5000, 0, 70001}, {1, 2, 3, 0, 513}};
+  const std::vector<std::vector<std::size_t>> lengths = {
+      {0, 1, 0, 7, 300, 1}, {5000, 0, 70001}, {1, 2, 3, 0, 513}, {4096, 4097, 2048, 2049, 1024, 1025, 17, 33, 65, 129, 257}};
   for (std::size_t n : {std::size_t{20000}, std::size_t{300007}}) {
     for (const auto& pattern_lengths : lengths) {
       const auto offsets =
           std::make_shared<const std::vector<uint64_t>>(gpusort::testing::SegmentOffsetsOf(n, pattern_lengths));
       for (Pattern pattern : {Pattern::kRandom, Pattern::kSpecials, Pattern::kFewDistinct}) {
+        for (Algorithm algorithm : {Algorithm::kRadix, Algorithm::kAuto}) {
         const std::vector<std::byte> keys = Bytes(MakeInput<T>(pattern, n, n + offsets->size()));
         for (SortOrder order : {SortOrder::kAscending, SortOrder::kDescending}) {
           for (auto [payload, width] : {std::pair{SortPayload::kNone, 0}, std::pair{SortPayload::kIndices, 0},
@@ -354,13 +359,13 @@ TYPED_TEST(CudaVsCpu, SegmentSortMatchesTheCpu) {
                           .stable = true,
                           .payload = payload,
                           .value_width = static_cast<std::size_t>(width),
-                          .algorithm = Algorithm::kRadix};
+                          .algorithm = algorithm};
             spec.segment_offsets = offsets;
             const std::string what = PatternName(pattern) + " n=" + std::to_string(n) + " segments=" +
                                      std::to_string(offsets->size() - 1) +
                                      (order == SortOrder::kAscending ? " asc" : " desc") +
                                      " payload=" + std::to_string(static_cast<int>(payload)) +
-                                     " width=" + std::to_string(width);
+                                     " width=" + std::to_string(width) + " " + std::string(AlgorithmName(algorithm));
             const std::vector<std::byte> values =
                 payload == SortPayload::kValues ? MakeValueBytes(n * width) : std::vector<std::byte>{};
             SortOutput gpu = RunSort(*Cuda(), spec, keys, values);
@@ -369,14 +374,43 @@ TYPED_TEST(CudaVsCpu, SegmentSortMatchesTheCpu) {
             SortOutput cpu = RunSort(*Cpu(), reference, keys, values);
             ASSERT_TRUE(gpu.status.ok()) << what << ": " << gpu.status;
             ASSERT_TRUE(cpu.status.ok()) << what << ": " << cpu.status;
-            EXPECT_EQ(gpu.report.algorithm, Algorithm::kRadix) << what;
+            const bool all_tiles = spec.LongestSegment(n) <= kernels::kBitonicRowsMaxLength;
+            EXPECT_EQ(gpu.report.algorithm,
+                      algorithm == Algorithm::kAuto && all_tiles ? Algorithm::kBitonic : Algorithm::kRadix)
+                << what;
             ASSERT_TRUE(gpu.keys == cpu.keys) << what << ": keys differ";
             ASSERT_TRUE(gpu.indices == cpu.indices) << what << ": indices differ";
             ASSERT_TRUE(gpu.values == cpu.values) << what << ": values differ";
           }
         }
+        }
       }
     }
+  }
+}
+
+// A named BITONIC sorts segments when every one fits a tile of 4096 keys, and is refused otherwise.
+TEST(CudaSegments, BitonicTakesSegmentsOfAtMost4096Keys) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<std::byte> keys = Bytes(MakeInput<float>(Pattern::kSpecials, 20000, 3));
+  for (const std::vector<std::size_t>& lengths : {std::vector<std::size_t>{0, 1, 4096, 3}, {4097, 5}}) {
+    SortSpec spec{.dtype = DType::kFloat32, .stable = true, .payload = SortPayload::kIndices,
+                  .algorithm = Algorithm::kBitonic};
+    spec.segment_offsets = std::make_shared<const std::vector<uint64_t>>(gpusort::testing::SegmentOffsetsOf(20000, lengths));
+    SortOutput gpu = RunSort(*Cuda(), spec, keys, {});
+    if (lengths[0] == 4097) {
+      EXPECT_EQ(gpu.status.code(), absl::StatusCode::kInvalidArgument) << gpu.status;
+      EXPECT_NE(std::string(gpu.status.message()).find("a segment holds 4097"), std::string::npos) << gpu.status;
+      continue;
+    }
+    ASSERT_TRUE(gpu.status.ok()) << gpu.status;
+    EXPECT_EQ(gpu.report.algorithm, Algorithm::kBitonic);
+    SortSpec reference = spec;
+    reference.algorithm = Algorithm::kAuto;
+    SortOutput cpu = RunSort(*Cpu(), reference, keys, {});
+    ASSERT_TRUE(cpu.status.ok()) << cpu.status;
+    EXPECT_TRUE(gpu.keys == cpu.keys);
+    EXPECT_TRUE(gpu.indices == cpu.indices);
   }
 }
 

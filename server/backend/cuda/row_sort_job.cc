@@ -12,18 +12,17 @@ namespace gpusort {
 
 absl::Status CheckRowSort(const SortSpec& spec, std::size_t count) {
   if (!spec.segmented()) return absl::OkStatus();
-  const std::size_t row_length = count / spec.rows;
   switch (spec.algorithm) {
     case Algorithm::kAuto:
     case Algorithm::kRadix: return absl::OkStatus();
-    case Algorithm::kBitonic:
-      if (spec.segment_offsets != nullptr) {
-        return absl::InvalidArgumentError("bitonic sorts rows of equal length; segments take auto or radix");
-      }
-      if (row_length <= kernels::kBitonicRowsMaxLength) return absl::OkStatus();
-      return absl::InvalidArgumentError("bitonic sorts rows of at most " +
-                                        std::to_string(kernels::kBitonicRowsMaxLength) + " keys; these rows hold " +
-                                        std::to_string(row_length) + ": use auto or radix");
+    case Algorithm::kBitonic: {
+      const std::size_t longest = spec.LongestSegment(count);
+      if (longest <= kernels::kBitonicRowsMaxLength) return absl::OkStatus();
+      return absl::InvalidArgumentError(std::string("bitonic sorts ") + (spec.segment_offsets ? "segments" : "rows") +
+                                        " of at most " + std::to_string(kernels::kBitonicRowsMaxLength) + " keys; " +
+                                        (spec.segment_offsets ? "a segment holds " : "these rows hold ") +
+                                        std::to_string(longest) + ": use auto or radix");
+    }
     default:
       return absl::InvalidArgumentError(std::string(AlgorithmName(spec.algorithm)) +
                                         " sorts one array; a Sort of rows or segments takes auto or radix (rows "
@@ -45,6 +44,13 @@ absl::Status RowSortJob::Allocate(const GpuJobEnv& env) {
     by_offsets_.key_width = coding_.width();
     by_offsets_.count = n;
     by_offsets_.segments = spec_.segment_count();
+    // A named RADIX is CUB's segmented sort throughout; AUTO and BITONIC sort every segment of up to
+    // 4096 keys as a bitonic tile (BITONIC only gets here when all of them are).
+    const std::size_t max_tile = spec_.algorithm == Algorithm::kRadix ? 0 : kernels::kBitonicRowsMaxLength;
+    GPUSORT_RETURN_IF_KERNEL_ERROR(
+        kernels::PlanSegmentSort(spec_.segment_offsets->data(), by_offsets_.segments, max_tile, &plan_),
+        "planning the sort");
+    by_offsets_.plan = &plan_;
     offset_bytes = spec_.segment_offsets->size() * sizeof(std::int64_t);
     GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::SegmentSortTempBytes(by_offsets_, &temp_bytes_), "sizing the sort");
   } else if (!bitonic()) {

@@ -1,7 +1,8 @@
 // A Sort of rows of equal length (SortSpec::rows) or of segments by offsets (SortSpec::segment_offsets)
 // on the GPU, each sorted on its own, as one GpuJob: BITONIC sorts rows of up to 4096 keys in place, one
 // block per row (the network compares (key, position), so equal keys keep their order); RADIX runs
-// CUB's segmented sort over the rows or segments. Indices count from the row's or segment's start, as
+// CUB's segmented sort over the rows, and segments by offsets go to SegmentSort (bitonic tiles for
+// segments of up to 4096 keys, CUB's segmented sort for longer ones). Indices count from the row's or segment's start, as
 // the API's do; values are gathered by the positions after the sort. Its keys come from any
 // GpuKeySource and its results go to any GpuResultSink.
 #pragma once
@@ -34,7 +35,8 @@ class RowSortJob final : public GpuJob {
  private:
   std::size_t count() const { return source_.count(); }
   std::size_t row_length() const { return count() / spec_.rows; }
-  bool bitonic() const { return algorithm_ == Algorithm::kBitonic; }
+  // Equal rows by the bitonic rows kernel, in place (segments go to SegmentSort, whatever the algorithm).
+  bool bitonic() const { return algorithm_ == Algorithm::kBitonic && !by_offsets(); }
   bool by_offsets() const { return spec_.segment_offsets != nullptr; }
   // Positions are sorted along when the answer needs them (indices, or values to gather), and always by
   // the segmented sort, which writes them either way.
@@ -49,6 +51,7 @@ class RowSortJob final : public GpuJob {
 
   kernels::RowSortArgs segmented_;    // rows, by RADIX
   kernels::SegmentSortArgs by_offsets_;  // segments
+  kernels::SegmentSortPlan plan_;        // by_offsets_'s
   std::size_t temp_bytes_ = 0;
   int result_ = 0;  // which of the double buffers holds the answer (the bitonic sort: 0, in place)
   kernels::DeviceAllocation keys_[2], positions_[2], temp_, values_in_, values_out_, offsets_;

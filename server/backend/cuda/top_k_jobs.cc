@@ -64,6 +64,10 @@ absl::Status TopKBySortJob::Allocate(const GpuJobEnv& env) {
     segments_.key_width = coding_.width();
     segments_.count = n;
     segments_.segments = spec_.segment_count();
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::PlanSegmentSort(spec_.segment_offsets->data(), segments_.segments,
+                                                            kernels::kBitonicRowsMaxLength, &plan_),
+                                   "planning the sort");
+    segments_.plan = &plan_;
     offset_bytes = spec_.segment_offsets->size() * sizeof(std::int64_t);
     GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::SegmentSortTempBytes(segments_, &temp_bytes_), "sizing the sort");
   } else if (spec_.rows == 1) {

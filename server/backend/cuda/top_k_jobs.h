@@ -76,6 +76,7 @@ class TopKBySortJob final : public TopKJob {
   kernels::RadixSortArgs whole_;  // rows == 1
   kernels::RowSortArgs rows_;     // rows > 1, by RADIX
   kernels::SegmentSortArgs segments_;  // by segment offsets
+  kernels::SegmentSortPlan plan_;      // segments_'s
   std::size_t temp_bytes_ = 0;
   std::uint64_t varying_ = 0;
   int result_ = 0;
