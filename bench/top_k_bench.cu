@@ -14,6 +14,10 @@
 //       device_key_bits.h); the server's widening of the raw keys is timed as its own method:
 //   widen_bf16_keys        kernels::WidenToOrderedBitsAsync from the raw bfloat16 keys (bf16 cases only;
 //                          its output is checked once against the inputs the kernels get)
+//   gpusort_small_k_16bit  SmallTopK on the keys' own 16-bit ordered bits (KeyWidth::k16, bf16 cases only):
+//                          2 bytes a key read; its answer, zero-extended, is checked against the others'
+//   to_ordered_bf16_16bit  kernels::ToOrderedBitsAsync(k16) in place: what keys already on the device in
+//                          bfloat16 would pay to become those bits (bf16 cases only)
 // Methods, each where it applies:
 //   gpusort_radix_select   RadixSelectTopK, every case
 //   gpusort_small_k        SmallTopK, k <= kSmallTopKMaxK
@@ -88,6 +92,8 @@ const char* const kThreadLists = "gpusort_thread_lists";
 const char* const kFullSort = "cub_full_sort";
 const char* const kCopy = "copy_d2d";
 const char* const kWiden = "widen_bf16_keys";  // not "gpusort_": the report ranks those as top-k methods
+const char* const kSmallK16 = "gpusort_small_k_16bit";
+const char* const kTo16 = "to_ordered_bf16_16bit";
 
 // ---------------------------------------------------------------------------------------------------
 // Device memory left (bench/cuda_bench_harness.cuh has the rest of the harness).
@@ -523,6 +529,70 @@ class CaseRunner {
     methods_.push_back(std::move(m));
   }
 
+  // SMALL_K on the keys' own 16-bit ordered bits (KeyWidth::k16; bf16 cases only): what a native 16-bit
+  // path reads, 2 bytes a key. The bits are made once per input, outside timing, by the in-place 16-bit
+  // transform, which is timed on its own (kTo16); the answer, zero-extended, must equal the others'.
+  void AddSmallK16() {
+    if (!Wanted(kSmallK16) || case_.k > gk::kSmallTopKMaxK) return;
+    gk::TopKArgs args = Args(0, copy_target_, copy_target_);
+    args.key_width = gk::KeyWidth::k16;
+    std::size_t bytes = 0;
+    if (!gk::SmallTopKTempBytes(args, &bytes).ok()) return Fail(kSmallK16, "SmallTopKTempBytes refused k16");
+    temp16_ = DeviceBuffer(std::max<std::size_t>(bytes, 1));
+    out_keys16_ = DeviceBuffer((results_ + kGuard) * sizeof(std::uint16_t));
+    out_positions16_ = DeviceBuffer((results_ + kGuard) * sizeof(std::int64_t));
+    for (int r = 0; r < kInputs; ++r) {
+      bits16_.emplace_back(n_ * sizeof(std::uint16_t));
+      CUDA_CHECK(cudaMemcpyAsync(bits16_[r].get(), raw_[r].get(), n_ * 2, cudaMemcpyDeviceToDevice, native_));
+      To16(bits16_[r].get());
+    }
+    Method m;
+    m.name = kSmallK16;
+    m.enqueue = [this, args](int input) mutable {
+      args.keys = bits16_[input].get();
+      args.out_keys = out_keys16_.get();
+      args.out_positions = out_positions16_.as<std::int64_t>();
+      const gk::Status s = gk::SmallTopK(args, temp16_.get(), temp16_.bytes(), stream_);
+      if (!s.ok()) Die(case_.name + " " + kSmallK16 + ": " + s.message());
+    };
+    m.collect = [this] {
+      Answer a;
+      const auto keys = CopyToHost<std::uint16_t>(out_keys16_.get(), results_, native_);
+      a.keys.assign(keys.begin(), keys.end());  // zero-extended, as the widened bits are
+      a.positions = CopyToHost<std::int64_t>(out_positions16_.get(), results_, native_);
+      return a;
+    };
+    m.poison = [this] {
+      CUDA_CHECK(cudaMemsetAsync(out_keys16_.get(), 0xFF, out_keys16_.bytes(), native_));
+      CUDA_CHECK(cudaMemsetAsync(out_positions16_.get(), 0xFF, out_positions16_.bytes(), native_));
+    };
+    m.check_guards = [this]() -> std::string {
+      const auto keys = CopyToHost<std::uint16_t>(out_keys16_.as<std::uint16_t>() + results_, kGuard, native_);
+      const auto positions =
+          CopyToHost<std::int64_t>(out_positions16_.as<std::int64_t>() + results_, kGuard, native_);
+      for (std::uint16_t key : keys) {
+        if (key != 0xFFFFu) return "wrote past the end of out_keys";
+      }
+      for (std::int64_t position : positions) {
+        if (position != -1) return "wrote past the end of out_positions";
+      }
+      return "";
+    };
+    methods_.push_back(std::move(m));
+    Method to16;
+    to16.name = kTo16;
+    to16.verified = false;
+    to16.enqueue = [this](int) { To16(copy_target_.get()); };  // in place on scratch: the bits change, the work not
+    methods_.push_back(std::move(to16));
+  }
+
+  // Raw bfloat16 keys -> their 16-bit ordered bits, complemented (largest first), in place.
+  void To16(void* keys) {
+    const gk::Status s = gk::ToOrderedBitsAsync(gk::KeyWidth::k16, gk::KeyKind::kFloat, /*complement=*/true, keys, n_,
+                                                or_and_.as<std::uint64_t>(), stream_);
+    if (!s.ok()) Die("ToOrderedBitsAsync(k16): " + s.message());
+  }
+
   void DefineMethods() {
     if (Wanted(kRadixSelect)) AddGpusort(kRadixSelect, gk::RadixSelectTopKTempBytes, gk::RadixSelectTopK);
     if (Wanted(kSmallK) && case_.k <= gk::kSmallTopKMaxK) {
@@ -533,6 +603,7 @@ class CaseRunner {
     }
     if (options_.full_sort && Wanted(kFullSort)) AddFullSort();
     if (case_.bf16) AddWiden();
+    if (case_.bf16) AddSmallK16();
     AddCopy();
     for (Method& m : methods_) {
       if (m.runs == 0) {
@@ -673,6 +744,8 @@ class CaseRunner {
 
   std::vector<DeviceBuffer> inputs_;  // kInputs
   std::vector<DeviceBuffer> raw_;     // bf16 cases: kInputs raw bfloat16 arrays
+  std::vector<DeviceBuffer> bits16_;  // bf16 cases: their 16-bit ordered bits, complemented (SMALL_K k16)
+  DeviceBuffer temp16_, out_keys16_, out_positions16_;
   DeviceBuffer or_and_;               // bf16 cases: the widening's varying-bits accumulator
   std::vector<std::uint32_t> input0_;
   DeviceBuffer copy_target_, temp_;
@@ -750,7 +823,8 @@ Options ParseOptions(int argc, char** argv) {
     }
   }
   for (const std::string& m : options.methods) {
-    if (m != kRadixSelect && m != kSmallK && m != kThreadLists && m != kFullSort && m != kCopy && m != kWiden) {
+    if (m != kRadixSelect && m != kSmallK && m != kThreadLists && m != kFullSort && m != kCopy && m != kWiden &&
+        m != kSmallK16 && m != kTo16) {
       Die("unknown method " + m + " (see --help)", 2);
     }
   }

@@ -15,6 +15,7 @@ namespace bitonic {
 namespace {
 
 Status CheckRows(const KeyRowsArgs& a) {
+  GPUSORT_KERNELS_RETURN_IF_ERROR(RefuseKeyWidth16(a.key_width, "bitonic row sort"));
   if (a.row_length > kBitonicRowsMaxLength) {
     return Status(StatusCode::kInvalidArgument, "bitonic row sort of rows longer than 4096 keys");
   }

@@ -106,6 +106,7 @@ std::size_t TempBytesFor(const KeySortArgs& a) {
 }
 
 Status CheckArgs(const KeySortArgs& a) {
+  GPUSORT_KERNELS_RETURN_IF_ERROR(RefuseKeyWidth16(a.key_width, "bitonic sort"));
   if (a.count > static_cast<std::size_t>(INT_MAX)) {
     return Status(StatusCode::kInvalidArgument, "bitonic sort of more than 2^31-1 keys");
   }

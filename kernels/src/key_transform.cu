@@ -26,9 +26,10 @@ __global__ void ToOrderedKernel(const S* in, W* out, std::size_t count, S flip, 
     and_bits &= o;
   }
   // Every lane reaches here, so the whole-warp shuffles are safe; one atomic per warp.
+  using Lane = std::conditional_t<(sizeof(W) < 4), unsigned, W>;  // the shuffles' narrowest type
   for (int offset = 16; offset > 0; offset /= 2) {
-    or_bits |= __shfl_xor_sync(0xFFFFFFFFu, or_bits, offset);
-    and_bits &= __shfl_xor_sync(0xFFFFFFFFu, and_bits, offset);
+    or_bits |= static_cast<W>(__shfl_xor_sync(0xFFFFFFFFu, static_cast<Lane>(or_bits), offset));
+    and_bits &= static_cast<W>(__shfl_xor_sync(0xFFFFFFFFu, static_cast<Lane>(and_bits), offset));
   }
   if ((threadIdx.x & 31) == 0) {
     // Zero-extended, as on the host: bits above the key's width never count as varying.
@@ -96,16 +97,21 @@ Status Backward(KeyKind kind, bool complement, const void* in, void* out, std::s
 Status ToOrderedBitsAsync(KeyWidth width, KeyKind kind, bool complement, void* keys, std::size_t count,
                           std::uint64_t* or_and, const Stream& stream) {
   auto s = static_cast<cudaStream_t>(stream.native());
-  return width == KeyWidth::k32
-             ? Forward<std::uint32_t, std::uint32_t>(kind, complement, keys, keys, count, or_and, s)
-             : Forward<std::uint64_t, std::uint64_t>(kind, complement, keys, keys, count, or_and, s);
+  switch (width) {
+    case KeyWidth::k16: return Forward<std::uint16_t, std::uint16_t>(kind, complement, keys, keys, count, or_and, s);
+    case KeyWidth::k32: return Forward<std::uint32_t, std::uint32_t>(kind, complement, keys, keys, count, or_and, s);
+    default: return Forward<std::uint64_t, std::uint64_t>(kind, complement, keys, keys, count, or_and, s);
+  }
 }
 
 Status FromOrderedBitsAsync(KeyWidth width, KeyKind kind, bool complement, void* keys, std::size_t count,
                             const Stream& stream) {
   auto s = static_cast<cudaStream_t>(stream.native());
-  return width == KeyWidth::k32 ? Backward<std::uint32_t, std::uint32_t>(kind, complement, keys, keys, count, s)
-                                : Backward<std::uint64_t, std::uint64_t>(kind, complement, keys, keys, count, s);
+  switch (width) {
+    case KeyWidth::k16: return Backward<std::uint16_t, std::uint16_t>(kind, complement, keys, keys, count, s);
+    case KeyWidth::k32: return Backward<std::uint32_t, std::uint32_t>(kind, complement, keys, keys, count, s);
+    default: return Backward<std::uint64_t, std::uint64_t>(kind, complement, keys, keys, count, s);
+  }
 }
 
 Status WidenToOrderedBitsAsync(std::size_t key_bytes, KeyKind kind, bool complement, const void* narrow,

@@ -494,12 +494,14 @@ Status SortOfWidth(const KeySortArgs& args, void* temp, std::size_t temp_bytes, 
 
 Status MergeSortTempBytes(const KeySortArgs& args, std::size_t* bytes) {
   *bytes = 0;
+  GPUSORT_KERNELS_RETURN_IF_ERROR(RefuseKeyWidth16(args.key_width, "merge sort"));
   GPUSORT_KERNELS_RETURN_IF_ERROR(CheckCount(args));
   *bytes = args.key_width == KeyWidth::k32 ? LayoutOf<std::uint32_t>(args).bytes : LayoutOf<std::uint64_t>(args).bytes;
   return Status::Ok();
 }
 
 Status MergeSort(const KeySortArgs& args, void* temp, std::size_t temp_bytes, const Stream& stream) {
+  GPUSORT_KERNELS_RETURN_IF_ERROR(RefuseKeyWidth16(args.key_width, "merge sort"));
   GPUSORT_KERNELS_RETURN_IF_ERROR(CheckCount(args));
   if (args.count == 0) return Status::Ok();
   if (args.keys == nullptr) return Status(StatusCode::kInvalidArgument, "merge sort without keys");

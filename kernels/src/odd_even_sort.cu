@@ -66,6 +66,7 @@ Status Launch(const KeySortArgs& a, cudaStream_t stream) {
 }
 
 Status CheckArgs(const KeySortArgs& a) {
+  GPUSORT_KERNELS_RETURN_IF_ERROR(RefuseKeyWidth16(a.key_width, "odd-even sort"));
   if (a.count > kOddEvenMaxKeys) {
     return Status(StatusCode::kInvalidArgument, "odd-even sort of more than kOddEvenMaxKeys (4096) keys");
   }

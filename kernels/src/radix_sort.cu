@@ -8,6 +8,7 @@ namespace {
 
 Status Dispatch(const RadixSortArgs& a, void* temp, std::size_t* temp_bytes, cudaStream_t stream,
                 int* result) {
+  GPUSORT_KERNELS_RETURN_IF_ERROR(RefuseKeyWidth16(a.key_width, "radix sort"));
   return a.key_width == KeyWidth::k32 ? internal::RadixSort32(a, temp, temp_bytes, stream, result)
                                       : internal::RadixSort64(a, temp, temp_bytes, stream, result);
 }

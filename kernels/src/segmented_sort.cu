@@ -79,6 +79,7 @@ Status RowSortImpl(const RowSortArgs& a, void* temp, std::size_t* temp_bytes, cu
 
 Status Dispatch(const RowSortArgs& a, void* temp, std::size_t* temp_bytes, cudaStream_t stream,
                 int* result) {
+  GPUSORT_KERNELS_RETURN_IF_ERROR(RefuseKeyWidth16(a.key_width, "row sort"));
   return a.key_width == KeyWidth::k32 ? RowSortImpl<std::uint32_t>(a, temp, temp_bytes, stream, result)
                                       : RowSortImpl<std::uint64_t>(a, temp, temp_bytes, stream, result);
 }
@@ -221,6 +222,7 @@ Status SegmentSortImpl(const SegmentSortArgs& a, void* temp, std::size_t* temp_b
 
 Status DispatchSegments(const SegmentSortArgs& a, void* temp, std::size_t* temp_bytes, cudaStream_t stream,
                         int* result) {
+  GPUSORT_KERNELS_RETURN_IF_ERROR(RefuseKeyWidth16(a.key_width, "segmented sort"));
   return a.key_width == KeyWidth::k32 ? SegmentSortImpl<std::uint32_t>(a, temp, temp_bytes, stream, result)
                                       : SegmentSortImpl<std::uint64_t>(a, temp, temp_bytes, stream, result);
 }

@@ -21,16 +21,21 @@ namespace gpusort::kernels::top_k {
 
 inline constexpr std::uint32_t kNoPosition = 0xFFFFFFFFu;  // padding: after every real position
 
-inline std::size_t KeyBytes(KeyWidth width) { return width == KeyWidth::k32 ? 4 : 8; }
+inline std::size_t KeyBytes(KeyWidth width) {
+  return width == KeyWidth::k16 ? 2 : width == KeyWidth::k32 ? 4 : 8;
+}
 
 // The checks every selection kernel makes before touching memory; `name` and `max_k` go into messages.
 // TempBytes depends on the sizes alone (kernels/top_k.h), so it passes with_pointers = false.
 inline Status CheckArgs(const TopKArgs& a, const char* name, const char* max_k_name, std::size_t max_k,
-                        bool with_pointers) {
+                        bool with_pointers, bool takes_16_bit = false) {
   auto invalid = [&](const std::string& what) {
     return Status(StatusCode::kInvalidArgument, std::string(name) + " top-k: " + what);
   };
-  if (a.key_width != KeyWidth::k32 && a.key_width != KeyWidth::k64) return invalid("unknown key width");
+  if (a.key_width == KeyWidth::k16 && !takes_16_bit) return invalid("takes 32- or 64-bit keys, not 16-bit");
+  if (a.key_width != KeyWidth::k32 && a.key_width != KeyWidth::k64 && a.key_width != KeyWidth::k16) {
+    return invalid("unknown key width");
+  }
   if (a.k > max_k) {
     return invalid("k = " + std::to_string(a.k) + " is over its limit " + std::to_string(max_k) + " (" +
                    max_k_name + ")");

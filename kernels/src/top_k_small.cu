@@ -152,13 +152,16 @@ Status RunLevels(const TopKArgs& a, const Plan& plan, void* temp, cudaStream_t s
 // Not in the public header: the choice by row length is the API.
 Status RunWithFirstShape(const TopKArgs& args, int first_shape, void* temp, std::size_t temp_bytes,
                          const Stream& stream) {
-  GPUSORT_KERNELS_RETURN_IF_ERROR(top_k::CheckArgs(args, "SMALL_K", "kSmallTopKMaxK", kSmallTopKMaxK, true));
+  GPUSORT_KERNELS_RETURN_IF_ERROR(top_k::CheckArgs(args, "SMALL_K", "kSmallTopKMaxK", kSmallTopKMaxK, true, true));
   if (args.rows == 0) return Status::Ok();
   const Plan plan = MakePlan(args, first_shape);
   GPUSORT_KERNELS_RETURN_IF_ERROR(top_k::CheckTemp("SMALL_K", temp, temp_bytes, plan.temp_bytes));
   if (args.out_keys == nullptr && args.out_positions == nullptr) return Status::Ok();  // nothing asked
-  return args.key_width == KeyWidth::k32 ? RunLevels<std::uint32_t>(args, plan, temp, Native(stream))
-                                         : RunLevels<std::uint64_t>(args, plan, temp, Native(stream));
+  switch (args.key_width) {
+    case KeyWidth::k16: return RunLevels<std::uint16_t>(args, plan, temp, Native(stream));
+    case KeyWidth::k32: return RunLevels<std::uint32_t>(args, plan, temp, Native(stream));
+    default: return RunLevels<std::uint64_t>(args, plan, temp, Native(stream));
+  }
 }
 
 }  // namespace small_top_k
@@ -166,7 +169,7 @@ Status RunWithFirstShape(const TopKArgs& args, int first_shape, void* temp, std:
 Status SmallTopKTempBytes(const TopKArgs& args, std::size_t* bytes) {
   if (bytes == nullptr) return Status(StatusCode::kInvalidArgument, "SMALL_K top-k: bytes is null");
   *bytes = 0;
-  GPUSORT_KERNELS_RETURN_IF_ERROR(top_k::CheckArgs(args, "SMALL_K", "kSmallTopKMaxK", kSmallTopKMaxK, false));
+  GPUSORT_KERNELS_RETURN_IF_ERROR(top_k::CheckArgs(args, "SMALL_K", "kSmallTopKMaxK", kSmallTopKMaxK, false, true));
   if (args.rows == 0) return Status::Ok();
   *bytes = small_top_k::MakePlan(args, -1).temp_bytes;
   return Status::Ok();

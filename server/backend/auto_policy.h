@@ -34,8 +34,9 @@ AutoChoice ChooseTopK(const TopKSpec& spec, std::size_t count);
 // bitonic rows stop at 4096 keys. The crossover through the whole Sort path was not measured.
 Algorithm ChooseRowSortKernel(const SortSpec& spec, std::size_t count);
 
-// The GPU kernel for a TopK that ChooseTopK sent to the GPU: RADIX_SELECT, SMALL_K, BITONIC (sorting
-// rows of up to 4096 keys) or RADIX (CUB's sort, segmented for rows).
+// The GPU kernel for a TopK that ChooseTopK sent to the GPU: RADIX_SELECT (one row), SMALL_K (rows with
+// k <= 1024, and one row of 16-bit keys, which it selects at their own width), BITONIC (sorting rows of
+// up to 4096 keys) or RADIX (CUB's sort, segmented for rows).
 Algorithm ChooseTopKKernel(const TopKSpec& spec, std::size_t count);
 
 }  // namespace gpusort

@@ -650,6 +650,29 @@ TEST(CudaBackend, AutoTopKPicksItsKernelByShape) {
   }
 }
 
+// One row of 16-bit keys goes to SMALL_K, which selects them at their own width (KeyCoding::native_width),
+// while k fits it; above that, radix select on the widened bits. Both give the CPU's answer. Every k is
+// over kAutoTopKCpuUpToK, so that the engine's AUTO keeps the work on the GPU.
+TEST(CudaBackend, AutoTopKOfOneSixteenBitRowUsesSmallKWhileKFits) {
+  SKIP_WITHOUT_GPU();
+  for (const auto& [k, want] : {std::pair{std::size_t{200}, Algorithm::kSmallK}, std::pair{std::size_t{1024}, Algorithm::kSmallK},
+                                std::pair{std::size_t{1025}, Algorithm::kRadixSelect}}) {
+    for (Pattern pattern : kAllPatterns) {
+      TopKSpec spec;
+      spec.dtype = DType::kBFloat16;
+      spec.k = k;
+      spec.largest = pattern != Pattern::kSorted;
+      spec.sorted = true;
+      spec.algorithm = Algorithm::kAuto;
+      const auto keys = Bytes(MakeInput<BFloat16>(pattern, (1 << 20) + 5, k));
+      const std::string what = "k=" + std::to_string(k) + " " + PatternName(pattern);
+      ExpectSameTopK(spec, keys, what);
+      EXPECT_EQ(RunTopK(*Cuda(), spec, keys).report.algorithm, want) << what;
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
 TEST(CudaBackend, SelectionKernelsOverTheirKLimitAreInvalidArgumentSayingSo) {
   SKIP_WITHOUT_GPU();
   const auto keys = Bytes(MakeInput<float>(Pattern::kRandom, 4096, 1));

@@ -60,7 +60,7 @@ using KeySortTempFn = std::function<kernels::Status(const kernels::KeySortArgs&,
 
 template <typename Key>
 constexpr kernels::KeyWidth WidthOf() {
-  return sizeof(Key) == 4 ? kernels::KeyWidth::k32 : kernels::KeyWidth::k64;
+  return sizeof(Key) == 2 ? kernels::KeyWidth::k16 : sizeof(Key) == 4 ? kernels::KeyWidth::k32 : kernels::KeyWidth::k64;
 }
 
 // Copies `keys` to the device, sorts them there and copies the answer back. Positions are poisoned

@@ -101,7 +101,7 @@ void ExpectTiesAroundTheKth(const TopKKernel& kernel) {
       for (std::size_t r = 0; r < rows; ++r) {
         std::vector<Key> row(length);
         // Keys above V: V + 1 + random below `above` (nothing is above the largest key: all equal).
-        const Key above = which == 0 ? Key{1000000} : v;
+        const Key above = which == 0 ? static_cast<Key>(sizeof(Key) == 2 ? 1000 : 1000000) : v;
         for (std::size_t i = 0; i < length; ++i) {
           if (i < less) {
             row[i] = static_cast<Key>(rng() % v);

@@ -62,6 +62,31 @@ TEST(SmallTopKTest, EitherOutputAlone) {
   testing::ExpectEitherOutputAlone<std::uint64_t>(kSmall);
 }
 
+// 16-bit keys (KeyWidth::k16), read as they are: SMALL_K alone takes them.
+TEST(SmallTopKTest, SixteenBitKeys) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  testing::ExpectEveryPatternAndLength<std::uint16_t>(kSmall);
+  testing::ExpectManyRows<std::uint16_t>(kSmall);
+  testing::ExpectTiesAroundTheKth<std::uint16_t>(kSmall);
+  testing::ExpectLongRows<std::uint16_t>(kSmall, (1 << 20) + 1);
+  testing::ExpectEitherOutputAlone<std::uint16_t>(kSmall);
+}
+
+TEST(SmallTopKTest, OtherKernelsRefuseSixteenBitKeys) {
+  kernels::TopKArgs args;
+  args.key_width = kernels::KeyWidth::k16;
+  args.row_length = 100;
+  args.k = 4;
+  std::size_t bytes = 0;
+  EXPECT_EQ(kernels::RadixSelectTopKTempBytes(args, &bytes).code(), kernels::StatusCode::kInvalidArgument);
+  EXPECT_EQ(kernels::ThreadListsTopKTempBytes(args, &bytes).code(), kernels::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(kernels::SmallTopKTempBytes(args, &bytes).ok());
+  kernels::RadixSortArgs sort;
+  sort.key_width = kernels::KeyWidth::k16;
+  sort.count = 100;
+  EXPECT_EQ(kernels::RadixSortTempBytes(sort, &bytes).code(), kernels::StatusCode::kInvalidArgument);
+}
+
 TEST(SmallTopKTest, BadArgumentsRefused) {
   SKIP_WITHOUT_KERNEL_DEVICE();
   testing::ExpectBadArgumentsRefused(kSmall);

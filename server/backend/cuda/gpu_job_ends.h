@@ -28,15 +28,23 @@ namespace gpusort {
 
 // How keys look on the device while a job works on them: ordered bits (key_order.h), complemented
 // for descending order or largest-first top-k, so that every kernel sorts unsigned ascending; narrow
-// keys zero-extended to 32 bits (device_key_bits.h).
+// keys zero-extended to 32 bits (device_key_bits.h), except for a job whose kernel takes 16-bit keys as
+// they are (SMALL_K top-k: half the bytes to read, the common case of float16/bfloat16 logits).
 struct KeyCoding {
   DType dtype;
   bool complement = false;
+  bool native_width = false;  // 16-bit keys stay 16 bits on the device; only where key_bytes() == 2
 
   std::size_t key_bytes() const { return ElementSize(dtype); }  // in the request
-  std::size_t device_key_bytes() const { return DeviceKeyBytes(dtype); }  // on the device (device_key_bits.h)
+  std::size_t device_key_bytes() const {  // on the device (device_key_bits.h)
+    return native_width ? key_bytes() : DeviceKeyBytes(dtype);
+  }
   kernels::KeyWidth width() const {
-    return device_key_bytes() == 4 ? kernels::KeyWidth::k32 : kernels::KeyWidth::k64;
+    switch (device_key_bytes()) {
+      case 2: return kernels::KeyWidth::k16;
+      case 4: return kernels::KeyWidth::k32;
+      default: return kernels::KeyWidth::k64;
+    }
   }
   kernels::KeyKind kind() const;
 };

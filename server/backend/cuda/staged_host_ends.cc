@@ -8,8 +8,8 @@ namespace gpusort {
 absl::StatusOr<std::uint64_t> StagedHostKeys::IngestKeys(const GpuJobEnv& env, const KeyCoding& coding,
                                                          void* device_keys) {
   KeyBitsScan scan;
-  RETURN_IF_ERROR(Upload(env.slot, keys_.data(), device_keys, count_, KeyElementBytes(coding.dtype),
-                         ToOrderedBitsFn(coding.dtype, coding.complement, &scan)));
+  RETURN_IF_ERROR(Upload(env.slot, keys_.data(), device_keys, count_, KeyElementBytes(coding.dtype, coding.native_width),
+                         ToOrderedBitsFn(coding.dtype, coding.complement, &scan, coding.native_width)));
   return scan.varying();
 }
 
@@ -20,8 +20,8 @@ absl::Status StagedHostKeys::IngestValues(const GpuJobEnv& env, void* device_val
 
 absl::Status StagedHostResults::EgressKeys(const GpuJobEnv& env, const KeyCoding& coding,
                                            kernels::DeviceAllocation& keys, std::size_t count) {
-  return Download(env.slot, keys.data(), keys_.data(), count, KeyElementBytes(coding.dtype),
-                  FromOrderedBitsFn(coding.dtype, coding.complement));
+  return Download(env.slot, keys.data(), keys_.data(), count, KeyElementBytes(coding.dtype, coding.native_width),
+                  FromOrderedBitsFn(coding.dtype, coding.complement, coding.native_width));
 }
 
 absl::Status StagedHostResults::EgressPositions(const GpuJobEnv& env, kernels::DeviceAllocation& positions,

@@ -25,12 +25,12 @@ std::size_t ChunkElements(const StreamSlot& slot, ElementBytes bytes) {
   return slot.staging[0].size() / std::max(bytes.host, bytes.device);
 }
 
-// Host keys T -> device bits W (the ordered bits, complemented for descending, zero-extended).
-template <typename T>
+// Host keys T -> device bits W (the ordered bits, complemented for descending, zero-extended when W is
+// wider than T).
+template <typename T, typename W>
 void ToOrderedChunk(std::byte* dst, const std::byte* src, std::size_t count, bool descending,
                     KeyBitsScan* scan, std::mutex* merge) {
   using U = OrderedBitsType<T>;
-  using W = DeviceBitsType<T>;
   const U flip = descending ? static_cast<U>(~U{0}) : U{0};
   cpu::ForEachRange(count, kStagingThreads, [&](std::size_t b, std::size_t e) {
     W or_bits = 0, and_bits = static_cast<W>(~W{0});
@@ -48,10 +48,9 @@ void ToOrderedChunk(std::byte* dst, const std::byte* src, std::size_t count, boo
   });
 }
 
-template <typename T>
+template <typename T, typename W>
 void FromOrderedChunk(std::byte* dst, const std::byte* src, std::size_t count, bool descending) {
   using U = OrderedBitsType<T>;
-  using W = DeviceBitsType<T>;
   const U flip = descending ? static_cast<U>(~U{0}) : U{0};
   cpu::ForEachRange(count, kStagingThreads, [&](std::size_t b, std::size_t e) {
     for (std::size_t i = b; i < e; ++i) {
@@ -110,20 +109,34 @@ absl::Status Download(StreamSlot& slot, const void* device_src, std::byte* host,
   return absl::OkStatus();
 }
 
-ElementBytes KeyElementBytes(DType dtype) { return {ElementSize(dtype), DeviceKeyBytes(dtype)}; }
+ElementBytes KeyElementBytes(DType dtype, bool native_width) {
+  return {ElementSize(dtype), native_width ? ElementSize(dtype) : DeviceKeyBytes(dtype)};
+}
 
-ChunkFn ToOrderedBitsFn(DType dtype, bool descending, KeyBitsScan* scan) {
+ChunkFn ToOrderedBitsFn(DType dtype, bool descending, KeyBitsScan* scan, bool native_width) {
   auto merge = std::make_shared<std::mutex>();
   return [=](std::byte* dst, const std::byte* src, std::size_t count) {
     VisitDType(dtype, [&](auto tag) {
-      ToOrderedChunk<decltype(tag)>(dst, src, count, descending, scan, merge.get());
+      using T = decltype(tag);
+      if (native_width) {
+        ToOrderedChunk<T, OrderedBitsType<T>>(dst, src, count, descending, scan, merge.get());
+      } else {
+        ToOrderedChunk<T, DeviceBitsType<T>>(dst, src, count, descending, scan, merge.get());
+      }
     });
   };
 }
 
-ChunkFn FromOrderedBitsFn(DType dtype, bool descending) {
+ChunkFn FromOrderedBitsFn(DType dtype, bool descending, bool native_width) {
   return [=](std::byte* dst, const std::byte* src, std::size_t count) {
-    VisitDType(dtype, [&](auto tag) { FromOrderedChunk<decltype(tag)>(dst, src, count, descending); });
+    VisitDType(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if (native_width) {
+        FromOrderedChunk<T, OrderedBitsType<T>>(dst, src, count, descending);
+      } else {
+        FromOrderedChunk<T, DeviceBitsType<T>>(dst, src, count, descending);
+      }
+    });
   };
 }
 

@@ -52,10 +52,11 @@ inline void VaryingBitRange(std::uint64_t varying, int* begin_bit, int* end_bit)
   *end_bit = 64 - std::countl_zero(varying);
 }
 
-// Keys on the host <-> their ordered bits on the device (DeviceKeyBytes wide), with these element sizes.
-ElementBytes KeyElementBytes(DType dtype);
-ChunkFn ToOrderedBitsFn(DType dtype, bool descending, KeyBitsScan* scan);
-ChunkFn FromOrderedBitsFn(DType dtype, bool descending);
+// Keys on the host <-> their ordered bits on the device (DeviceKeyBytes wide, or the key's own width where
+// `native_width`: a kernel that takes 16-bit keys as they are), with these element sizes.
+ElementBytes KeyElementBytes(DType dtype, bool native_width = false);
+ChunkFn ToOrderedBitsFn(DType dtype, bool descending, KeyBitsScan* scan, bool native_width = false);
+ChunkFn FromOrderedBitsFn(DType dtype, bool descending, bool native_width = false);
 ChunkFn PlainCopyFn(std::size_t element_bytes);
 // `count` uint32 positions on the device -> int64 at `out` on the host, widened as each chunk lands.
 absl::Status DownloadPositions(StreamSlot& slot, const std::uint32_t* device_positions, std::int64_t* out,

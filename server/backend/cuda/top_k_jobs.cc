@@ -9,8 +9,21 @@
 
 namespace gpusort {
 
-TopKJob::TopKJob(const TopKSpec& spec, GpuKeySource& source, GpuResultSink& sink)
-    : spec_(spec), coding_{spec.dtype, spec.largest}, source_(source), sink_(sink) {}
+TopKJob::TopKJob(const TopKSpec& spec, KeyCoding coding, GpuKeySource& source, GpuResultSink& sink)
+    : spec_(spec), coding_(coding), source_(source), sink_(sink) {}
+
+namespace {
+
+// SMALL_K selects 16-bit keys as they are; the others take them zero-extended to 32 bits. Keys already
+// resident on the device were widened as they came, so they stay so.
+KeyCoding SelectionCoding(const TopKSpec& spec, Algorithm algorithm, GpuKeySource& source) {
+  KeyCoding coding{spec.dtype, spec.largest};
+  coding.native_width = algorithm == Algorithm::kSmallK && coding.key_bytes() == 2 &&
+                        source.resident_keys() == nullptr;
+  return coding;
+}
+
+}  // namespace
 
 absl::Status TopKJob::Egress(const GpuJobEnv& env) {
   if (spec_.wants_values()) RETURN_IF_ERROR(sink_.EgressKeys(env, coding_, out_keys_, results()));
@@ -21,7 +34,9 @@ absl::Status TopKJob::Egress(const GpuJobEnv& env) {
 }
 
 TopKSelectJob::TopKSelectJob(const TopKSpec& spec, Algorithm algorithm, GpuKeySource& source, GpuResultSink& sink)
-    : TopKJob(spec, source, sink), algorithm_(algorithm), selection_(SelectionOf(algorithm)) {}
+    : TopKJob(spec, SelectionCoding(spec, algorithm, source), source, sink),
+      algorithm_(algorithm),
+      selection_(SelectionOf(algorithm)) {}
 
 absl::Status TopKSelectJob::Allocate(const GpuJobEnv& env) {
   args_.key_width = coding_.width();
@@ -51,7 +66,7 @@ absl::Status TopKSelectJob::Launch(const GpuJobEnv& env) {
 }
 
 TopKBySortJob::TopKBySortJob(const TopKSpec& spec, Algorithm algorithm, GpuKeySource& source, GpuResultSink& sink)
-    : TopKJob(spec, source, sink),
+    : TopKJob(spec, KeyCoding{spec.dtype, spec.largest}, source, sink),
       bitonic_rows_(algorithm == Algorithm::kBitonic && spec.rows > 1 &&
                     source.count() / spec.rows <= kernels::kBitonicRowsMaxLength) {}
 

@@ -28,7 +28,7 @@ class TopKJob : public GpuJob {
   absl::Status Egress(const GpuJobEnv& env) override;
 
  protected:
-  TopKJob(const TopKSpec& spec, GpuKeySource& source, GpuResultSink& sink);
+  TopKJob(const TopKSpec& spec, KeyCoding coding, GpuKeySource& source, GpuResultSink& sink);
   std::size_t count() const { return source_.count(); }
   std::size_t row_length() const { return count() / spec_.rows; }
   std::size_t results() const { return spec_.results(); }

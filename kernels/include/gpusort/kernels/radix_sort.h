@@ -10,13 +10,22 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "gpusort/kernels/runtime.h"
 #include "gpusort/kernels/status.h"
 
 namespace gpusort::kernels {
 
-enum class KeyWidth { k32, k64 };  // uint32_t or uint64_t ordered bits
+// uint32_t, uint64_t or uint16_t ordered bits. The 16-bit width is taken by SMALL_K only (top_k.h), for
+// 16-bit keys read as they are; every other kernel refuses it (RefuseKeyWidth16).
+enum class KeyWidth { k32, k64, k16 };
+
+// INVALID_ARGUMENT naming `kernel` for the 16-bit width, which only SMALL_K takes.
+inline Status RefuseKeyWidth16(KeyWidth width, const char* kernel) {
+  if (width != KeyWidth::k16) return Status::Ok();
+  return Status(StatusCode::kInvalidArgument, std::string(kernel) + " takes 32- or 64-bit keys, not 16-bit");
+}
 
 enum class Payload {
   kNone,
