@@ -29,9 +29,9 @@ struct FdCloser {
   int release() { return std::exchange(fd, -1); }
 };
 
-absl::Status SendRequest(int connection, int fd, std::size_t size) {
+absl::Status SendRequest(int connection, int fd, std::size_t size, v1::region_socket::RegionKind kind) {
   namespace wire = v1::region_socket;
-  const auto record = wire::EncodeRequest({.size = size});
+  const auto record = wire::EncodeRequest({.kind = static_cast<std::uint16_t>(kind), .size = size});
   iovec iov{const_cast<std::byte*>(record.data()), record.size()};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr msg{};
@@ -86,6 +86,25 @@ absl::StatusOr<v1::region_socket::Reply> ReceiveReply(int connection, std::chron
 
 absl::StatusOr<std::unique_ptr<SharedMemoryRegistration>> SharedMemoryRegistration::Register(
     const std::string& socket_path, int fd, std::size_t size, std::chrono::milliseconds timeout) {
+  return RegisterKind(socket_path, fd, size, v1::region_socket::RegionKind::kHostMemory, timeout);
+}
+
+absl::StatusOr<std::unique_ptr<SharedMemoryRegistration>> SharedMemoryRegistration::RegisterDeviceMemory(
+    const std::string& socket_path, int fd, std::size_t size, std::chrono::milliseconds timeout) {
+  return RegisterKind(socket_path, fd, size, v1::region_socket::RegionKind::kDeviceMemory, timeout);
+}
+
+v1::RegionRef SharedMemoryRegistration::Ref(std::size_t offset, std::size_t length) const {
+  v1::RegionRef ref;
+  ref.set_region_id(id_);
+  ref.set_offset(offset);
+  ref.set_length(length);
+  return ref;
+}
+
+absl::StatusOr<std::unique_ptr<SharedMemoryRegistration>> SharedMemoryRegistration::RegisterKind(
+    const std::string& socket_path, int fd, std::size_t size, v1::region_socket::RegionKind kind,
+    std::chrono::milliseconds timeout) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (socket_path.empty() || socket_path.size() >= sizeof(address.sun_path)) {
@@ -98,7 +117,7 @@ absl::StatusOr<std::unique_ptr<SharedMemoryRegistration>> SharedMemoryRegistrati
   if (connect(connection.fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
     return Errno(absl::StatusCode::kUnavailable, "connecting to the server's shared-memory socket " + socket_path);
   }
-  if (absl::Status sent = SendRequest(connection.fd, fd, size); !sent.ok()) {
+  if (absl::Status sent = SendRequest(connection.fd, fd, size, kind); !sent.ok()) {
     // A server with too many connections waiting answers at once and closes (--shm-max-pending): its
     // reason, when it is there to read, says more than the broken pipe.
     absl::StatusOr<v1::region_socket::Reply> refusal = ReceiveReply(connection.fd, std::chrono::milliseconds(0));

@@ -141,6 +141,21 @@ class AutoRouter final : public Backend {
     return engine->SortPinned(spec, keys_in, buffers, cancellation, report);
   }
 
+  // Device memory is the GPU engine's alone, whatever the size: the CPU cannot read it.
+  absl::StatusOr<std::unique_ptr<DeviceMemoryImport>> ImportDeviceMemory(int fd, std::size_t bytes) override {
+    return gpu_->ImportDeviceMemory(fd, bytes);
+  }
+  absl::Status SortInDeviceMemory(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
+                                  const Cancellation& cancellation, ExecutionReport& report) override {
+    Stamp(*gpu_, report);
+    return gpu_->SortInDeviceMemory(spec, keys_in, buffers, cancellation, report);
+  }
+  absl::Status TopKInDeviceMemory(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
+                                  ExecutionReport& report) override {
+    Stamp(*gpu_, report);
+    return gpu_->TopKInDeviceMemory(spec, buffers, cancellation, report);
+  }
+
   absl::Status TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                           ExecutionReport& report) override {
     ASSIGN_OR_RETURN(Backend* const engine, ForTopK(spec, buffers.count));

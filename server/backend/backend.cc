@@ -43,6 +43,16 @@ absl::Status Backend::SortPinned(const SortSpec& spec, std::span<const std::byte
   return absl::OkStatus();
 }
 
+absl::Status Backend::SortInDeviceMemory(const SortSpec&, std::span<const std::byte>, const SortBuffers&,
+                                         const Cancellation&, ExecutionReport&) {
+  return absl::FailedPreconditionError("device regions need a GPU server; this one serves from the CPU");
+}
+
+absl::Status Backend::TopKInDeviceMemory(const TopKSpec&, const TopKBuffers&, const Cancellation&,
+                                         ExecutionReport&) {
+  return absl::FailedPreconditionError("device regions need a GPU server; this one serves from the CPU");
+}
+
 absl::Status Backend::TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                                  ExecutionReport& report) {
   // As SortPinned: the keys read once into private memory, the results written once at the end.

@@ -56,6 +56,15 @@ class HostMemoryPin {
   virtual ~HostMemoryPin() = default;
 };
 
+// A caller's device memory (a device region, sort.proto "Device memory"), imported and mapped for the
+// backend's GPU while this lives (see Backend::ImportDeviceMemory).
+class DeviceMemoryImport {
+ public:
+  virtual ~DeviceMemoryImport() = default;
+  // Device addresses in this process: the host never reads or writes them.
+  virtual std::span<std::byte> bytes() const = 0;
+};
+
 // One request of a batch (Backend::SortBatch): its own buffers and report.
 struct BatchItem {
   SortBuffers buffers;
@@ -128,6 +137,19 @@ class Backend {
   // TopK reads each key once (the CUDA backend's GPU paths) override it to call TopK directly.
   virtual absl::Status TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                                   ExecutionReport& report);
+  // Imports `bytes` of the device memory a caller exported as the descriptor `fd` (not taken). This
+  // default refuses: only a backend with a GPU has device regions.
+  virtual absl::StatusOr<std::unique_ptr<DeviceMemoryImport>> ImportDeviceMemory(int /*fd*/, std::size_t /*bytes*/) {
+    return absl::FailedPreconditionError("device regions need a GPU server; this one serves from the CPU");
+  }
+  // Sort and TopK whose arrays all lie in memory ImportDeviceMemory gave: the keys are copied once on
+  // the device (the owner may write them meanwhile, changing at most this answer), the results written
+  // once. Only a backend that imports device memory reaches these; the defaults refuse.
+  virtual absl::Status SortInDeviceMemory(const SortSpec& spec, std::span<const std::byte> keys_in,
+                                          const SortBuffers& buffers, const Cancellation& cancellation,
+                                          ExecutionReport& report);
+  virtual absl::Status TopKInDeviceMemory(const TopKSpec& spec, const TopKBuffers& buffers,
+                                          const Cancellation& cancellation, ExecutionReport& report);
   // A streamed Sort's keys, taken as they arrive; nullptr when this backend does no better than being
   // handed the whole array (the stream call then collects it and calls Sort). Never for kValues.
   virtual std::unique_ptr<SortIngest> StartSortIngest(const SortSpec&) { return nullptr; }

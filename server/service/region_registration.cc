@@ -20,15 +20,18 @@ absl::StatusOr<std::string> RegisterFromMessage(const IncomingMessage& message, 
                                       std::to_string(wire::kVersion));
   }
   if (!request->reserved_zero) return absl::InvalidArgumentError("the request's reserved bytes must be zero");
-  if (request->kind != static_cast<std::uint16_t>(wire::RegionKind::kHostMemory)) {
+  const bool device = request->kind == static_cast<std::uint16_t>(wire::RegionKind::kDeviceMemory);
+  if (request->kind != static_cast<std::uint16_t>(wire::RegionKind::kHostMemory) && !device) {
     return absl::UnimplementedError("region kind " + std::to_string(request->kind) +
-                                    " is not offered; kind 1 (host memory, a sealed memfd) is");
+                                    " is not offered; kinds 1 (host memory, a sealed memfd) and 2 (device memory, "
+                                    "exported by cuMemExportToShareableHandle) are");
   }
   if (message.fds.size() != 1 || message.fds_truncated) {
     return absl::InvalidArgumentError("a registration carries exactly one descriptor (SCM_RIGHTS); this one carried " +
                                       std::string(message.fds_truncated ? "more than " : "") +
                                       std::to_string(message.fds.size()));
   }
+  if (device) return regions.RegisterDevice(message.fds.front().get(), request->size, owner);
   absl::StatusOr<std::unique_ptr<HostMapping>> memory = MapSharedMemoryFd(message.fds.front().get(), request->size);
   if (!memory.ok()) return memory.status();
   return regions.Register(*std::move(memory), owner);

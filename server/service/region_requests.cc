@@ -20,6 +20,16 @@ absl::Status StrayRegion(const char* field) {
                                     "shared memory (set keys_region, or drop " + field + ")");
 }
 
+// One request's ranges are all host memory or all device memory: the engines read and write each kind
+// their own way.
+absl::Status SameKind(const RegionRange& keys, const RegionRange& other, std::string_view other_name) {
+  if (other.region == nullptr || other.on_device() == keys.on_device()) return absl::OkStatus();
+  const auto kind = [](bool device) { return device ? "device memory" : "host memory"; };
+  return absl::InvalidArgumentError("keys_region is " + std::string(kind(keys.on_device())) + " but " +
+                                    std::string(other_name) + " is " + kind(other.on_device()) +
+                                    ": one request's regions are all host memory or all device memory");
+}
+
 }  // namespace
 
 absl::Status CheckNoStrayRegions(const v1::SortRequest& request) {
@@ -57,12 +67,14 @@ absl::StatusOr<SortRegions> ResolveSortRegions(const SharedRegions& regions, con
   ASSIGN_OR_RETURN(out.count, CheckSortSizes(spec, request.keys_region().length(), 0));
   ASSIGN_OR_RETURN(out.keys, regions.Resolve(request.keys_region(), "keys_region", out.count * width, width));
   ASSIGN_OR_RETURN(out.output, regions.Resolve(request.output_region(), "output_region", out.count * width, width));
+  RETURN_IF_ERROR(SameKind(out.keys, out.output, "output_region"));
   if (!SameOrDisjoint(out.keys, out.output)) {
     return absl::InvalidArgumentError("output_region must be keys_region's own range or not overlap it");
   }
   if (with_indices) {
     ASSIGN_OR_RETURN(out.indices, regions.Resolve(request.indices_region(), "indices_region",
                                                   out.count * sizeof(int64_t), sizeof(int64_t)));
+    RETURN_IF_ERROR(SameKind(out.keys, out.indices, "indices_region"));
     RETURN_IF_ERROR(Disjoint(out.indices, "indices_region", out.keys, "keys_region"));
     RETURN_IF_ERROR(Disjoint(out.indices, "indices_region", out.output, "output_region"));
   }
@@ -89,11 +101,13 @@ absl::StatusOr<TopKRegions> ResolveTopKRegions(const SharedRegions& regions, con
   const std::size_t results = spec.results();
   if (spec.wants_values()) {
     ASSIGN_OR_RETURN(out.values, regions.Resolve(request.values_region(), "values_region", results * width, width));
+    RETURN_IF_ERROR(SameKind(out.keys, out.values, "values_region"));
     RETURN_IF_ERROR(Disjoint(out.values, "values_region", out.keys, "keys_region"));
   }
   if (spec.wants_indices()) {
     ASSIGN_OR_RETURN(out.indices, regions.Resolve(request.indices_region(), "indices_region",
                                                   results * sizeof(int64_t), sizeof(int64_t)));
+    RETURN_IF_ERROR(SameKind(out.keys, out.indices, "indices_region"));
     RETURN_IF_ERROR(Disjoint(out.indices, "indices_region", out.keys, "keys_region"));
     if (spec.wants_values()) RETURN_IF_ERROR(Disjoint(out.indices, "indices_region", out.values, "values_region"));
   }

@@ -8,23 +8,34 @@
 namespace gpusort {
 
 // One registered region. The pin goes before the mapping.
+// Host memory (mapped, and pinned by the backend) or device memory (imported by the backend).
 class SharedRegion {
  public:
   SharedRegion(std::unique_ptr<HostMapping> memory, std::unique_ptr<HostMemoryPin> pin, uid_t owner)
-      : memory_(std::move(memory)), pin_(std::move(pin)), owner_(owner) {}
-  ~SharedRegion() { pin_.reset(); }
+      : bytes_(memory->data(), memory->size()), memory_(std::move(memory)), pin_(std::move(pin)), owner_(owner) {}
+  SharedRegion(std::unique_ptr<DeviceMemoryImport> device, uid_t owner)
+      : bytes_(device->bytes()), device_(std::move(device)), owner_(owner) {}
+  ~SharedRegion() {
+    pin_.reset();  // unpinned before it is unmapped
+    device_.reset();
+  }
   SharedRegion(const SharedRegion&) = delete;
   SharedRegion& operator=(const SharedRegion&) = delete;
 
-  std::byte* data() const { return memory_->data(); }
-  std::size_t size() const { return memory_->size(); }
+  std::byte* data() const { return bytes_.data(); }
+  std::size_t size() const { return bytes_.size(); }
+  bool on_device() const { return device_ != nullptr; }
   uid_t owner() const { return owner_; }
 
  private:
+  std::span<std::byte> bytes_;
   std::unique_ptr<HostMapping> memory_;
   std::unique_ptr<HostMemoryPin> pin_;
+  std::unique_ptr<DeviceMemoryImport> device_;
   uid_t owner_;
 };
+
+bool RegionRange::on_device() const { return region != nullptr && region->on_device(); }
 
 SharedRegions::SharedRegions(Backend& backend, SharedRegionLimits limits) : backend_(backend), limits_(limits) {}
 SharedRegions::~SharedRegions() = default;
@@ -84,7 +95,25 @@ absl::StatusOr<std::string> SharedRegions::Register(std::unique_ptr<HostMapping>
     Release(owner.uid, size);
     return pin.status();
   }
-  auto region = std::make_shared<SharedRegion>(std::move(memory), std::move(*pin), owner.uid);
+  return Insert(std::make_shared<SharedRegion>(std::move(memory), std::move(*pin), owner.uid), owner);
+}
+
+absl::StatusOr<std::string> SharedRegions::RegisterDevice(int fd, std::size_t size, const RegionOwner& owner) {
+  if (limits_.max_regions == 0) {
+    return absl::FailedPreconditionError("shared memory is off on this server (--shm-max-regions 0)");
+  }
+  if (size == 0) return absl::InvalidArgumentError("a region has at least one byte");
+  if (absl::Status s = Reserve(owner, size); !s.ok()) return s;
+  auto device = backend_.ImportDeviceMemory(fd, size);
+  if (!device.ok()) {
+    Release(owner.uid, size);
+    return device.status();
+  }
+  return Insert(std::make_shared<SharedRegion>(*std::move(device), owner.uid), owner);
+}
+
+absl::StatusOr<std::string> SharedRegions::Insert(std::shared_ptr<const SharedRegion> region, const RegionOwner& owner) {
+  const std::size_t size = region->size();
   for (;;) {
     absl::StatusOr<std::string> id = NewRegionId();
     if (!id.ok()) {
@@ -97,7 +126,8 @@ absl::StatusOr<std::string> SharedRegions::Register(std::unique_ptr<HostMapping>
       inserted = regions_.emplace(*id, region).second;
     }
     if (inserted) {
-      spdlog::info("registered shared memory {} of user {} ({} bytes)", RegionIdForLog(*id), owner.uid, size);
+      spdlog::info("registered {} {} of user {} ({} bytes)", region->on_device() ? "device memory" : "shared memory",
+                   RegionIdForLog(*id), owner.uid, size);
       return id;
     }
     // A repeat of 128 random bits will not happen, but ruling it out costs nothing.

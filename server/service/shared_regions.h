@@ -41,7 +41,8 @@ struct RegionOwner {
 // A checked range of a region, valid while this object lives.
 struct RegionRange {
   std::shared_ptr<const SharedRegion> region;
-  std::span<std::byte> bytes;
+  std::span<std::byte> bytes;  // device addresses where on_device(): never touched by the host
+  bool on_device() const;
 };
 
 class SharedRegions {
@@ -53,6 +54,9 @@ class SharedRegions {
   // FAILED_PRECONDITION when shared memory is off, RESOURCE_EXHAUSTED past the server's or the owner's
   // limits, or the backend's error when pinning fails.
   absl::StatusOr<std::string> Register(std::unique_ptr<HostMapping> memory, const RegionOwner& owner);
+  // Imports `size` bytes of the device memory behind `fd` (exported by the caller; still the caller's to
+  // close) with the backend and registers it for `owner`: a device region, under the same limits.
+  absl::StatusOr<std::string> RegisterDevice(int fd, std::size_t size, const RegionOwner& owner);
   void Unregister(const std::string& id);
 
   // The range `ref` names, checked: a registered id, inside the region, starting at a multiple of
@@ -71,6 +75,8 @@ class SharedRegions {
   // Takes room for `bytes` from the server's and the owner's limits, or says which limit is full.
   absl::Status Reserve(const RegionOwner& owner, std::size_t bytes);
   void Release(uid_t uid, std::size_t bytes);
+  // Gives the region a fresh id (its room already reserved) and says so in the log.
+  absl::StatusOr<std::string> Insert(std::shared_ptr<const SharedRegion> region, const RegionOwner& owner);
 
   Backend& backend_;
   const SharedRegionLimits limits_;

@@ -181,7 +181,13 @@ class SortCall final : public UnaryCall {
     if (spec_.payload == SortPayload::kIndices) {
       buffers.indices_out = std::span(reinterpret_cast<int64_t*>(regions_.indices.bytes.data()), regions_.count);
     }
-    RETURN_IF_ERROR(core_.backend().SortPinned(spec_, regions_.keys.bytes, buffers, call_.cancellation, call_.report));
+    if (regions_.keys.on_device()) {
+      RETURN_IF_ERROR(core_.backend().SortInDeviceMemory(spec_, regions_.keys.bytes, buffers, call_.cancellation,
+                                                         call_.report));
+    } else {
+      RETURN_IF_ERROR(
+          core_.backend().SortPinned(spec_, regions_.keys.bytes, buffers, call_.cancellation, call_.report));
+    }
     core_.FillInfo(call_, response_->mutable_info());
     return absl::OkStatus();
   }
@@ -234,7 +240,9 @@ class TopKCall final : public UnaryCall {
       buffers.values_out = regions_.values.bytes;
       buffers.indices_out = std::span(reinterpret_cast<int64_t*>(regions_.indices.bytes.data()),
                                       regions_.indices.bytes.size() / sizeof(int64_t));
-      RETURN_IF_ERROR(core_.backend().TopKPinned(spec_, buffers, call_.cancellation, call_.report));
+      RETURN_IF_ERROR(regions_.keys.on_device()
+                          ? core_.backend().TopKInDeviceMemory(spec_, buffers, call_.cancellation, call_.report)
+                          : core_.backend().TopKPinned(spec_, buffers, call_.cancellation, call_.report));
       core_.FillInfo(call_, response_->mutable_info());
       return absl::OkStatus();
     }

@@ -143,7 +143,15 @@ TEST(SharedMemoryRegistration, MalformedRecordsAreRefusedAndEveryDescriptorClose
   wrong_magic[0] = std::byte{'X'};
   refused(wrong_magic, {memory.get()}, absl::StatusCode::kInvalidArgument, "GSRQ");
   refused(RequestRecord({.version = 2, .size = 4096}), {memory.get()}, absl::StatusCode::kInvalidArgument, "version 2");
-  refused(RequestRecord({.kind = 2, .size = 4096}), {memory.get()}, absl::StatusCode::kUnimplemented, "kind 2");
+  refused(RequestRecord({.kind = 3, .size = 4096}), {memory.get()}, absl::StatusCode::kUnimplemented, "kind 3");
+  // Kind 2 is device memory: a CPU server has none, and a GPU server finds a memfd is not device memory.
+  if (TestingCuda()) {
+    refused(RequestRecord({.kind = 2, .size = 4096}), {memory.get()}, absl::StatusCode::kInvalidArgument,
+            "not CUDA device memory");
+  } else {
+    refused(RequestRecord({.kind = 2, .size = 4096}), {memory.get()}, absl::StatusCode::kFailedPrecondition,
+            "device regions need a GPU server");
+  }
   std::vector<std::byte> reserved = RequestRecord({.size = 4096});
   reserved[20] = std::byte{1};
   refused(reserved, {memory.get()}, absl::StatusCode::kInvalidArgument, "reserved");

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "gpusort/v1/region_socket.h"
 #include "gpusort/v1/sort.pb.h"
 
 namespace gpusort {
@@ -36,14 +37,26 @@ class SharedMemoryRegistration {
   static absl::StatusOr<std::unique_ptr<SharedMemoryRegistration>> Register(
       const std::string& socket_path, int fd, std::size_t size,
       std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // The same for device memory on this node (sort.proto, "Device memory"): `fd` is a CUDA allocation
+  // exported as a POSIX descriptor (cuMemCreate with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, then
+  // cuMemExportToShareableHandle); `size` bytes from its start become the region. `fd` stays the
+  // caller's (it may be closed once this returns: the server holds the memory while registered).
+  static absl::StatusOr<std::unique_ptr<SharedMemoryRegistration>> RegisterDeviceMemory(
+      const std::string& socket_path, int fd, std::size_t size,
+      std::chrono::milliseconds timeout = std::chrono::seconds(60));
   ~SharedMemoryRegistration();
   SharedMemoryRegistration(const SharedMemoryRegistration&) = delete;
   SharedMemoryRegistration& operator=(const SharedMemoryRegistration&) = delete;
 
   const std::string& id() const { return id_; }  // the server's region_id
   int connection() const { return connection_; }
+  // A reference to [offset, offset + length) of the region, for SortInRegion and TopKInRegion.
+  v1::RegionRef Ref(std::size_t offset, std::size_t length) const;
 
  private:
+  static absl::StatusOr<std::unique_ptr<SharedMemoryRegistration>> RegisterKind(
+      const std::string& socket_path, int fd, std::size_t size, v1::region_socket::RegionKind kind,
+      std::chrono::milliseconds timeout);
   SharedMemoryRegistration(int connection, std::string id) : connection_(connection), id_(std::move(id)) {}
   int connection_;
   std::string id_;

@@ -5,7 +5,8 @@
 //   request, client -> server, 32 bytes, with exactly one descriptor attached (SCM_RIGHTS):
 //     0  u32 magic    "GSRQ" (bytes 47 53 52 51)
 //     4  u16 version  1
-//     6  u16 kind     1 = host memory: the descriptor is a sealed memfd (other kinds are refused)
+//     6  u16 kind     1 = host memory: the descriptor is a sealed memfd; 2 = device memory: the
+//                     descriptor is exported CUDA memory (other kinds are refused)
 //     8  u64 size     bytes to map from the start of the memory
 //    16  u64 reserved 0
 //    24  u64 reserved 0
@@ -38,7 +39,8 @@ inline constexpr std::uint16_t kVersion = 1;
 
 // What the attached descriptor is. Values other than these are answered UNIMPLEMENTED.
 enum class RegionKind : std::uint16_t {
-  kHostMemory = 1,  // a memfd sealed against shrinking, opened read-write
+  kHostMemory = 1,    // a memfd sealed against shrinking, opened read-write
+  kDeviceMemory = 2,  // CUDA device memory exported with cuMemExportToShareableHandle (POSIX descriptor)
 };
 
 struct Request {

@@ -12,6 +12,7 @@
 #include "server/backend/cuda/comparison_sort.h"
 #include "server/backend/cuda/batch_sort.h"
 #include "server/backend/cuda/device_context.h"
+#include "server/backend/cuda/device_regions.h"
 #include "server/backend/cuda/kernel_status.h"
 #include "server/backend/cuda/gpu_job.h"
 #include "server/backend/cuda/host_registration.h"
@@ -115,6 +116,20 @@ class CudaEngine final : public Backend {
     return context_->Watch(RunTopK(spec, buffers, cancellation, report));
   }
 
+  absl::StatusOr<std::unique_ptr<DeviceMemoryImport>> ImportDeviceMemory(int fd, std::size_t bytes) override {
+    absl::StatusOr<std::unique_ptr<DeviceMemoryImport>> memory = ImportForDevice(fd, bytes, context_->ordinal());
+    if (!memory.ok()) return context_->Watch(memory.status());
+    return memory;
+  }
+  absl::Status SortInDeviceMemory(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
+                                  const Cancellation& cancellation, ExecutionReport& report) override {
+    return context_->Watch(RunSortInDeviceMemory(spec, keys_in, buffers, cancellation, report));
+  }
+  absl::Status TopKInDeviceMemory(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
+                                  ExecutionReport& report) override {
+    return context_->Watch(RunTopKInDeviceMemory(spec, buffers, cancellation, report));
+  }
+
   // The GPU paths read each key of the region once (staged, then converted on the device), so they
   // work on the region itself, with no private copy (Backend::TopKPinned).
   absl::Status TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
@@ -199,6 +214,14 @@ class CudaEngine final : public Backend {
     if (spec.payload == SortPayload::kValues || IsComparisonSort(spec.algorithm) || spec.segmented()) {
       return Backend::SortPinned(spec, keys_in, buffers, cancellation, report);
     }
+    return RunRadixOnRegisteredRanges(spec, keys_in, buffers, cancellation, report);
+  }
+
+  // Keys and results in registered host memory or imported device memory: a radix sort whose copies
+  // go straight from and to the ranges.
+  absl::Status RunRadixOnRegisteredRanges(const SortSpec& spec, std::span<const std::byte> keys_in,
+                                          const SortBuffers& buffers, const Cancellation& cancellation,
+                                          ExecutionReport& report) {
     report.algorithm = Algorithm::kRadix;
     if (buffers.count == 0) return absl::OkStatus();
     RETURN_IF_ERROR(CheckGpuSortKeys(buffers.count));
@@ -208,16 +231,43 @@ class CudaEngine final : public Backend {
     return RunGpuJob(*context_, job, cancellation, report);
   }
 
+  // Device regions take the radix path only, for now: the named comparison sorts, rows and segments
+  // would need their own device-side ingest, and the host fallback (Backend::SortPinned) cannot read
+  // device memory.
+  absl::Status RunSortInDeviceMemory(const SortSpec& spec, std::span<const std::byte> keys_in,
+                                     const SortBuffers& buffers, const Cancellation& cancellation,
+                                     ExecutionReport& report) {
+    RETURN_IF_ERROR(CheckGpuAlgorithm("Sort", spec.algorithm, sort_algorithms()));
+    if (spec.payload == SortPayload::kValues || IsComparisonSort(spec.algorithm) || spec.segmented()) {
+      return absl::UnimplementedError(
+          "a Sort in device regions takes AUTO or RADIX, keys or indices, and no rows or segments; send the "
+          "others through host memory");
+    }
+    return RunRadixOnRegisteredRanges(spec, keys_in, buffers, cancellation, report);
+  }
+
   absl::Status RunTopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                        ExecutionReport& report) {
-    RETURN_IF_ERROR(CheckGpuAlgorithm("TopK", spec.algorithm, topk_algorithms()));
-    const Algorithm algorithm =
-        spec.algorithm == Algorithm::kAuto ? ChooseTopKKernel(spec, buffers.count) : spec.algorithm;
-    RETURN_IF_ERROR(CheckTopKSegments(spec, algorithm));
-    if (buffers.count == 0 || spec.k == 0) return absl::OkStatus();
-    RETURN_IF_ERROR(CheckGpuTopKKeys(buffers.count));
     StagedHostKeys source(buffers.keys, buffers.count);
     StagedHostResults sink(buffers.values_out, buffers.indices_out);
+    return RunTopKBetween(spec, source, sink, cancellation, report);
+  }
+
+  absl::Status RunTopKInDeviceMemory(const TopKSpec& spec, const TopKBuffers& buffers,
+                                     const Cancellation& cancellation, ExecutionReport& report) {
+    RegisteredHostKeys source(buffers.keys, buffers.count);
+    RegisteredHostResults sink(buffers.values_out, buffers.indices_out);
+    return RunTopKBetween(spec, source, sink, cancellation, report);
+  }
+
+  absl::Status RunTopKBetween(const TopKSpec& spec, GpuKeySource& source, GpuResultSink& sink,
+                              const Cancellation& cancellation, ExecutionReport& report) {
+    RETURN_IF_ERROR(CheckGpuAlgorithm("TopK", spec.algorithm, topk_algorithms()));
+    const std::size_t count = source.count();
+    const Algorithm algorithm = spec.algorithm == Algorithm::kAuto ? ChooseTopKKernel(spec, count) : spec.algorithm;
+    RETURN_IF_ERROR(CheckTopKSegments(spec, algorithm));
+    if (count == 0 || spec.k == 0) return absl::OkStatus();
+    RETURN_IF_ERROR(CheckGpuTopKKeys(count));
     if (IsTopKSelection(algorithm)) {
       RETURN_IF_ERROR(CheckTopKSelectionLimits(algorithm, spec.k));
       report.algorithm = algorithm;

@@ -27,6 +27,7 @@ inline absl::Status ToAbslStatus(const kernels::Status& s, std::string_view cont
     case kernels::StatusCode::kOutOfMemory: return absl::ResourceExhaustedError(message);
     case kernels::StatusCode::kUnavailable: return absl::UnavailableError(message);
     case kernels::StatusCode::kInternal: return absl::InternalError(message);
+    case kernels::StatusCode::kFailedPrecondition: return absl::FailedPreconditionError(message);
     case kernels::StatusCode::kDeviceLost: {
       absl::Status lost = absl::InternalError(message);
       lost.SetPayload(absl::string_view(kDeviceLostPayload.data(), kDeviceLostPayload.size()), absl::Cord());

@@ -24,7 +24,7 @@ absl::StatusOr<std::uint64_t> RegisteredHostKeys::IngestKeys(const GpuJobEnv& en
   // Narrow keys land in scratch and widen into device_keys; the others convert in place.
   void* landing = widen ? scratch_[1].data() : device_keys;
   GPUSORT_RETURN_IF_KERNEL_ERROR(
-      kernels::CopyToDeviceAsync(landing, keys_.data(), count_ * key_bytes, slot.stream), "host to device");
+      kernels::CopyAnyAsync(landing, keys_.data(), count_ * key_bytes, slot.stream), "host to device");
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToDeviceAsync(or_and_device, or_and_host, kOrAndBytes, slot.stream),
                                  "host to device");
   GPUSORT_RETURN_IF_KERNEL_ERROR(
@@ -58,7 +58,7 @@ absl::Status RegisteredHostResults::EgressKeys(const GpuJobEnv& env, const KeyCo
                                                                  keys.data(), count, env.slot.stream),
                                    "key bits");
   }
-  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToHostAsync(keys_.data(), out, count * key_bytes, env.slot.stream),
+  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(keys_.data(), out, count * key_bytes, env.slot.stream),
                                  "device to host");
   return absl::OkStatus();
 }
@@ -76,7 +76,7 @@ absl::Status RegisteredHostResults::EgressPositions(const GpuJobEnv& env, kernel
         "widening positions");
     wide = wide_[0].data();
   }
-  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToHostAsync(positions_.data(), wide, count * 8, env.slot.stream),
+  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(positions_.data(), wide, count * 8, env.slot.stream),
                                  "device to host");
   return absl::OkStatus();
 }

@@ -2,6 +2,8 @@
 // cudaHostRegister, host_registration.h): the keys cross PCIe by DMA straight from and to the caller's
 // range and become ordered bits and back on the device, so that the host CPU never reads or writes
 // them. About 3 ms of device work for 64 MiB of keys, against ~15 ms through the staging buffers.
+// The same ends serve a caller's device memory imported into this process (a device region,
+// device_regions.h): the copies find their direction from the addresses, and stay on the GPU there.
 #pragma once
 
 #include <cstddef>

@@ -100,5 +100,8 @@ Status CopyToDeviceAsync(void* device_dst, const void* host_src, std::size_t byt
 Status CopyToHostAsync(void* host_dst, const void* device_src, std::size_t bytes, const Stream& stream);
 Status CopyOnDeviceAsync(void* device_dst, const void* device_src, std::size_t bytes,
                          const Stream& stream);
+// Either side in host or device memory, the direction found from the addresses (unified addressing):
+// for ranges that may lie in a caller's registered host memory or in its imported device memory.
+Status CopyAnyAsync(void* dst, const void* src, std::size_t bytes, const Stream& stream);
 
 }  // namespace gpusort::kernels

@@ -13,6 +13,7 @@ enum class StatusCode {
   kOutOfMemory,      // device or pinned memory could not be had
   kUnavailable,      // no usable device, driver missing or too old
   kInternal,         // any other CUDA error, with its name and text
+  kFailedPrecondition,  // the system is not in the state the call needs (a peer GPU it cannot reach)
   // A sticky CUDA error (an illegal address, a launch failure, an uncorrectable ECC error, ...): the
   // device's context is unusable for the rest of this process, every later CUDA call fails with the
   // same error, and only a new process recovers (kernels/src/cuda_status.h has the list).

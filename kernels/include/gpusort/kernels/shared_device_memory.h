@@ -1,0 +1,79 @@
+// Device memory shared between processes of one node as a file descriptor (CUDA's virtual memory
+// management: cuMemCreate with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, exported with
+// cuMemExportToShareableHandle). The server imports what a caller exported (ImportedDeviceMemory); tests
+// and callers make such memory with ExportableDeviceMemory.
+//
+// Why descriptors and not the legacy cudaIpcGetMemHandle handles: a legacy handle is 64 bytes anyone may
+// copy, and an exporter that frees the memory while an importer uses it leaves the importer with
+// undefined behaviour (CUDA's documentation of cudaIpcOpenMemHandle). An exported descriptor passes only
+// through SCM_RIGHTS, as the host regions' memfds do, and the physical memory is reference-counted: an
+// importer's mapping keeps it alive whatever the exporter frees or however it exits.
+//
+// The driver API is reached through the runtime (cudaGetDriverEntryPointByVersion), so that nothing
+// here links libcuda: builds and CPU-only runs on machines without the driver keep working.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gpusort/kernels/status.h"
+
+namespace gpusort::kernels {
+
+class ImportedDeviceMemory {
+ public:
+  ImportedDeviceMemory() = default;
+  ~ImportedDeviceMemory();
+  ImportedDeviceMemory(ImportedDeviceMemory&& other) noexcept;
+  ImportedDeviceMemory& operator=(ImportedDeviceMemory&& other) noexcept;
+  ImportedDeviceMemory(const ImportedDeviceMemory&) = delete;
+  ImportedDeviceMemory& operator=(const ImportedDeviceMemory&) = delete;
+
+  // Imports the allocation behind `fd` (not taken: the caller still closes it) and maps its first
+  // `bytes` into this process for reading and writing by `device`. INVALID_ARGUMENT when `fd` is not an
+  // exported CUDA allocation or the allocation is smaller than `bytes`; FAILED_PRECONDITION when the
+  // allocation lives on another GPU that `device` cannot reach (no peer access between them).
+  static Status Import(int fd, std::size_t bytes, int device, ImportedDeviceMemory* out);
+
+  void* data() const { return reinterpret_cast<void*>(address_); }
+  std::size_t size() const { return size_; }
+  int home_device() const { return home_device_; }  // the GPU the memory lives on, as this process numbers it
+
+ private:
+  void Reset();
+
+  std::uint64_t handle_ = 0;   // CUmemGenericAllocationHandle, 0 when empty
+  std::uint64_t address_ = 0;  // CUdeviceptr of the mapping
+  std::size_t mapped_ = 0;     // bytes mapped: size_ rounded up to the allocation granularity
+  std::size_t size_ = 0;
+  int home_device_ = -1;
+};
+
+// Device memory on `device`, made exportable as a descriptor: what a caller of the server allocates
+// (its keys and results), here for tests and benchmarks.
+class ExportableDeviceMemory {
+ public:
+  ExportableDeviceMemory() = default;
+  ~ExportableDeviceMemory();
+  ExportableDeviceMemory(ExportableDeviceMemory&& other) noexcept;
+  ExportableDeviceMemory& operator=(ExportableDeviceMemory&& other) noexcept;
+  ExportableDeviceMemory(const ExportableDeviceMemory&) = delete;
+  ExportableDeviceMemory& operator=(const ExportableDeviceMemory&) = delete;
+
+  static Status Allocate(std::size_t bytes, int device, ExportableDeviceMemory* out);
+  // A new descriptor for the allocation, which the caller owns (and closes once it has been sent).
+  Status ExportFd(int* fd) const;
+
+  void* data() const { return reinterpret_cast<void*>(address_); }
+  std::size_t size() const { return size_; }
+
+ private:
+  void Reset();
+
+  std::uint64_t handle_ = 0;
+  std::uint64_t address_ = 0;
+  std::size_t mapped_ = 0;
+  std::size_t size_ = 0;
+};
+
+}  // namespace gpusort::kernels

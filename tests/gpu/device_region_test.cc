@@ -1,0 +1,282 @@
+// Device regions end to end (issue 16; sort.proto, "Device memory"): this process plays the caller on the
+// same node. It allocates device memory exportable as a descriptor (kernels::ExportableDeviceMemory),
+// registers it with an in-process server on the CUDA backend over the shared-memory socket, names ranges
+// of it in Sort and TopK requests, and reads the answers back from the device to check them against
+// the references. Skips where no GPU is usable.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpusort/kernels/memory.h"
+#include "gpusort/kernels/runtime.h"
+#include "gpusort/kernels/shared_device_memory.h"
+#include "gpusort/shared_memory.h"
+#include "server/backend/cuda_backend.h"
+#include "tests/service/health_check.h"
+#include "tests/service/rpc_calls.h"
+#include "tests/service/shm_test_support.h"
+#include "tests/service/test_server.h"
+#include "tests/support/inputs.h"
+#include "tests/support/reference.h"
+
+namespace gpusort::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Device memory of this "caller", registered as a device region of `server`.
+class DeviceArray {
+ public:
+  DeviceArray(const TestServer& server, std::size_t bytes, int device = 0) {
+    const kernels::Status allocated = kernels::ExportableDeviceMemory::Allocate(bytes, device, &memory_);
+    if (!allocated.ok()) {
+      ADD_FAILURE() << "allocating exportable device memory: " << allocated.message();
+      return;
+    }
+    int fd = -1;
+    const kernels::Status exported = memory_.ExportFd(&fd);
+    if (!exported.ok()) {
+      ADD_FAILURE() << "exporting it: " << exported.message();
+      return;
+    }
+    auto registration = SharedMemoryRegistration::RegisterDeviceMemory(server.shm_socket(), fd, bytes);
+    close(fd);  // the server holds the memory from here on
+    status_ = registration.status();
+    if (registration.ok()) registration_ = *std::move(registration);
+  }
+
+  const absl::Status& status() const { return status_; }
+  v1::RegionRef Ref(std::size_t offset, std::size_t length) const { return registration_->Ref(offset, length); }
+  v1::RegionRef Whole() const { return Ref(0, memory_.size()); }
+  void Unregister() { registration_.reset(); }
+  void FreeOnTheCallersSide() { memory_ = kernels::ExportableDeviceMemory(); }
+
+  template <typename T>
+  void Put(const std::vector<T>& v, std::size_t offset = 0) {
+    Copy(static_cast<std::byte*>(memory_.data()) + offset, v.data(), v.size() * sizeof(T));
+  }
+  template <typename T>
+  std::vector<T> Get(std::size_t count, std::size_t offset = 0) const {
+    std::vector<T> v(count);
+    Copy(v.data(), static_cast<const std::byte*>(memory_.data()) + offset, count * sizeof(T));
+    return v;
+  }
+
+ private:
+  static void Copy(void* dst, const void* src, std::size_t bytes) {
+    kernels::Stream stream;
+    ASSERT_TRUE(kernels::Stream::Create(&stream).ok());
+    ASSERT_TRUE(kernels::CopyAnyAsync(dst, src, bytes, stream).ok());
+    ASSERT_TRUE(stream.Synchronize().ok());
+  }
+
+  kernels::ExportableDeviceMemory memory_;
+  std::unique_ptr<SharedMemoryRegistration> registration_;
+  absl::Status status_ = absl::UnknownError("not registered");
+};
+
+// A server on the CUDA backend with the shared-memory socket, or nullptr (and a skip) without a GPU.
+std::unique_ptr<TestServer> GpuServer() {
+  auto backend = MakeCudaBackend({});
+  if (!backend.ok()) return nullptr;
+  ServerConfig config = ShmConfig();
+  config.backend = "cuda";
+  return std::make_unique<TestServer>(config, std::move(*backend));
+}
+
+void ExpectServing(TestServer& server) {
+  EXPECT_EQ(CheckHealth(server.channel(), "gpusort.v1.SortService"), HealthStatus::SERVING);
+}
+
+#define GPU_SERVER_OR_SKIP(name)                                  \
+  std::unique_ptr<TestServer> name = GpuServer();                 \
+  if (name == nullptr) GTEST_SKIP() << "no usable GPU (CUDA backend did not start)"
+
+v1::SortRequest SortRequestOf(v1::DType dtype, v1::Order order, v1::Payload payload) {
+  v1::SortRequest request;
+  request.mutable_options()->set_dtype(dtype);
+  request.mutable_options()->set_order(order);
+  request.mutable_options()->set_payload(payload);
+  return request;
+}
+
+TEST(DeviceRegions, SortReadsAndWritesTheCallersDeviceMemory) {
+  GPU_SERVER_OR_SKIP(server);
+  // In place with indices (u32), and into another range of another region (floats with every special
+  // value, descending); sizes off powers of two.
+  for (std::size_t n : {std::size_t{1}, std::size_t{4097}, (std::size_t{1} << 20) + 3}) {
+    const auto keys = MakeInput<uint32_t>(Pattern::kRandom, n, n);
+    DeviceArray region(*server, n * 4 + 64);
+    DeviceArray indices(*server, n * 8);
+    ASSERT_TRUE(region.status().ok()) << region.status();
+    ASSERT_TRUE(indices.status().ok()) << indices.status();
+    region.Put(keys, 64);
+    v1::SortRequest request = SortRequestOf(v1::DTYPE_UINT32, v1::ORDER_ASCENDING, v1::PAYLOAD_INDICES);
+    *request.mutable_keys_region() = region.Ref(64, n * 4);
+    *request.mutable_output_region() = region.Ref(64, n * 4);
+    *request.mutable_indices_region() = indices.Ref(0, n * 8);
+    const CallResult call = CallSort(server->stub(), request, "device-sort-u32");
+    ASSERT_TRUE(call.status.ok()) << n << ": " << call.status.error_message();
+    EXPECT_EQ(call.info.backend(), v1::BACKEND_CUDA);
+    EXPECT_TRUE(call.keys.empty());
+    EXPECT_EQ(region.Get<uint32_t>(n, 64), ReferenceSort(keys, SortOrder::kAscending)) << n;
+    EXPECT_EQ(indices.Get<int64_t>(n), ReferenceStableArgsort(keys, SortOrder::kAscending)) << n;
+  }
+  const std::size_t n = (std::size_t{1} << 18) + 5;
+  const auto floats = MakeInput<float>(Pattern::kSpecials, n, 7);
+  DeviceArray in(*server, n * 4), out(*server, n * 4);
+  ASSERT_TRUE(in.status().ok() && out.status().ok());
+  in.Put(floats);
+  v1::SortRequest request = SortRequestOf(v1::DTYPE_FLOAT32, v1::ORDER_DESCENDING, v1::PAYLOAD_NONE);
+  *request.mutable_keys_region() = in.Whole();
+  *request.mutable_output_region() = out.Whole();
+  const CallResult call = CallSort(server->stub(), request, "device-sort-f32");
+  ASSERT_TRUE(call.status.ok()) << call.status.error_message();
+  EXPECT_TRUE(SameBits(out.Get<float>(n), ReferenceSort(floats, SortOrder::kDescending)));
+  EXPECT_TRUE(SameBits(in.Get<float>(n), floats)) << "the keys' own range was written";
+}
+
+template <typename T>
+void ExpectDeviceTopK(TestServer& server, v1::DType dtype, std::size_t rows, std::size_t length, std::size_t k,
+                      bool largest, Pattern pattern) {
+  const std::size_t n = rows * length, results = rows * k;
+  const auto keys = MakeInput<T>(pattern, n, n + k);
+  DeviceArray in(server, n * sizeof(T)), values(server, results * sizeof(T)), indices(server, results * 8);
+  ASSERT_TRUE(in.status().ok() && values.status().ok() && indices.status().ok()) << in.status();
+  in.Put(keys);
+  v1::TopKRequest request;
+  request.mutable_options()->set_dtype(dtype);
+  request.mutable_options()->set_k(k);
+  request.mutable_options()->set_rows(rows);
+  request.mutable_options()->set_largest(largest);
+  request.mutable_options()->set_sorted(true);
+  *request.mutable_keys_region() = in.Whole();
+  *request.mutable_values_region() = values.Whole();
+  *request.mutable_indices_region() = indices.Whole();
+  const std::string what = "rows=" + std::to_string(rows) + " length=" + std::to_string(length) +
+                           " k=" + std::to_string(k) + " " + PatternName(pattern);
+  const CallResult call = CallTopK(server.stub(), request, "device-top-k");
+  ASSERT_TRUE(call.status.ok()) << what << ": " << call.status.error_message();
+  EXPECT_EQ(call.info.backend(), v1::BACKEND_CUDA) << what;
+  const TopKAnswer<T> want = ReferenceTopK(keys, rows, k, largest);
+  EXPECT_TRUE(SameBits(values.Get<T>(results), want.values)) << what;
+  EXPECT_EQ(indices.Get<int64_t>(results), want.indices) << what;
+}
+
+TEST(DeviceRegions, TopKSelectsFromTheCallersDeviceMemory) {
+  GPU_SERVER_OR_SKIP(server);
+  for (Pattern pattern : {Pattern::kRandom, Pattern::kSpecials, Pattern::kFewDistinct}) {
+    // One long row (radix select; SMALL_K at 16 bits for bfloat16), many rows (SMALL_K), a k past
+    // SMALL_K's limit (sorted rows).
+    ExpectDeviceTopK<float>(*server, v1::DTYPE_FLOAT32, 1, (1 << 20) + 3, 200, true, pattern);
+    ExpectDeviceTopK<BFloat16>(*server, v1::DTYPE_BFLOAT16, 1, (1 << 20) + 5, 300, true, pattern);
+    ExpectDeviceTopK<BFloat16>(*server, v1::DTYPE_BFLOAT16, 128, 4099, 150, false, pattern);
+    ExpectDeviceTopK<int64_t>(*server, v1::DTYPE_INT64, 64, 3000, 2000, true, pattern);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(DeviceRegions, BadReferencesAndMixedKindsAreInvalidArgument) {
+  GPU_SERVER_OR_SKIP(server);
+  const std::size_t n = 4096;
+  DeviceArray device(*server, n * 4);
+  ASSERT_TRUE(device.status().ok()) << device.status();
+  auto host = SharedMemoryRegion::Create(server->shm_socket(), n * 4);
+  ASSERT_TRUE(host.ok()) << host.status();
+  auto refused = [&](v1::SortRequest request, const std::string& text) {
+    const CallResult call = CallSort(server->stub(), request, "device-bad");
+    EXPECT_EQ(call.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << text;
+    EXPECT_THAT(call.status.error_message(), HasSubstr(text));
+  };
+  v1::SortRequest request = SortRequestOf(v1::DTYPE_UINT32, v1::ORDER_ASCENDING, v1::PAYLOAD_NONE);
+  *request.mutable_keys_region() = device.Whole();
+  *request.mutable_output_region() = (*host)->Ref(0, n * 4);
+  refused(request, "all host memory or all device memory");
+  *request.mutable_output_region() = device.Ref(4, n * 4);
+  refused(request, "runs past the end");
+  *request.mutable_keys_region() = device.Ref(2, 4);
+  *request.mutable_output_region() = device.Ref(2, 4);
+  refused(request, "multiple of");
+  ExpectServing(*server);
+}
+
+TEST(DeviceRegions, WhatTheyDoNotTakeIsRefusedByName) {
+  GPU_SERVER_OR_SKIP(server);
+  const std::size_t n = 1 << 16;
+  DeviceArray device(*server, n * 4);
+  ASSERT_TRUE(device.status().ok()) << device.status();
+  v1::SortRequest request = SortRequestOf(v1::DTYPE_UINT32, v1::ORDER_ASCENDING, v1::PAYLOAD_NONE);
+  request.mutable_options()->set_algorithm(v1::ALGORITHM_MERGE);
+  *request.mutable_keys_region() = device.Whole();
+  *request.mutable_output_region() = device.Whole();
+  const CallResult call = CallSort(server->stub(), request, "device-merge");
+  EXPECT_EQ(call.status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_THAT(call.status.error_message(), HasSubstr("device regions"));
+
+  // A registration larger than the allocation behind the descriptor; and a memfd passed as device memory.
+  kernels::ExportableDeviceMemory small;
+  ASSERT_TRUE(kernels::ExportableDeviceMemory::Allocate(4096, 0, &small).ok());
+  int fd = -1;
+  ASSERT_TRUE(small.ExportFd(&fd).ok());
+  UniqueFd exported(fd);
+  auto too_big = SharedMemoryRegistration::RegisterDeviceMemory(server->shm_socket(), fd, std::size_t{1} << 30);
+  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kInvalidArgument) << too_big.status();
+  UniqueFd memfd = Memfd(4096);
+  auto not_device = SharedMemoryRegistration::RegisterDeviceMemory(server->shm_socket(), memfd.get(), 4096);
+  EXPECT_EQ(not_device.status().code(), absl::StatusCode::kInvalidArgument) << not_device.status();
+  EXPECT_THAT(std::string(not_device.status().message()), HasSubstr("not CUDA device memory"));
+  ExpectServing(*server);
+}
+
+// The caller frees its memory while registered: the server's import keeps the allocation alive, so its
+// requests still run (on memory no one else can reach now); once unregistered, the id is refused. The
+// server never faults.
+TEST(DeviceRegions, ACallerThatFreesOrUnregistersFailsOnlyItsOwnRequests) {
+  GPU_SERVER_OR_SKIP(server);
+  const std::size_t n = 1 << 20;
+  DeviceArray device(*server, n * 4);
+  ASSERT_TRUE(device.status().ok()) << device.status();
+  device.Put(MakeInput<uint32_t>(Pattern::kRandom, n, 3));
+  v1::SortRequest request = SortRequestOf(v1::DTYPE_UINT32, v1::ORDER_ASCENDING, v1::PAYLOAD_NONE);
+  *request.mutable_keys_region() = device.Whole();
+  *request.mutable_output_region() = device.Whole();
+  device.FreeOnTheCallersSide();
+  const CallResult after_free = CallSort(server->stub(), request, "device-after-free");
+  EXPECT_TRUE(after_free.status.ok()) << after_free.status.error_message();
+  device.Unregister();
+  const CallResult after_unregister = CallSort(server->stub(), request, "device-after-unregister");
+  EXPECT_EQ(after_unregister.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(after_unregister.status.error_message(), HasSubstr("not registered"));
+  ExpectServing(*server);
+}
+
+// Memory on another GPU of the node: the server (on GPU 0) maps it where peer access allows and sorts
+// it there; where it does not, the registration says so. One GPU: nothing to test.
+TEST(DeviceRegions, MemoryOnAnotherGpuIsServedOrRefusedSayingWhy) {
+  std::string why;
+  if (kernels::CountDevices(&why) < 2) GTEST_SKIP() << "this machine has fewer than 2 GPUs";
+  GPU_SERVER_OR_SKIP(server);
+  const std::size_t n = (1 << 20) + 1;
+  const auto keys = MakeInput<uint32_t>(Pattern::kRandom, n, 11);
+  DeviceArray other(*server, n * 4, /*device=*/1);
+  if (!other.status().ok()) {
+    EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition) << other.status();
+    EXPECT_THAT(std::string(other.status().message()), HasSubstr("peer access"));
+    return;
+  }
+  other.Put(keys);
+  v1::SortRequest request = SortRequestOf(v1::DTYPE_UINT32, v1::ORDER_ASCENDING, v1::PAYLOAD_NONE);
+  *request.mutable_keys_region() = other.Whole();
+  *request.mutable_output_region() = other.Whole();
+  const CallResult call = CallSort(server->stub(), request, "device-other-gpu");
+  ASSERT_TRUE(call.status.ok()) << call.status.error_message();
+  EXPECT_EQ(other.Get<uint32_t>(n), ReferenceSort(keys, SortOrder::kAscending));
+}
+
+}  // namespace
+}  // namespace gpusort::testing
