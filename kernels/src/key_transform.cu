@@ -96,21 +96,31 @@ Status Backward(KeyKind kind, bool complement, const void* in, void* out, std::s
 
 Status ToOrderedBitsAsync(KeyWidth width, KeyKind kind, bool complement, void* keys, std::size_t count,
                           std::uint64_t* or_and, const Stream& stream) {
+  return ToOrderedBitsCopyAsync(width, kind, complement, keys, keys, count, or_and, stream);
+}
+
+Status ToOrderedBitsCopyAsync(KeyWidth width, KeyKind kind, bool complement, const void* in, void* out,
+                              std::size_t count, std::uint64_t* or_and, const Stream& stream) {
   auto s = static_cast<cudaStream_t>(stream.native());
   switch (width) {
-    case KeyWidth::k16: return Forward<std::uint16_t, std::uint16_t>(kind, complement, keys, keys, count, or_and, s);
-    case KeyWidth::k32: return Forward<std::uint32_t, std::uint32_t>(kind, complement, keys, keys, count, or_and, s);
-    default: return Forward<std::uint64_t, std::uint64_t>(kind, complement, keys, keys, count, or_and, s);
+    case KeyWidth::k16: return Forward<std::uint16_t, std::uint16_t>(kind, complement, in, out, count, or_and, s);
+    case KeyWidth::k32: return Forward<std::uint32_t, std::uint32_t>(kind, complement, in, out, count, or_and, s);
+    default: return Forward<std::uint64_t, std::uint64_t>(kind, complement, in, out, count, or_and, s);
   }
 }
 
 Status FromOrderedBitsAsync(KeyWidth width, KeyKind kind, bool complement, void* keys, std::size_t count,
                             const Stream& stream) {
+  return FromOrderedBitsCopyAsync(width, kind, complement, keys, keys, count, stream);
+}
+
+Status FromOrderedBitsCopyAsync(KeyWidth width, KeyKind kind, bool complement, const void* in, void* out,
+                                std::size_t count, const Stream& stream) {
   auto s = static_cast<cudaStream_t>(stream.native());
   switch (width) {
-    case KeyWidth::k16: return Backward<std::uint16_t, std::uint16_t>(kind, complement, keys, keys, count, s);
-    case KeyWidth::k32: return Backward<std::uint32_t, std::uint32_t>(kind, complement, keys, keys, count, s);
-    default: return Backward<std::uint64_t, std::uint64_t>(kind, complement, keys, keys, count, s);
+    case KeyWidth::k16: return Backward<std::uint16_t, std::uint16_t>(kind, complement, in, out, count, s);
+    case KeyWidth::k32: return Backward<std::uint32_t, std::uint32_t>(kind, complement, in, out, count, s);
+    default: return Backward<std::uint64_t, std::uint64_t>(kind, complement, in, out, count, s);
   }
 }
 

@@ -127,6 +127,10 @@ Status CopyToHostAsync(void* host_dst, const void* device_src, std::size_t bytes
       cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, Native(stream)));
   return Status::Ok();
 }
+Status ZeroAsync(void* device_dst, std::size_t bytes, const Stream& stream) {
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(device_dst, 0, bytes, Native(stream)));
+  return Status::Ok();
+}
 Status CopyAnyAsync(void* dst, const void* src, std::size_t bytes, const Stream& stream) {
   GPUSORT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, Native(stream)));
   return Status::Ok();

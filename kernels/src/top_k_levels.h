@@ -33,6 +33,7 @@ inline Status CheckArgs(const TopKArgs& a, const char* name, const char* max_k_n
     return Status(StatusCode::kInvalidArgument, std::string(name) + " top-k: " + what);
   };
   if (a.key_width == KeyWidth::k16 && !takes_16_bit) return invalid("takes 32- or 64-bit keys, not 16-bit");
+  if (a.raw_keys) return invalid("takes ordered bits, not raw keys (raw_keys is RADIX_SELECT's)");
   if (a.key_width != KeyWidth::k32 && a.key_width != KeyWidth::k64 && a.key_width != KeyWidth::k16) {
     return invalid("unknown key width");
   }

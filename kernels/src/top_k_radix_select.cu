@@ -86,6 +86,19 @@ struct Plan {
   std::size_t sort_a = 0, sort_b = 0, sort_c = 0, sort_d = 0, offsets = 0, cub = 0, cub_bytes = 0, bytes = 0;
 };
 
+// What turns the row's keys into ordered bits as they are read: nothing for ordered bits, else the key
+// order of key_order.h written as two xors (see KeyDecode).
+template <typename Key>
+radix_select::KeyDecode<Key> DecodeOf(const TopKArgs& a) {
+  radix_select::KeyDecode<Key> d;
+  if (!a.raw_keys) return d;
+  constexpr Key kSign = Key{1} << (sizeof(Key) * 8 - 1);
+  if (a.raw_kind != KeyKind::kUnsigned) d.flip = kSign;
+  if (a.raw_kind == KeyKind::kFloat) d.negative = static_cast<Key>(~kSign);
+  if (a.raw_complement) d.flip = static_cast<Key>(~d.flip);
+  return d;
+}
+
 Status CheckArgs(const TopKArgs& a) {
   if (a.key_width != KeyWidth::k32 && a.key_width != KeyWidth::k64) {
     return Status(StatusCode::kInvalidArgument, "radix select top-k: unknown key width");
@@ -306,6 +319,7 @@ Status Select(const TopKArgs& args, void* temp, std::size_t temp_bytes, cudaStre
     job.sample_rank = p.sample_rank;
     job.out_keys = args.out_keys ? static_cast<Key*>(args.out_keys) + row0 * k : reinterpret_cast<Key*>(t + p.work_keys);
     job.out_pos = args.out_positions ? args.out_positions + row0 * k : reinterpret_cast<std::int64_t*>(t + p.work_pos);
+    job.decode = DecodeOf<Key>(args);
     const std::size_t per_row =
         n <= kOneBlockUpTo ? 1
                            : std::min((n + kKeysPerBlock - 1) / kKeysPerBlock, std::max<std::size_t>(1, target_blocks / b));

@@ -60,6 +60,7 @@ struct Job {
   std::uint32_t sample_rank = 0;    // 1-based rank of the sample taken as T
   Key* out_keys = nullptr;          // k a row
   std::int64_t* out_pos = nullptr;
+  KeyDecode<Key> decode;            // keys -> ordered bits as read (raw keys); zero: they already are
 };
 
 template <typename Key>
@@ -152,7 +153,7 @@ __global__ void __launch_bounds__(kSampleThreads) SampleKernel(Job<Key> job) {
 #pragma unroll
   for (int j = 0; j < kSamplesPerThread; ++j) {
     const unsigned long long i = threadIdx.x + j * kSampleThreads;
-    samples[j] = row[(2 * i + 1) * n / (2 * kSamples)];
+    samples[j] = job.decode(row[(2 * i + 1) * n / (2 * kSamples)]);
   }
   Key prefix = 0, mask = 0;
   std::uint32_t rem = job.sample_rank;
@@ -214,7 +215,7 @@ __global__ void __launch_bounds__(kThreads) FilterKernel(Job<Key> job) {
                                           job.cand_pos + static_cast<std::size_t>(r) * job.capacity, job.capacity};
   Key least = MaxKey<Key>();
   ForEachRowStep<Key, true>(job.keys + static_cast<std::size_t>(r) * n, n, blockIdx.x * kWarps + warp_in_block,
-                            gridDim.x * kWarps, [&](auto& keys, auto& pos, std::uint32_t valid) {
+                            gridDim.x * kWarps, job.decode, [&](auto& keys, auto& pos, std::uint32_t valid) {
                               constexpr int N = std::extent_v<std::remove_reference_t<decltype(keys)>>;
                               std::uint32_t take = 0;
 #pragma unroll
@@ -293,7 +294,7 @@ __global__ void __launch_bounds__(kThreads) PassKernel(Job<Key> job) {
                          count);
   } else {
     ForEachRowStep<Key, false>(job.keys + static_cast<std::size_t>(r) * job.row_length, job.row_length, warp,
-                               warps, count);
+                               warps, job.decode, count);
   }
   __syncthreads();
   if (gridDim.x > 1) {
@@ -394,7 +395,7 @@ __global__ void __launch_bounds__(kThreads) GatherKernel(Job<Key> job) {
                          gather);
   } else {
     ForEachRowStep<Key, false>(job.keys + static_cast<std::size_t>(r) * job.row_length, job.row_length, warp,
-                               warps, gather);
+                               warps, job.decode, gather);
   }
   append.Flush();
 }

@@ -30,9 +30,23 @@ __device__ __forceinline__ Key Unpack(const uint4& v, int e) {
 // the real ones) and is called by all 32 lanes together, so it may use warp collectives. The aligned
 // middle of the row is read in 16-byte vectors, kVectorsPerLane per lane in flight; the unaligned head
 // and tail (fewer than 2 * 16 bytes) go to warp 0. Warps [warp, warps) split the row.
+// How a row's keys become ordered bits as they are read (TopKArgs::raw_keys): bits ^ flip, and for keys
+// with the top bit set ^ negative as well (key_order.h: a float's sign flip, or all its bits when it is
+// negative; a signed key's sign bit; complemented for the largest first). All zero: the row already
+// holds ordered bits.
+template <typename Key>
+struct KeyDecode {
+  Key flip = 0;
+  Key negative = 0;
+  __device__ __forceinline__ Key operator()(Key bits) const {
+    const Key top = static_cast<Key>(Key{0} - static_cast<Key>(bits >> (sizeof(Key) * 8 - 1)));
+    return static_cast<Key>(bits ^ flip ^ (negative & top));
+  }
+};
+
 template <typename Key, bool kStreaming, typename Body>
 __device__ __forceinline__ void ForEachRowStep(const Key* row, std::uint32_t n, std::uint32_t warp,
-                                               std::uint32_t warps, Body&& body) {
+                                               std::uint32_t warps, KeyDecode<Key> decode, Body&& body) {
   constexpr int kPerVector = 16 / sizeof(Key);
   constexpr int kItems = kVectorsPerLane * kPerVector;
   constexpr std::uint32_t kStepVectors = 32 * kVectorsPerLane;
@@ -57,7 +71,7 @@ __device__ __forceinline__ void ForEachRowStep(const Key* row, std::uint32_t n, 
       const std::uint32_t index = first + j * 32 + lane;
 #pragma unroll
       for (int e = 0; e < kPerVector; ++e) {
-        keys[j * kPerVector + e] = Unpack<Key>(v[j], e);
+        keys[j * kPerVector + e] = decode(Unpack<Key>(v[j], e));
         pos[j * kPerVector + e] = head + index * kPerVector + e;
       }
       if (index < vectors) valid |= ((1u << kPerVector) - 1) << (j * kPerVector);
@@ -76,7 +90,7 @@ __device__ __forceinline__ void ForEachRowStep(const Key* row, std::uint32_t n, 
       pos[0] = tail_start + lane - head;
       valid = 1;
     }
-    if (valid) key[0] = row[pos[0]];
+    if (valid) key[0] = decode(row[pos[0]]);
     body(key, pos, valid);
   }
 }

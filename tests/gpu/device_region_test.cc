@@ -139,6 +139,21 @@ TEST(DeviceRegions, SortReadsAndWritesTheCallersDeviceMemory) {
   ASSERT_TRUE(call.status.ok()) << call.status.error_message();
   EXPECT_TRUE(SameBits(out.Get<float>(n), ReferenceSort(floats, SortOrder::kDescending)));
   EXPECT_TRUE(SameBits(in.Get<float>(n), floats)) << "the keys' own range was written";
+
+  // 16-bit keys (widened to 32 bits on the device and narrowed back into the caller's range), descending,
+  // with indices, in place.
+  const auto shorts = MakeInput<int16_t>(Pattern::kFewDistinct, n, 9);
+  DeviceArray narrow(*server, n * 2), narrow_indices(*server, n * 8);
+  ASSERT_TRUE(narrow.status().ok() && narrow_indices.status().ok());
+  narrow.Put(shorts);
+  v1::SortRequest narrow_request = SortRequestOf(v1::DTYPE_INT16, v1::ORDER_DESCENDING, v1::PAYLOAD_INDICES);
+  *narrow_request.mutable_keys_region() = narrow.Whole();
+  *narrow_request.mutable_output_region() = narrow.Whole();
+  *narrow_request.mutable_indices_region() = narrow_indices.Whole();
+  const CallResult narrow_call = CallSort(server->stub(), narrow_request, "device-sort-i16");
+  ASSERT_TRUE(narrow_call.status.ok()) << narrow_call.status.error_message();
+  EXPECT_EQ(narrow.Get<int16_t>(n), ReferenceSort(shorts, SortOrder::kDescending));
+  EXPECT_EQ(narrow_indices.Get<int64_t>(n), ReferenceStableArgsort(shorts, SortOrder::kDescending));
 }
 
 template <typename T>

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -281,6 +282,55 @@ TEST(RadixSelectTopKTest, BadArgumentsAreInvalid) {
   EXPECT_EQ(RadixSelectTopK(args, out.data(), bytes - 1, d.stream).code(), kernels::StatusCode::kInvalidArgument);
   args.keys = nullptr;
   EXPECT_EQ(RadixSelectTopK(args, out.data(), bytes, d.stream).code(), kernels::StatusCode::kInvalidArgument);
+}
+
+// Raw keys (TopKArgs::raw_keys): the kernel reads the caller's own keys of each kind and turns them into
+// ordered bits as it reads them; its answer is the reference's on those ordered bits (complemented for
+// the largest first), positions and keys alike.
+template <typename T>
+void RawKeysGiveTheOrderedBitsAnswer(kernels::KeyKind kind) {
+  using Key = OrderedBitsType<T>;
+  for (Pattern pattern : {Pattern::kRandom, Pattern::kSpecials, Pattern::kFewDistinct, Pattern::kSorted}) {
+    for (std::size_t n : {std::size_t{33}, std::size_t{4097}, (std::size_t{1} << 20) + 1}) {
+      const std::vector<T> values = MakeInput<T>(pattern, n, n);
+      for (bool complement : {false, true}) {
+        std::vector<Key> raw(n), ordered(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          std::memcpy(&raw[i], &values[i], sizeof(Key));
+          ordered[i] = static_cast<Key>(ToOrderedBits(values[i]) ^ (complement ? static_cast<Key>(~Key{0}) : Key{0}));
+        }
+        TopKFn select = [&](const kernels::TopKArgs& args, void* temp, std::size_t bytes, const kernels::Stream& s) {
+          kernels::TopKArgs raw_args = args;
+          raw_args.raw_keys = true;
+          raw_args.raw_kind = kind;
+          raw_args.raw_complement = complement;
+          return RadixSelectTopK(raw_args, temp, bytes, s);
+        };
+        for (std::size_t rows : {std::size_t{1}, std::size_t{3}}) {
+          if (n % rows != 0) continue;
+          for (std::size_t want_k : {std::size_t{1}, std::size_t{100}, std::size_t{3000}}) {
+            const std::size_t k = std::min(want_k, n / rows);
+            SCOPED_TRACE(PatternName(pattern) + " n=" + std::to_string(n) + " rows=" + std::to_string(rows) +
+                         " k=" + std::to_string(k) + (complement ? " complemented" : ""));
+            const TopKResult<Key> got = RunTopK<Key>(RadixSelectTopKTempBytes, select, raw, rows, k, true);
+            ASSERT_TRUE(got.status.ok()) << got.status.message();
+            const TopKResult<Key> want = ReferenceTopK(ordered, rows, k);
+            ASSERT_EQ(got.positions, want.positions);
+            ASSERT_EQ(got.keys, want.keys);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(RadixSelectTopKTest, RawKeysOfEveryKindAreOrderedAsTheyAreRead) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  RawKeysGiveTheOrderedBitsAnswer<float>(kernels::KeyKind::kFloat);
+  RawKeysGiveTheOrderedBitsAnswer<double>(kernels::KeyKind::kFloat);
+  RawKeysGiveTheOrderedBitsAnswer<std::int32_t>(kernels::KeyKind::kSigned);
+  RawKeysGiveTheOrderedBitsAnswer<std::int64_t>(kernels::KeyKind::kSigned);
+  RawKeysGiveTheOrderedBitsAnswer<std::uint32_t>(kernels::KeyKind::kUnsigned);
 }
 
 // 256M keys (torch.rand-like floats, so ~16 copies of every value), k = 100000, checked against a

@@ -87,6 +87,19 @@ TEST(SmallTopKTest, OtherKernelsRefuseSixteenBitKeys) {
   EXPECT_EQ(kernels::RadixSortTempBytes(sort, &bytes).code(), kernels::StatusCode::kInvalidArgument);
 }
 
+// Raw keys (TopKArgs::raw_keys) are RADIX_SELECT's alone; SMALL_K and THREAD_LISTS say so.
+TEST(SmallTopKTest, RawKeysAreRefusedByTheKernelsThatTakeOrderedBitsOnly) {
+  kernels::TopKArgs args;
+  args.row_length = 100;
+  args.k = 4;
+  args.raw_keys = true;
+  args.raw_kind = kernels::KeyKind::kFloat;
+  std::size_t bytes = 0;
+  EXPECT_EQ(kernels::SmallTopKTempBytes(args, &bytes).code(), kernels::StatusCode::kInvalidArgument);
+  EXPECT_EQ(kernels::ThreadListsTopKTempBytes(args, &bytes).code(), kernels::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(kernels::RadixSelectTopKTempBytes(args, &bytes).ok());
+}
+
 TEST(SmallTopKTest, BadArgumentsRefused) {
   SKIP_WITHOUT_KERNEL_DEVICE();
   testing::ExpectBadArgumentsRefused(kSmall);

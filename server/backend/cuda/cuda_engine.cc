@@ -214,19 +214,19 @@ class CudaEngine final : public Backend {
     if (spec.payload == SortPayload::kValues || IsComparisonSort(spec.algorithm) || spec.segmented()) {
       return Backend::SortPinned(spec, keys_in, buffers, cancellation, report);
     }
-    return RunRadixOnRegisteredRanges(spec, keys_in, buffers, cancellation, report);
+    return RunRadixOnRegisteredRanges(spec, keys_in, buffers, /*on_device=*/false, cancellation, report);
   }
 
-  // Keys and results in registered host memory or imported device memory: a radix sort whose copies
-  // go straight from and to the ranges.
+  // Keys and results in registered host memory or imported device memory (`on_device`): a radix sort
+  // whose copies go straight from and to the ranges.
   absl::Status RunRadixOnRegisteredRanges(const SortSpec& spec, std::span<const std::byte> keys_in,
-                                          const SortBuffers& buffers, const Cancellation& cancellation,
-                                          ExecutionReport& report) {
+                                          const SortBuffers& buffers, bool on_device,
+                                          const Cancellation& cancellation, ExecutionReport& report) {
     report.algorithm = Algorithm::kRadix;
     if (buffers.count == 0) return absl::OkStatus();
     RETURN_IF_ERROR(CheckGpuSortKeys(buffers.count));
-    RegisteredHostKeys source(keys_in, buffers.count);
-    RegisteredHostResults sink(buffers.keys, buffers.indices_out);
+    RegisteredHostKeys source(keys_in, buffers.count, on_device);
+    RegisteredHostResults sink(buffers.keys, buffers.indices_out, on_device);
     SortJob job(spec, Algorithm::kRadix, source, sink);
     return RunGpuJob(*context_, job, cancellation, report);
   }
@@ -243,7 +243,7 @@ class CudaEngine final : public Backend {
           "a Sort in device regions takes AUTO or RADIX, keys or indices, and no rows or segments; send the "
           "others through host memory");
     }
-    return RunRadixOnRegisteredRanges(spec, keys_in, buffers, cancellation, report);
+    return RunRadixOnRegisteredRanges(spec, keys_in, buffers, /*on_device=*/true, cancellation, report);
   }
 
   absl::Status RunTopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
@@ -255,8 +255,8 @@ class CudaEngine final : public Backend {
 
   absl::Status RunTopKInDeviceMemory(const TopKSpec& spec, const TopKBuffers& buffers,
                                      const Cancellation& cancellation, ExecutionReport& report) {
-    RegisteredHostKeys source(buffers.keys, buffers.count);
-    RegisteredHostResults sink(buffers.values_out, buffers.indices_out);
+    RegisteredHostKeys source(buffers.keys, buffers.count, /*on_device=*/true);
+    RegisteredHostResults sink(buffers.values_out, buffers.indices_out, /*on_device=*/true);
     return RunTopKBetween(spec, source, sink, cancellation, report);
   }
 

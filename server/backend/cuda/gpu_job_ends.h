@@ -59,6 +59,10 @@ class GpuKeySource {
   // A source whose keys already lie on this device as ordered bits lends the buffer holding them; the
   // job then sorts in it and needs no buffer or copy of its own. nullptr for the others.
   virtual kernels::DeviceAllocation* resident_keys() { return nullptr; }
+  // A source whose keys lie on this device as the caller's own keys (an imported device region) lends
+  // them, so that a kernel that reads raw keys (RADIX_SELECT, TopKArgs::raw_keys) selects where they
+  // are, with no copy. nullptr for the others.
+  virtual const void* raw_device_keys() const { return nullptr; }
   // Puts count() keys, as `coding`'s ordered bits, at `device_keys` and returns which bits vary
   // (OR ^ AND over them). May return with copies still queued on the slot's stream.
   virtual absl::StatusOr<std::uint64_t> IngestKeys(const GpuJobEnv& env, const KeyCoding& coding,

@@ -14,25 +14,31 @@ absl::StatusOr<std::uint64_t> RegisteredHostKeys::IngestKeys(const GpuJobEnv& en
   constexpr std::size_t kOrAndBytes = 2 * sizeof(std::uint64_t);
   const std::size_t key_bytes = coding.key_bytes();
   const bool widen = key_bytes < coding.device_key_bytes();
-  RETURN_IF_ERROR(env.context.AllocateAll(slot.stream, {kOrAndBytes, widen ? count_ * key_bytes : 0}, &scratch_));
+  const bool land = widen && !on_device_;  // host keys to widen land in scratch first
+  RETURN_IF_ERROR(env.context.AllocateAll(slot.stream, {kOrAndBytes, land ? count_ * key_bytes : 0}, &scratch_));
   // The OR/AND accumulator starts as {0, ~0}; it travels through the slot's first pinned buffer.
   auto* or_and_host = reinterpret_cast<std::uint64_t*>(slot.staging[0].data());
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.staging_free[0].Synchronize(), "waiting for a staging buffer");
   or_and_host[0] = 0;
   or_and_host[1] = ~std::uint64_t{0};
   auto* or_and_device = scratch_[0].as<std::uint64_t>();
-  // Narrow keys land in scratch and widen into device_keys; the others convert in place.
-  void* landing = widen ? scratch_[1].data() : device_keys;
-  GPUSORT_RETURN_IF_KERNEL_ERROR(
-      kernels::CopyAnyAsync(landing, keys_.data(), count_ * key_bytes, slot.stream), "host to device");
+  // Keys in device memory are read where they lie, converted as they are copied (one pass); host keys
+  // cross by DMA first, into scratch to widen from or into device_keys to convert in place.
+  const void* from = keys_.data();
+  if (!on_device_) {
+    void* landing = land ? scratch_[1].data() : device_keys;
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(landing, keys_.data(), count_ * key_bytes, slot.stream),
+                                   "host to device");
+    from = landing;
+  }
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToDeviceAsync(or_and_device, or_and_host, kOrAndBytes, slot.stream),
                                  "host to device");
   GPUSORT_RETURN_IF_KERNEL_ERROR(
-      widen ? kernels::WidenToOrderedBitsAsync(key_bytes, coding.kind(), coding.complement, landing,
+      widen ? kernels::WidenToOrderedBitsAsync(key_bytes, coding.kind(), coding.complement, from,
                                                static_cast<std::uint32_t*>(device_keys), count_, or_and_device,
                                                slot.stream)
-            : kernels::ToOrderedBitsAsync(coding.width(), coding.kind(), coding.complement, device_keys, count_,
-                                          or_and_device, slot.stream),
+            : kernels::ToOrderedBitsCopyAsync(coding.width(), coding.kind(), coding.complement, from, device_keys,
+                                              count_, or_and_device, slot.stream),
       "ordered bits");
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToHostAsync(or_and_host, or_and_device, kOrAndBytes, slot.stream),
                                  "device to host");
@@ -45,6 +51,16 @@ absl::StatusOr<std::uint64_t> RegisteredHostKeys::IngestKeys(const GpuJobEnv& en
 absl::Status RegisteredHostResults::EgressKeys(const GpuJobEnv& env, const KeyCoding& coding,
                                                kernels::DeviceAllocation& keys, std::size_t count) {
   const std::size_t key_bytes = coding.key_bytes();
+  if (on_device_) {  // converted straight into the caller's device range: one pass, no copy
+    GPUSORT_RETURN_IF_KERNEL_ERROR(
+        key_bytes < coding.device_key_bytes()
+            ? kernels::NarrowFromOrderedBitsAsync(key_bytes, coding.kind(), coding.complement,
+                                                  keys.as<std::uint32_t>(), keys_.data(), count, env.slot.stream)
+            : kernels::FromOrderedBitsCopyAsync(coding.width(), coding.kind(), coding.complement, keys.data(),
+                                                keys_.data(), count, env.slot.stream),
+        "key bits");
+    return absl::OkStatus();
+  }
   const void* out = keys.data();
   if (key_bytes < coding.device_key_bytes()) {
     RETURN_IF_ERROR(env.context.AllocateAll(env.slot.stream, {count * key_bytes}, &narrow_));
@@ -66,6 +82,13 @@ absl::Status RegisteredHostResults::EgressKeys(const GpuJobEnv& env, const KeyCo
 absl::Status RegisteredHostResults::EgressPositions(const GpuJobEnv& env, kernels::DeviceAllocation& positions,
                                                     std::size_t count, PositionWidth width) {
   const void* wide = positions.data();
+  if (width == PositionWidth::kU32 && on_device_) {  // widened straight into the caller's device range
+    GPUSORT_RETURN_IF_KERNEL_ERROR(
+        kernels::TakeRowPrefixesAsync(kernels::KeyWidth::k32, nullptr, positions.as<std::uint32_t>(), 1, count,
+                                      count, nullptr, positions_.data(), env.slot.stream),
+        "widening positions");
+    return absl::OkStatus();
+  }
   if (width == PositionWidth::kU32) {
     // uint32 positions widen to the API's int64 on the device: one row whose first `count` entries are
     // all of it (the keys argument is only read for out_keys, which is not asked for).

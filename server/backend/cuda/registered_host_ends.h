@@ -17,13 +17,17 @@ namespace gpusort {
 
 class RegisteredHostKeys final : public GpuKeySource {
  public:
-  RegisteredHostKeys(std::span<const std::byte> keys, std::size_t count) : keys_(keys), count_(count) {}
+  // `on_device`: the keys lie in an imported device region (so they may be read where they are).
+  RegisteredHostKeys(std::span<const std::byte> keys, std::size_t count, bool on_device = false)
+      : keys_(keys), count_(count), on_device_(on_device) {}
   std::size_t count() const override { return count_; }
+  const void* raw_device_keys() const override { return on_device_ ? keys_.data() : nullptr; }
   absl::StatusOr<std::uint64_t> IngestKeys(const GpuJobEnv& env, const KeyCoding& coding, void* device_keys) override;
 
  private:
   std::span<const std::byte> keys_;
   std::size_t count_;
+  bool on_device_;
   // The device's OR/AND accumulator and, for narrow keys, their copy before they widen (until the job ends).
   std::vector<kernels::DeviceAllocation> scratch_;
 };
@@ -32,8 +36,9 @@ class RegisteredHostKeys final : public GpuKeySource {
 // slower).
 class RegisteredHostResults final : public GpuResultSink {
  public:
-  RegisteredHostResults(std::span<std::byte> keys, std::span<std::int64_t> positions)
-      : keys_(keys), positions_(positions) {}
+  // `on_device`: the ranges lie in an imported device region (written in place by the conversions).
+  RegisteredHostResults(std::span<std::byte> keys, std::span<std::int64_t> positions, bool on_device = false)
+      : keys_(keys), positions_(positions), on_device_(on_device) {}
   absl::Status EgressKeys(const GpuJobEnv& env, const KeyCoding& coding, kernels::DeviceAllocation& keys,
                           std::size_t count) override;
   absl::Status EgressPositions(const GpuJobEnv& env, kernels::DeviceAllocation& positions, std::size_t count,
@@ -42,6 +47,7 @@ class RegisteredHostResults final : public GpuResultSink {
  private:
   std::span<std::byte> keys_;
   std::span<std::int64_t> positions_;
+  bool on_device_;
   std::vector<kernels::DeviceAllocation> wide_;  // uint32 positions widened on the device, until the job ends
   std::vector<kernels::DeviceAllocation> narrow_;  // narrow keys back from their 32-bit ordered bits
 };

@@ -36,7 +36,9 @@ absl::Status TopKJob::Egress(const GpuJobEnv& env) {
 TopKSelectJob::TopKSelectJob(const TopKSpec& spec, Algorithm algorithm, GpuKeySource& source, GpuResultSink& sink)
     : TopKJob(spec, SelectionCoding(spec, algorithm, source), source, sink),
       algorithm_(algorithm),
-      selection_(SelectionOf(algorithm)) {}
+      selection_(SelectionOf(algorithm)),
+      reads_in_place_(algorithm == Algorithm::kRadixSelect && source.raw_device_keys() != nullptr &&
+                      coding_.key_bytes() >= 4) {}
 
 absl::Status TopKSelectJob::Allocate(const GpuJobEnv& env) {
   args_.key_width = coding_.width();
@@ -44,19 +46,30 @@ absl::Status TopKSelectJob::Allocate(const GpuJobEnv& env) {
   args_.row_length = row_length();
   args_.k = spec_.k;
   args_.sorted = spec_.sorted;
+  args_.raw_keys = reads_in_place_;
+  args_.raw_kind = coding_.kind();
+  args_.raw_complement = coding_.complement;
   GPUSORT_RETURN_IF_KERNEL_ERROR(selection_.temp_bytes(args_, &temp_bytes_), "sizing the top-k");
-  RETURN_IF_ERROR(AllocateBuffers(env, {{&keys_, count() * coding_.device_key_bytes()},
+  RETURN_IF_ERROR(AllocateBuffers(env, {{&keys_, reads_in_place_ ? 0 : count() * coding_.device_key_bytes()},
                                         out_keys_request(),
                                         out_positions_request(),
                                         {&temp_, temp_bytes_}}));
-  args_.keys = keys_.data();
+  args_.keys = reads_in_place_ ? source_.raw_device_keys() : keys_.data();
   args_.out_keys = spec_.wants_values() ? out_keys_.data() : nullptr;
   args_.out_positions = spec_.wants_indices() ? out_positions_.as<std::int64_t>() : nullptr;
   return absl::OkStatus();
 }
 
 absl::Status TopKSelectJob::Ingest(const GpuJobEnv& env) {
-  return source_.IngestKeys(env, coding_, keys_.data()).status();  // the kernels find their own bits
+  if (!reads_in_place_) return source_.IngestKeys(env, coding_, keys_.data()).status();  // kernels find their bits
+  // The caller may write its keys while the kernel's passes read them: the answer may then be wrong
+  // (the proto allows that), but it must never carry another request's bytes from the pool, so every
+  // result slot starts at zero.
+  for (kernels::DeviceAllocation* out : {&out_keys_, &out_positions_}) {
+    if (out->data() == nullptr) continue;
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::ZeroAsync(out->data(), out->size(), env.slot.stream), "clearing results");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status TopKSelectJob::Launch(const GpuJobEnv& env) {

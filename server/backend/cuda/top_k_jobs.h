@@ -54,6 +54,9 @@ class TopKSelectJob final : public TopKJob {
  private:
   const Algorithm algorithm_;
   const TopKSelection selection_;
+  // RADIX_SELECT over keys lent where they lie (GpuKeySource::raw_device_keys), 32 or 64 bits: the
+  // kernel reads the caller's keys itself, turning them into ordered bits as it goes; nothing is copied.
+  const bool reads_in_place_;
   kernels::TopKArgs args_;
   std::size_t temp_bytes_ = 0;
   kernels::DeviceAllocation keys_, temp_;

@@ -25,6 +25,13 @@ Status ToOrderedBitsAsync(KeyWidth width, KeyKind kind, bool complement, void* k
 Status FromOrderedBitsAsync(KeyWidth width, KeyKind kind, bool complement, void* keys, std::size_t count,
                             const Stream& stream);
 
+// Both out of place, `in` left as it is: one pass that copies and converts (keys in a caller's device
+// region into a job's buffer, and the answer back into the caller's output range).
+Status ToOrderedBitsCopyAsync(KeyWidth width, KeyKind kind, bool complement, const void* in, void* out,
+                              std::size_t count, std::uint64_t* or_and, const Stream& stream);
+Status FromOrderedBitsCopyAsync(KeyWidth width, KeyKind kind, bool complement, const void* in, void* out,
+                                std::size_t count, const Stream& stream);
+
 // Narrow keys (key_bytes 1 or 2) at `narrow` -> their ordered bits, complemented within the key's
 // width when `complement`, zero-extended to 32 bits at `wide` (another buffer), so that the 32-bit
 // kernels serve them. or_and as for ToOrderedBitsAsync.

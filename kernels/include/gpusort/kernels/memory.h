@@ -103,5 +103,7 @@ Status CopyOnDeviceAsync(void* device_dst, const void* device_src, std::size_t b
 // Either side in host or device memory, the direction found from the addresses (unified addressing):
 // for ranges that may lie in a caller's registered host memory or in its imported device memory.
 Status CopyAnyAsync(void* dst, const void* src, std::size_t bytes, const Stream& stream);
+// Sets `bytes` of device memory to zero.
+Status ZeroAsync(void* device_dst, std::size_t bytes, const Stream& stream);
 
 }  // namespace gpusort::kernels

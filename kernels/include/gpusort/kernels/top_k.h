@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gpusort/kernels/key_order.h"
 #include "gpusort/kernels/radix_sort.h"
 #include "gpusort/kernels/runtime.h"
 #include "gpusort/kernels/status.h"
@@ -37,6 +38,13 @@ struct TopKArgs {
   const void* keys = nullptr;              // rows * row_length uint32_t or uint64_t ordered bits, row-major
   void* out_keys = nullptr;                // null, or rows * k ordered bits of the same width
   std::int64_t* out_positions = nullptr;   // null, or rows * k positions within the row
+  // RADIX_SELECT only (the others refuse it): `keys` are the caller's own keys of `raw_kind`, 32 or 64
+  // bits, not ordered bits; the kernel turns each into its ordered bits (complemented when
+  // `raw_complement`: largest first) as it reads it, so keys lying in a caller's memory are read where
+  // they are and never copied. out_keys still receives ordered bits.
+  bool raw_keys = false;
+  KeyKind raw_kind = KeyKind::kUnsigned;
+  bool raw_complement = false;
 };
 
 // RADIX_SELECT: histogram passes over the key bits, each narrowing the candidates to the one digit
