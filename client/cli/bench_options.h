@@ -15,7 +15,7 @@
 namespace gpusort::cli {
 
 enum class BenchMethod { kSort, kTopK, kEcho };
-enum class BenchTransport { kUnary, kStream, kShm };
+enum class BenchTransport { kUnary, kStream, kShm, kDevice };
 
 inline std::string MethodName(BenchMethod m) {
   switch (m) {
@@ -31,6 +31,7 @@ inline std::string TransportName(BenchTransport t) {
     case BenchTransport::kUnary: return "unary";
     case BenchTransport::kStream: return "stream";
     case BenchTransport::kShm: return "shm";
+    case BenchTransport::kDevice: return "device";
   }
   return "?";
 }
@@ -89,6 +90,10 @@ inline absl::Status ValidateBenchConfig(const BenchConfig& c) {
     return invalid("echo has no shared-memory form: it measures gRPC itself");
   if (c.transport == BenchTransport::kShm && c.shm_socket.empty())
     return invalid("--transport shm needs --shm-socket: the path of the server's --shm-socket");
+  if (c.method == BenchMethod::kEcho && c.transport == BenchTransport::kDevice)
+    return invalid("echo has no device-memory form: it measures gRPC itself");
+  if (c.transport == BenchTransport::kDevice && c.shm_socket.empty())
+    return invalid("--transport device needs --shm-socket: the path of the server's --shm-socket");
   if (c.rate < 0) return invalid("--rate must be positive");
   if (c.rate > 0 && c.max_inflight < 1) return invalid("--max-inflight must be at least 1");
   if (c.rate == 0 && c.concurrency.empty()) return invalid("no concurrency level given");

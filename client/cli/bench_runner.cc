@@ -15,9 +15,12 @@
 #include <thread>
 #include <type_traits>
 
+#include <unistd.h>
+
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
+#include "client/cli/bench_device_memory.h"
 #include "client/cli/dtype_names.h"
 #include "client/cli/generate.h"
 #include "client/cli/key_order.h"
@@ -40,6 +43,13 @@ struct ShmSlot {
   const char* payload = nullptr;  // whose keys are at the region's start
 };
 
+// --transport device: the same in device memory of this node, registered as a device region.
+struct DeviceSlot {
+  std::unique_ptr<BenchDeviceMemory> memory;
+  std::unique_ptr<SharedMemoryRegistration> registration;
+  const char* payload = nullptr;
+};
+
 // One connection to the server, with what the chosen method calls on it.
 struct Connection {
   std::unique_ptr<Client> client;                // sort, topk
@@ -47,6 +57,7 @@ struct Connection {
   ClientOptions echo_options;                    // echo: the metadata its calls carry
   std::mutex shm_mutex;                          // --transport shm: regions not in use by a call
   std::vector<ShmSlot> shm_free;                 // (destroyed before the client that registered them)
+  std::vector<DeviceSlot> device_free;           // --transport device, under shm_mutex too
 };
 
 // The server(s), load balancing, TLS and token of the run, as every connection dials them.
@@ -214,18 +225,50 @@ absl::StatusOr<Answer> RunEchoStream(const BenchConfig& config, Connection& c, s
   return answer;
 }
 
+// Where one call's keys and answers lie in a region: keys at 0, the answer and the indices after them,
+// each 64-byte aligned.
+struct RegionLayout {
+  std::size_t key_bytes, out_offset, value_bytes, index_offset, index_bytes;
+  std::size_t bytes() const { return index_offset + std::max<std::size_t>(index_bytes, 1); }
+};
+
+RegionLayout LayoutFor(const BenchConfig& config, std::size_t key_bytes) {
+  RegionLayout l;
+  l.key_bytes = key_bytes;
+  l.out_offset = (key_bytes + 63) / 64 * 64;
+  const std::size_t results = config.method == BenchMethod::kTopK ? config.k : key_bytes / ElementSize(config.dtype);
+  l.value_bytes = results * ElementSize(config.dtype);
+  l.index_offset = l.out_offset + (l.value_bytes + 63) / 64 * 64;
+  l.index_bytes = config.argsort ? results * sizeof(int64_t) : 0;
+  return l;
+}
+
+// One Sort or TopK naming ranges of a registered region laid out as `l`.
+absl::StatusOr<v1::ExecutionInfo> CallOnRegion(const BenchConfig& config, Client& client, const RegionLayout& l,
+                                               const std::function<v1::RegionRef(std::size_t, std::size_t)>& ref) {
+  const v1::RegionRef in = ref(0, l.key_bytes);
+  const v1::RegionRef out = ref(l.out_offset, l.value_bytes);
+  const v1::RegionRef indices = ref(l.index_offset, l.index_bytes);
+  if (config.method == BenchMethod::kTopK) {
+    TopKOptions options;
+    options.k = config.k;
+    options.output = config.argsort ? v1::TOPK_OUTPUT_VALUES_AND_INDICES : v1::TOPK_OUTPUT_VALUES;
+    options.algorithm = config.algorithm;
+    return client.TopKInRegion(config.dtype, options, in, &out, config.argsort ? &indices : nullptr);
+  }
+  SortOptions options;
+  options.descending = config.descending;
+  options.algorithm = config.algorithm;
+  return client.SortInRegion(config.dtype, options, config.argsort ? v1::PAYLOAD_INDICES : v1::PAYLOAD_NONE, in, out,
+                             config.argsort ? &indices : nullptr);
+}
+
 // --transport shm: the keys already lie in a registered region (each region is filled with its payload
 // once, outside the timing of later calls), so a call moves no array over the socket, as a caller that
 // builds its arrays in shared memory would see. Each call in flight has a region of its own, for its
 // answer. The answer is copied out only for --check.
 absl::StatusOr<Answer> RunShmRequest(const BenchConfig& config, Connection& c, std::string_view keys) {
-  const std::size_t key_bytes = keys.size();
-  const std::size_t out_offset = (key_bytes + 63) / 64 * 64;
-  const std::size_t results =
-      config.method == BenchMethod::kTopK ? config.k : key_bytes / ElementSize(config.dtype);
-  const std::size_t value_bytes = results * ElementSize(config.dtype);
-  const std::size_t index_offset = out_offset + (value_bytes + 63) / 64 * 64;
-  const std::size_t index_bytes = config.argsort ? results * sizeof(int64_t) : 0;
+  const RegionLayout l = LayoutFor(config, keys.size());
   ShmSlot slot;
   {
     std::lock_guard lock(c.shm_mutex);
@@ -238,34 +281,21 @@ absl::StatusOr<Answer> RunShmRequest(const BenchConfig& config, Connection& c, s
     }
   }
   if (slot.region == nullptr) {
-    auto region = c.client->CreateSharedMemory(index_offset + std::max<std::size_t>(index_bytes, 1));
+    auto region = c.client->CreateSharedMemory(l.bytes());
     if (!region.ok()) return region.status();
     slot.region = std::move(*region);
     slot.payload = keys.data();
-    std::memcpy(slot.region->data(), keys.data(), key_bytes);
+    std::memcpy(slot.region->data(), keys.data(), keys.size());
   }
-  const v1::RegionRef in = slot.region->Ref(0, key_bytes);
-  const v1::RegionRef out = slot.region->Ref(out_offset, value_bytes);
-  const v1::RegionRef indices = slot.region->Ref(index_offset, index_bytes);
-  absl::StatusOr<v1::ExecutionInfo> info;
-  if (config.method == BenchMethod::kTopK) {
-    TopKOptions options;
-    options.k = config.k;
-    options.output = config.argsort ? v1::TOPK_OUTPUT_VALUES_AND_INDICES : v1::TOPK_OUTPUT_VALUES;
-    options.algorithm = config.algorithm;
-    info = c.client->TopKInRegion(config.dtype, options, in, &out, config.argsort ? &indices : nullptr);
-  } else {
-    SortOptions options;
-    options.descending = config.descending;
-    options.algorithm = config.algorithm;
-    info = c.client->SortInRegion(config.dtype, options, config.argsort ? v1::PAYLOAD_INDICES : v1::PAYLOAD_NONE,
-                                  in, out, config.argsort ? &indices : nullptr);
-  }
+  const absl::StatusOr<v1::ExecutionInfo> info =
+      CallOnRegion(config, *c.client, l, [&](std::size_t offset, std::size_t length) {
+        return slot.region->Ref(offset, length);
+      });
   Answer answer;
   if (info.ok() && config.check) {
     const char* base = reinterpret_cast<const char*>(slot.region->data());
-    answer.keys.assign(base + out_offset, value_bytes);
-    answer.indices.assign(base + index_offset, index_bytes);
+    answer.keys.assign(base + l.out_offset, l.value_bytes);
+    answer.indices.assign(base + l.index_offset, l.index_bytes);
   }
   {
     std::lock_guard lock(c.shm_mutex);
@@ -275,8 +305,67 @@ absl::StatusOr<Answer> RunShmRequest(const BenchConfig& config, Connection& c, s
   return answer;
 }
 
+// A device slot for `keys`: exportable device memory holding them, registered as a device region.
+absl::StatusOr<DeviceSlot> NewDeviceSlot(const BenchConfig& config, const RegionLayout& l, std::string_view keys) {
+  DeviceSlot slot;
+  auto memory = BenchDeviceMemory::Allocate(l.bytes());
+  if (!memory.ok()) return memory.status();
+  slot.memory = *std::move(memory);
+  if (absl::Status s = slot.memory->Write(0, keys.data(), keys.size()); !s.ok()) return s;
+  absl::StatusOr<int> fd = slot.memory->ExportFd();
+  if (!fd.ok()) return fd.status();
+  auto registration = SharedMemoryRegistration::RegisterDeviceMemory(config.shm_socket, *fd, l.bytes());
+  close(*fd);
+  if (!registration.ok()) return registration.status();
+  slot.registration = *std::move(registration);
+  slot.payload = keys.data();
+  return slot;
+}
+
+// --transport device: as --transport shm, with the keys in device memory of this node (filled once per
+// slot, outside the timing of later calls); the answers are read back from the device only for --check.
+absl::StatusOr<Answer> RunDeviceRequest(const BenchConfig& config, Connection& c, std::string_view keys) {
+  const RegionLayout l = LayoutFor(config, keys.size());
+  DeviceSlot slot;
+  {
+    std::lock_guard lock(c.shm_mutex);
+    for (auto it = c.device_free.begin(); it != c.device_free.end(); ++it) {
+      if (it->payload == keys.data()) {
+        slot = std::move(*it);
+        c.device_free.erase(it);
+        break;
+      }
+    }
+  }
+  if (slot.memory == nullptr) {
+    absl::StatusOr<DeviceSlot> fresh = NewDeviceSlot(config, l, keys);
+    if (!fresh.ok()) return fresh.status();
+    slot = *std::move(fresh);
+  }
+  const absl::StatusOr<v1::ExecutionInfo> info =
+      CallOnRegion(config, *c.client, l, [&](std::size_t offset, std::size_t length) {
+        return slot.registration->Ref(offset, length);
+      });
+  Answer answer;
+  absl::Status read = absl::OkStatus();
+  if (info.ok() && config.check) {
+    answer.keys.resize(l.value_bytes);
+    answer.indices.resize(l.index_bytes);
+    read = slot.memory->Read(l.out_offset, answer.keys.data(), l.value_bytes);
+    if (read.ok()) read = slot.memory->Read(l.index_offset, answer.indices.data(), l.index_bytes);
+  }
+  {
+    std::lock_guard lock(c.shm_mutex);
+    c.device_free.push_back(std::move(slot));
+  }
+  if (!info.ok()) return info.status();
+  if (!read.ok()) return read;
+  return answer;
+}
+
 RequestFn ChooseRequest(const BenchConfig& config) {
   if (config.transport == BenchTransport::kShm) return RunShmRequest;
+  if (config.transport == BenchTransport::kDevice) return RunDeviceRequest;
   switch (config.method) {
     case BenchMethod::kSort: return RunSort;
     case BenchMethod::kTopK: return RunTopK;

@@ -36,8 +36,8 @@ void AddSecurityFlags(CLI::App* app, SecurityFlags* f) {
 
 void AddShmSocketFlag(CLI::App* app, std::string* path) {
   app->add_option("--shm-socket", *path,
-                  "--transport shm: the server's shared-memory socket (its --shm-socket path); the server "
-                  "must be on this host")
+                  "--transport shm or device: the server's shared-memory socket (its --shm-socket path); "
+                  "the server must be on this host")
       ->envname("GPUSORT_SHM_SOCKET");
 }
 

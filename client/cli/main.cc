@@ -282,8 +282,10 @@ int main(int argc, char** argv) {
   bench->add_option("--method", bench_method, "sort, topk (the k largest) or echo (gRPC alone)")
       ->check(CLI::IsMember({"sort", "topk", "echo"}))
       ->capture_default_str();
-  bench->add_option("--transport", bench_transport, "unary, stream or shm")
-      ->check(CLI::IsMember({"unary", "stream", "shm"}))
+  bench->add_option("--transport", bench_transport,
+                    "unary, stream, shm (shared memory), or device (the keys in GPU memory of this node, "
+                    "registered as a device region; needs a gpusort built with CUDA)")
+      ->check(CLI::IsMember({"unary", "stream", "shm", "device"}))
       ->capture_default_str();
   AddShmSocketFlag(bench, &bench_config.shm_socket);
   bench->add_option("-k", bench_config.k, "topk: how many")->capture_default_str();
@@ -442,7 +444,7 @@ int main(int argc, char** argv) {
         {"sort", BenchMethod::kSort}, {"topk", BenchMethod::kTopK}, {"echo", BenchMethod::kEcho}};
     static const std::map<std::string, BenchTransport> kTransports = {
         {"unary", BenchTransport::kUnary}, {"stream", BenchTransport::kStream},
-        {"shm", BenchTransport::kShm}};
+        {"shm", BenchTransport::kShm}, {"device", BenchTransport::kDevice}};
     bench_config.method = kMethods.at(bench_method);
     bench_config.transport = kTransports.at(bench_transport);
     bench_config.algorithm = ParseAlgorithmFlag(bench_algorithm);

@@ -247,6 +247,34 @@ TEST_F(BenchEndToEnd, ArgsortAndTopKOverSharedMemoryAnswerRight) {
   ExpectClean(RunBench(topk));
 }
 
+// --transport device: on a GPU server (GPUSORT_TEST_BACKEND=cuda, on the GPU machine) every answer is
+// right; elsewhere the run fails up front saying why (no CUDA in this build, no GPU here, or a server
+// without device regions), rather than counting one error per request.
+TEST_F(BenchEndToEnd, DeviceMemoryAnswersRightOnAGpuServerAndSaysWhyElsewhere) {
+  BenchConfig argsort = Config(BenchMethod::kSort, BenchTransport::kDevice);
+  argsort.argsort = true;
+  argsort.dtype = v1::DTYPE_FLOAT32;
+  argsort.distribution = "bits";
+  BenchConfig topk = Config(BenchMethod::kTopK, BenchTransport::kDevice);
+  topk.argsort = true;
+  topk.k = 33;
+  for (const BenchConfig& config : {argsort, topk}) {
+    auto rows = RunBench(config);
+    if (testing::TestingCuda()) {
+      ExpectClean(rows);
+      continue;
+    }
+    ASSERT_FALSE(rows.ok()) << "a device run on a CPU server should fail up front";
+    EXPECT_THAT(rows.status().code(),
+                ::testing::AnyOf(absl::StatusCode::kUnimplemented, absl::StatusCode::kFailedPrecondition))
+        << rows.status();
+    EXPECT_THAT(std::string(rows.status().message()),
+                ::testing::AnyOf(HasSubstr("built with CUDA"), HasSubstr("no usable GPU"),
+                                 HasSubstr("device regions need a GPU server")))
+        << rows.status();
+  }
+}
+
 TEST_F(BenchEndToEnd, EchoUnaryAndStreamReturnTheBytes) {
   for (BenchTransport t : {BenchTransport::kUnary, BenchTransport::kStream}) {
     SCOPED_TRACE(TransportName(t));
@@ -350,6 +378,15 @@ TEST(BenchErrors, ConfigurationsThatCannotRunFailUpFront) {
   BenchConfig shm_without_socket;
   shm_without_socket.transport = BenchTransport::kShm;
   EXPECT_THAT(RunBench(shm_without_socket).status().message(), HasSubstr("--shm-socket"));
+
+  BenchConfig device_echo;
+  device_echo.method = BenchMethod::kEcho;
+  device_echo.transport = BenchTransport::kDevice;
+  device_echo.shm_socket = "/tmp/unused.sock";
+  EXPECT_THAT(RunBench(device_echo).status().message(), HasSubstr("no device-memory form"));
+  BenchConfig device_without_socket;
+  device_without_socket.transport = BenchTransport::kDevice;
+  EXPECT_THAT(RunBench(device_without_socket).status().message(), HasSubstr("--transport device needs --shm-socket"));
 
   BenchConfig topk;
   topk.method = BenchMethod::kTopK;
