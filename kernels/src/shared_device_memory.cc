@@ -81,34 +81,29 @@ CUmemAccessDesc ReadWriteFor(int device) {
   return access;
 }
 
-// Unmaps, frees the address range and releases the handle: whatever of the three `mapped`, `address`
-// and `handle` say was done.
-void Unmake(std::uint64_t handle, std::uint64_t address, std::size_t reserved, bool mapped) {
-  const DriverApi* api = Driver();
-  if (api == nullptr) return;
-  if (mapped) api->mem_unmap(address, reserved);
-  if (address != 0) api->mem_address_free(address, reserved);
-  if (handle != 0) api->mem_release(handle);
-}
-
 // Reserves `bytes` of addresses, maps `handle` there and lets `device` read and write it. On failure
-// undoes what it did (not the handle) and says which step failed.
+// undoes what it did, releases the handle too, and says which step failed.
 Status MapFor(const DriverApi& api, CUmemGenericAllocationHandle handle, std::size_t bytes, int device,
               CUdeviceptr* address, StatusCode map_code, const char* map_what, StatusCode access_code,
               const std::string& access_what) {
   CUdeviceptr ptr = 0;
+  Status status = Status::Ok();
   if (CUresult r = api.mem_address_reserve(&ptr, bytes, 0, 0, 0); r != CUDA_SUCCESS) {
-    return DriverError(StatusCode::kOutOfMemory, r, "reserving device addresses");
-  }
-  if (CUresult r = api.mem_map(ptr, bytes, 0, handle, 0); r != CUDA_SUCCESS) {
+    status = DriverError(StatusCode::kOutOfMemory, r, "reserving device addresses");
+  } else if (CUresult r = api.mem_map(ptr, bytes, 0, handle, 0); r != CUDA_SUCCESS) {
     api.mem_address_free(ptr, bytes);
-    return DriverError(map_code, r, map_what);
+    status = DriverError(map_code, r, map_what);
+  } else {
+    const CUmemAccessDesc access = ReadWriteFor(device);
+    if (CUresult r = api.mem_set_access(ptr, bytes, &access, 1); r != CUDA_SUCCESS) {
+      api.mem_unmap(ptr, bytes);
+      api.mem_address_free(ptr, bytes);
+      status = DriverError(access_code, r, access_what);
+    }
   }
-  const CUmemAccessDesc access = ReadWriteFor(device);
-  if (CUresult r = api.mem_set_access(ptr, bytes, &access, 1); r != CUDA_SUCCESS) {
-    api.mem_unmap(ptr, bytes);
-    api.mem_address_free(ptr, bytes);
-    return DriverError(access_code, r, access_what);
+  if (!status.ok()) {
+    api.mem_release(handle);
+    return status;
   }
   *address = ptr;
   return Status::Ok();
@@ -116,32 +111,32 @@ Status MapFor(const DriverApi& api, CUmemGenericAllocationHandle handle, std::si
 
 }  // namespace
 
-// ---- ImportedDeviceMemory
-ImportedDeviceMemory::~ImportedDeviceMemory() { Reset(); }
-
-void ImportedDeviceMemory::Reset() {
-  Unmake(handle_, address_, mapped_, address_ != 0);
-  handle_ = address_ = 0;
-  mapped_ = size_ = 0;
-  home_device_ = -1;
+// ---- DeviceMapping
+DeviceMapping::~DeviceMapping() {
+  const DriverApi* api = Driver();
+  if (api == nullptr || handle_ == 0) return;
+  if (address_ != 0) {
+    api->mem_unmap(address_, mapped_);
+    api->mem_address_free(address_, mapped_);
+  }
+  api->mem_release(handle_);
 }
 
-ImportedDeviceMemory::ImportedDeviceMemory(ImportedDeviceMemory&& other) noexcept
+DeviceMapping::DeviceMapping(DeviceMapping&& other) noexcept
     : handle_(std::exchange(other.handle_, 0)),
       address_(std::exchange(other.address_, 0)),
       mapped_(std::exchange(other.mapped_, 0)),
-      size_(std::exchange(other.size_, 0)),
-      home_device_(std::exchange(other.home_device_, -1)) {}
+      size_(std::exchange(other.size_, 0)) {}
 
-ImportedDeviceMemory& ImportedDeviceMemory::operator=(ImportedDeviceMemory&& other) noexcept {
+DeviceMapping& DeviceMapping::operator=(DeviceMapping&& other) noexcept {
   std::swap(handle_, other.handle_);
   std::swap(address_, other.address_);
   std::swap(mapped_, other.mapped_);
   std::swap(size_, other.size_);
-  std::swap(home_device_, other.home_device_);
   return *this;
 }
 
+// ---- ImportedDeviceMemory
 Status ImportedDeviceMemory::Import(int fd, std::size_t bytes, int device, ImportedDeviceMemory* out) {
   if (bytes == 0) return Status(StatusCode::kInvalidArgument, "a device region has at least one byte");
   // The driver judges the descriptor; plain files, pipes and sockets are refused before it sees them.
@@ -180,42 +175,13 @@ Status ImportedDeviceMemory::Import(int fd, std::size_t bytes, int device, Impor
                                 StatusCode::kFailedPrecondition,
                                 "GPU " + std::to_string(device) + " cannot reach the memory, which lives on GPU " +
                                     std::to_string(home) + " (no peer access between them)");
-  if (!mapping.ok()) {
-    api->mem_release(handle);
-    return mapping;
-  }
-  *out = ImportedDeviceMemory();
-  out->handle_ = handle;
-  out->address_ = address;
-  out->mapped_ = mapped;
-  out->size_ = bytes;
+  if (!mapping.ok()) return mapping;
+  out->mapping_ = DeviceMapping(handle, address, mapped, bytes);
   out->home_device_ = home;
   return Status::Ok();
 }
 
 // ---- ExportableDeviceMemory
-ExportableDeviceMemory::~ExportableDeviceMemory() { Reset(); }
-
-void ExportableDeviceMemory::Reset() {
-  Unmake(handle_, address_, mapped_, address_ != 0);
-  handle_ = address_ = 0;
-  mapped_ = size_ = 0;
-}
-
-ExportableDeviceMemory::ExportableDeviceMemory(ExportableDeviceMemory&& other) noexcept
-    : handle_(std::exchange(other.handle_, 0)),
-      address_(std::exchange(other.address_, 0)),
-      mapped_(std::exchange(other.mapped_, 0)),
-      size_(std::exchange(other.size_, 0)) {}
-
-ExportableDeviceMemory& ExportableDeviceMemory::operator=(ExportableDeviceMemory&& other) noexcept {
-  std::swap(handle_, other.handle_);
-  std::swap(address_, other.address_);
-  std::swap(mapped_, other.mapped_);
-  std::swap(size_, other.size_);
-  return *this;
-}
-
 Status ExportableDeviceMemory::Allocate(std::size_t bytes, int device, ExportableDeviceMemory* out) {
   if (bytes == 0) return Status(StatusCode::kInvalidArgument, "allocate at least one byte");
   const DriverApi* api = Driver();
@@ -238,24 +204,17 @@ Status ExportableDeviceMemory::Allocate(std::size_t bytes, int device, Exportabl
   CUdeviceptr address = 0;
   const Status mapping = MapFor(*api, handle, mapped, device, &address, StatusCode::kInternal,
                                 "mapping the new allocation", StatusCode::kInternal, "granting access to it");
-  if (!mapping.ok()) {
-    api->mem_release(handle);
-    return mapping;
-  }
-  *out = ExportableDeviceMemory();
-  out->handle_ = handle;
-  out->address_ = address;
-  out->mapped_ = mapped;
-  out->size_ = bytes;
+  if (!mapping.ok()) return mapping;
+  out->mapping_ = DeviceMapping(handle, address, mapped, bytes);
   return Status::Ok();
 }
 
 Status ExportableDeviceMemory::ExportFd(int* fd) const {
   const DriverApi* api = Driver();
   if (api == nullptr) return NoDriver();
-  if (handle_ == 0) return Status(StatusCode::kFailedPrecondition, "nothing allocated to export");
+  if (mapping_.handle() == 0) return Status(StatusCode::kFailedPrecondition, "nothing allocated to export");
   int exported = -1;
-  if (CUresult r = api->mem_export(&exported, handle_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  if (CUresult r = api->mem_export(&exported, mapping_.handle(), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
       r != CUDA_SUCCESS) {
     return DriverError(StatusCode::kInternal, r, "exporting the allocation as a descriptor");
   }

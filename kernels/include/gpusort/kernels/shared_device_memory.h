@@ -20,60 +20,60 @@
 
 namespace gpusort::kernels {
 
+// An allocation handle mapped into this process for a device: released (unmapped, its addresses freed,
+// the handle let go) when this goes. What both classes below hold.
+class DeviceMapping {
+ public:
+  DeviceMapping() = default;
+  DeviceMapping(std::uint64_t handle, std::uint64_t address, std::size_t mapped, std::size_t size)
+      : handle_(handle), address_(address), mapped_(mapped), size_(size) {}
+  ~DeviceMapping();
+  DeviceMapping(DeviceMapping&& other) noexcept;
+  DeviceMapping& operator=(DeviceMapping&& other) noexcept;
+  DeviceMapping(const DeviceMapping&) = delete;
+  DeviceMapping& operator=(const DeviceMapping&) = delete;
+
+  void* data() const { return reinterpret_cast<void*>(address_); }
+  std::size_t size() const { return size_; }
+  std::uint64_t handle() const { return handle_; }
+
+ private:
+  std::uint64_t handle_ = 0;   // CUmemGenericAllocationHandle, 0 when empty
+  std::uint64_t address_ = 0;  // CUdeviceptr of the mapping
+  std::size_t mapped_ = 0;     // bytes mapped: size_ rounded up to the allocation granularity
+  std::size_t size_ = 0;
+};
+
 class ImportedDeviceMemory {
  public:
-  ImportedDeviceMemory() = default;
-  ~ImportedDeviceMemory();
-  ImportedDeviceMemory(ImportedDeviceMemory&& other) noexcept;
-  ImportedDeviceMemory& operator=(ImportedDeviceMemory&& other) noexcept;
-  ImportedDeviceMemory(const ImportedDeviceMemory&) = delete;
-  ImportedDeviceMemory& operator=(const ImportedDeviceMemory&) = delete;
-
   // Imports the allocation behind `fd` (not taken: the caller still closes it) and maps its first
   // `bytes` into this process for reading and writing by `device`. INVALID_ARGUMENT when `fd` is not an
   // exported CUDA allocation or the allocation is smaller than `bytes`; FAILED_PRECONDITION when the
   // allocation lives on another GPU that `device` cannot reach (no peer access between them).
   static Status Import(int fd, std::size_t bytes, int device, ImportedDeviceMemory* out);
 
-  void* data() const { return reinterpret_cast<void*>(address_); }
-  std::size_t size() const { return size_; }
+  void* data() const { return mapping_.data(); }
+  std::size_t size() const { return mapping_.size(); }
   int home_device() const { return home_device_; }  // the GPU the memory lives on, as this process numbers it
 
  private:
-  void Reset();
-
-  std::uint64_t handle_ = 0;   // CUmemGenericAllocationHandle, 0 when empty
-  std::uint64_t address_ = 0;  // CUdeviceptr of the mapping
-  std::size_t mapped_ = 0;     // bytes mapped: size_ rounded up to the allocation granularity
-  std::size_t size_ = 0;
+  DeviceMapping mapping_;
   int home_device_ = -1;
 };
 
 // Device memory on `device`, made exportable as a descriptor: what a caller of the server allocates
-// (its keys and results), here for tests and benchmarks.
+// (its keys and results), here for tests, benchmarks and the CLI's bench.
 class ExportableDeviceMemory {
  public:
-  ExportableDeviceMemory() = default;
-  ~ExportableDeviceMemory();
-  ExportableDeviceMemory(ExportableDeviceMemory&& other) noexcept;
-  ExportableDeviceMemory& operator=(ExportableDeviceMemory&& other) noexcept;
-  ExportableDeviceMemory(const ExportableDeviceMemory&) = delete;
-  ExportableDeviceMemory& operator=(const ExportableDeviceMemory&) = delete;
-
   static Status Allocate(std::size_t bytes, int device, ExportableDeviceMemory* out);
   // A new descriptor for the allocation, which the caller owns (and closes once it has been sent).
   Status ExportFd(int* fd) const;
 
-  void* data() const { return reinterpret_cast<void*>(address_); }
-  std::size_t size() const { return size_; }
+  void* data() const { return mapping_.data(); }
+  std::size_t size() const { return mapping_.size(); }
 
  private:
-  void Reset();
-
-  std::uint64_t handle_ = 0;
-  std::uint64_t address_ = 0;
-  std::size_t mapped_ = 0;
-  std::size_t size_ = 0;
+  DeviceMapping mapping_;
 };
 
 }  // namespace gpusort::kernels
