@@ -6,7 +6,8 @@
 //   staged_host_ends.h        bytes in a gRPC message: pageable host memory, through the slot's pinned
 //                             staging buffers, key bits converted by the host as they cross;
 //   registered_host_ends.h    a registered shared-memory range: DMA straight from and to it, key bits
-//                             converted on the device;
+//                             converted on the device; or a caller's device region (device_regions.h),
+//                             read and written where it lies (RADIX_SELECT reads its raw keys in place);
 //   device_resident_ends.h    keys already on this GPU as ordered bits (a stream's pieces or a parted
 //                             sort's ranges, ingested before the job), and results kept there to be
 //                             read back range by range.
