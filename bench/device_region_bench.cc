@@ -96,25 +96,40 @@ double Median(std::vector<double> v) {
 
 struct Timing {
   double caller_ms = 0, server_ms = 0;
+  std::string stages;  // the server's stages, each its median in ms, in the order they happened
 };
 
-// `call` makes one request and returns its server_seconds; runs warm-up + runs times, one at a time.
-Timing Time(const Options& o, const std::function<double()>& call) {
+// `call` makes one request and returns its ExecutionInfo; runs warm-up + runs times, one at a time.
+Timing Time(const Options& o, const std::function<v1::ExecutionInfo()>& call) {
   std::vector<double> caller, server;
+  std::vector<std::string> names;
+  std::vector<std::vector<double>> stage_ms;
   for (int i = 0; i < o.warmup + o.runs; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    const double server_seconds = call();
+    const v1::ExecutionInfo info = call();
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (i >= o.warmup) {
-      caller.push_back(ms);
-      server.push_back(server_seconds * 1e3);
+    if (i < o.warmup) continue;
+    caller.push_back(ms);
+    server.push_back(info.server_seconds() * 1e3);
+    for (int s = 0; s < info.stages_size(); ++s) {
+      if (static_cast<std::size_t>(s) >= names.size()) {
+        names.push_back(info.stages(s).stage());
+        stage_ms.emplace_back();
+      }
+      stage_ms[s].push_back(info.stages(s).seconds() * 1e3);
     }
   }
-  return {Median(caller), Median(server)};
+  Timing t{Median(caller), Median(server), ""};
+  for (std::size_t s = 0; s < names.size(); ++s) {
+    char part[96];
+    std::snprintf(part, sizeof(part), "%s%s %.3f", s ? ", " : "", names[s].c_str(), Median(stage_ms[s]));
+    t.stages += part;
+  }
+  return t;
 }
 
 void Report(const char* name, const Timing& t, double echo_ms) {
-  std::printf("| %s | %.3f | %.3f | %.3f |\n", name, t.caller_ms, t.server_ms, echo_ms);
+  std::printf("| %s | %.3f | %.3f | %.3f | %s |\n", name, t.caller_ms, t.server_ms, echo_ms, t.stages.c_str());
 }
 
 double EchoFloor(const Options& o, const std::shared_ptr<grpc::Channel>& channel) {
@@ -123,7 +138,7 @@ double EchoFloor(const Options& o, const std::shared_ptr<grpc::Channel>& channel
            v1::EchoMessage in, out;
            grpc::ClientContext context;
            if (!echo->Echo(&context, in, &out).ok()) Die("echo failed");
-           return 0.0;
+           return v1::ExecutionInfo();
          }).caller_ms;
 }
 
@@ -142,7 +157,7 @@ Timing SortU32(const Options& o, v1::SortService::Stub& stub) {
     v1::SortResponse response;
     grpc::ClientContext context;
     if (grpc::Status s = stub.Sort(&context, request, &response); !s.ok()) Die("Sort: " + s.error_message());
-    return response.info().server_seconds();
+    return response.info();
   };
   call();
   std::vector<std::uint32_t> got(n);
@@ -171,7 +186,7 @@ Timing TopKF32(const Options& o, v1::SortService::Stub& stub) {
     v1::TopKResponse response;
     grpc::ClientContext context;
     if (grpc::Status s = stub.TopK(&context, request, &response); !s.ok()) Die("TopK: " + s.error_message());
-    return response.info().server_seconds();
+    return response.info();
   };
   call();
   std::vector<std::int64_t> order(n);
@@ -197,7 +212,8 @@ int main(int argc, char** argv) {
   auto stub = v1::SortService::NewStub(channel);
   const double echo = EchoFloor(o, channel);
   std::printf("median of %d after %d warm-up, one call at a time\n\n", o.runs, o.warmup);
-  std::printf("| case | caller ms (call to reply) | server_seconds ms | empty Echo ms |\n|---|---:|---:|---:|\n");
+  std::printf("| case | caller ms (call to reply) | server_seconds ms | empty Echo ms | server stages, ms |\n"
+              "|---|---:|---:|---:|---|\n");
   Report("sort_u32_16M", SortU32(o, *stub), echo);
   Report("topk_f32_256M_k100", TopKF32(o, *stub), echo);
   return 0;
