@@ -2,6 +2,7 @@
 // map itself is gpusort/kernels/key_order.h, the host's too.
 #include "gpusort/kernels/key_transform.h"
 
+#include <algorithm>
 #include <type_traits>
 
 #include "cuda_status.h"
@@ -31,10 +32,24 @@ __global__ void ToOrderedKernel(const S* in, W* out, std::size_t count, S flip, 
     or_bits |= static_cast<W>(__shfl_xor_sync(0xFFFFFFFFu, static_cast<Lane>(or_bits), offset));
     and_bits &= static_cast<W>(__shfl_xor_sync(0xFFFFFFFFu, static_cast<Lane>(and_bits), offset));
   }
+  // Then across the block's warps in shared memory, and one atomic pair per block: every atomic lands on
+  // the same two words, and one pair per warp (131072 of them for 16M keys) cost more than the pass.
+  __shared__ unsigned long long warp_or[32], warp_and[32];
+  const unsigned warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
   if ((threadIdx.x & 31) == 0) {
     // Zero-extended, as on the host: bits above the key's width never count as varying.
-    atomicOr(&or_and[0], static_cast<unsigned long long>(or_bits));
-    atomicAnd(&or_and[1], static_cast<unsigned long long>(and_bits));
+    warp_or[warp] = static_cast<unsigned long long>(or_bits);
+    warp_and[warp] = static_cast<unsigned long long>(and_bits);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long block_or = 0, block_and = ~0ull;
+    for (unsigned w = 0; w < warps; ++w) {
+      block_or |= warp_or[w];
+      block_and &= warp_and[w];
+    }
+    atomicOr(&or_and[0], block_or);
+    atomicAnd(&or_and[1], block_and);
   }
 }
 
@@ -54,7 +69,9 @@ Status Forward(KeyKind kind, bool complement, const void* in, void* out, std::si
   auto* o = static_cast<W*>(out);
   auto* acc = reinterpret_cast<unsigned long long*>(or_and);
   constexpr int kThreads = 256;
-  const unsigned blocks = Blocks(count, kThreads);
+  // A grid that fills the GPU once (1024 blocks of 256 threads: about every thread an H100 holds) and
+  // strides over the rest, so that the block-wide OR/AND folds stay few.
+  const unsigned blocks = std::min(Blocks(count, kThreads), 1024u);
   switch (kind) {
     case KeyKind::kUnsigned:
       ToOrderedKernel<S, W, KeyKind::kUnsigned><<<blocks, kThreads, 0, stream>>>(k, o, count, flip, acc);
