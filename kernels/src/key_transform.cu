@@ -15,12 +15,30 @@ unsigned Blocks(std::size_t items, int threads) {
   return static_cast<unsigned>(blocks == 0 ? 1 : (blocks < 8192 ? blocks : 8192));
 }
 
+inline constexpr int kUnroll = 4;
+
 // Keys S in -> ordered bits W out (W = S in place, or S zero-extended to 32 bits into another buffer).
 template <typename S, typename W, KeyKind Kind>
 __global__ void ToOrderedKernel(const S* in, W* out, std::size_t count, S flip, unsigned long long* or_and) {
   W or_bits = 0, and_bits = static_cast<W>(~W{0});
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < count;
-       i += std::size_t{gridDim.x} * blockDim.x) {
+  const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
+  std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  // kUnroll independent loads in flight per thread (a grid that fills the GPU once needs them to keep
+  // enough bytes in flight), then the tail one at a time. Each key is read and written by one thread,
+  // so in place is safe.
+  for (; i + (kUnroll - 1) * stride < count; i += kUnroll * stride) {
+    S keys[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) keys[u] = in[i + u * stride];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const W o = static_cast<S>(OrderedBits<S, Kind>(keys[u]) ^ flip);
+      out[i + u * stride] = o;
+      or_bits |= o;
+      and_bits &= o;
+    }
+  }
+  for (; i < count; i += stride) {
     const W o = static_cast<S>(OrderedBits<S, Kind>(in[i]) ^ flip);
     out[i] = o;
     or_bits |= o;
@@ -55,10 +73,18 @@ __global__ void ToOrderedKernel(const S* in, W* out, std::size_t count, S flip, 
 
 template <typename S, typename W, KeyKind Kind>
 __global__ void FromOrderedKernel(const W* in, S* out, std::size_t count, S flip) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < count;
-       i += std::size_t{gridDim.x} * blockDim.x) {
-    out[i] = KeyBitsFromOrdered<S, Kind>(static_cast<S>(static_cast<S>(in[i]) ^ flip));
+  const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
+  std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  for (; i + (kUnroll - 1) * stride < count; i += kUnroll * stride) {  // as ToOrderedKernel
+    W bits[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) bits[u] = in[i + u * stride];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      out[i + u * stride] = KeyBitsFromOrdered<S, Kind>(static_cast<S>(static_cast<S>(bits[u]) ^ flip));
+    }
   }
+  for (; i < count; i += stride) out[i] = KeyBitsFromOrdered<S, Kind>(static_cast<S>(static_cast<S>(in[i]) ^ flip));
 }
 
 template <typename S, typename W>
