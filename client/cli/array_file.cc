@@ -1,5 +1,7 @@
 #include "client/cli/array_file.h"
 
+#include <sys/stat.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -138,6 +140,32 @@ absl::StatusOr<FileFormat> ChooseFormat(const std::string& flag, const std::stri
   if (ends_with(".npy")) return FileFormat::kNpy;
   if (ends_with(".txt") || ends_with(".csv") || ends_with(".text")) return FileFormat::kText;
   return FileFormat::kRaw;
+}
+
+absl::StatusOr<FileFormat> ChooseReadFormat(const std::string& flag, const std::string& path) {
+  if (!flag.empty() && flag != "auto") return ChooseFormat(flag, path);
+  if (FILE* f = std::fopen(path.c_str(), "rb"); f != nullptr) {
+    char magic[6] = {};
+    const bool npy = std::fread(magic, 1, sizeof magic, f) == sizeof magic &&
+                     std::memcmp(magic, "\x93NUMPY", sizeof magic) == 0;
+    std::fclose(f);
+    if (npy) return FileFormat::kNpy;
+  }
+  return ChooseFormat(flag, path);
+}
+
+absl::StatusOr<FileFormat> ChooseWriteFormat(const std::string& flag, const std::string& path) {
+  if (!flag.empty() && flag != "auto") return ChooseFormat(flag, path);
+  const std::size_t slash = path.find_last_of('/');
+  const std::size_t dot = path.find_last_of('.');
+  const bool has_extension = dot != std::string::npos && (slash == std::string::npos || dot > slash + 1);
+  const std::string extension = has_extension ? path.substr(dot) : "";
+  for (const char* known : {".npy", ".txt", ".csv", ".text", ".bin", ".raw", ""}) {
+    if (extension == known) return ChooseFormat(flag, path);
+  }
+  return absl::InvalidArgumentError("cannot tell how to write " + path + ": the CLI writes .npy, text (.txt, "
+                                    ".csv) and raw (.bin, .raw, or no extension), not " + extension +
+                                    "; pass --format raw|text|npy to choose");
 }
 
 absl::Status AppendParsedNumber(v1::DType dtype, std::string_view text, std::string* bytes) {
@@ -294,6 +322,14 @@ absl::StatusOr<Array> ReadArray(const std::string& path, FileFormat format,
                                 std::optional<v1::DType> dtype) {
   auto file = Open(path, "rb");
   if (!file.ok()) return file.status();
+  // A directory opens for reading on Linux and "sizes" as 2^63: refused before any buffer is made.
+  struct stat st{};
+  if (fstat(fileno(file->get()), &st) != 0) return absl::InternalError("cannot stat " + path);
+  if (S_ISDIR(st.st_mode)) return absl::InvalidArgumentError(path + " is a directory, not an array file");
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(path + " is not a regular file (pipes and devices are not read yet); "
+                                      "save the array to a file first");
+  }
   auto size = FileSize(file->get(), path);
   if (!size.ok()) return size.status();
   Array array;

@@ -18,6 +18,13 @@ enum class FileFormat { kRaw, kText, kNpy };
 // From an explicit --format value ("raw", "text", "npy"), else from the extension (.npy, .txt,
 // .csv, anything else raw).
 absl::StatusOr<FileFormat> ChooseFormat(const std::string& flag, const std::string& path);
+// For a file to read: an explicit --format wins; else a file that starts with the .npy magic is .npy
+// whatever its name (an .npy renamed .bin must not be read as raw keys, header included), else as
+// ChooseFormat. A path that cannot be opened is left for ReadArray to report.
+absl::StatusOr<FileFormat> ChooseReadFormat(const std::string& flag, const std::string& path);
+// For a file to write: as ChooseFormat, except that without --format an extension the CLI does not
+// write (.npz, .parquet, ...) is INVALID_ARGUMENT rather than silently raw. Raw takes .bin, .raw, or none.
+absl::StatusOr<FileFormat> ChooseWriteFormat(const std::string& flag, const std::string& path);
 
 struct Array {
   v1::DType dtype = v1::DTYPE_UNSPECIFIED;

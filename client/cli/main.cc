@@ -116,20 +116,20 @@ absl::StatusOr<Array> ReadInput(const InputFlags& f) {
     if (!parsed.ok()) return parsed.status();
     dtype = *parsed;
   }
-  auto format = ChooseFormat(f.in_format.empty() ? f.format : f.in_format, f.in);
+  auto format = ChooseReadFormat(f.in_format.empty() ? f.format : f.in_format, f.in);
   if (!format.ok()) return format.status();
   return ReadArray(f.in, *format, dtype);
 }
 
 absl::Status WriteOutput(const InputFlags& f, const std::string& path, const Array& array) {
-  auto format = ChooseFormat(f.out_format.empty() ? f.format : f.out_format, path);
+  auto format = ChooseWriteFormat(f.out_format.empty() ? f.format : f.out_format, path);
   if (!format.ok()) return format.status();
   return WriteArray(path, *format, array);
 }
 
 // WriteOutput's refusals that do not need the answer (bf16 as .npy), before the server is asked.
 absl::Status CheckOutput(const InputFlags& f, const std::string& path, v1::DType dtype) {
-  auto format = ChooseFormat(f.out_format.empty() ? f.format : f.out_format, path);
+  auto format = ChooseWriteFormat(f.out_format.empty() ? f.format : f.out_format, path);
   if (!format.ok()) return format.status();
   return CheckWritable(path, *format, dtype);
 }
@@ -367,7 +367,7 @@ int main(int argc, char** argv) {
     if (!dtype.ok()) return Fail(dtype.status());
     auto bytes = Generate(*dtype, gen_count, gen_distribution, gen_seed);
     if (!bytes.ok()) return Fail(bytes.status());
-    auto format = ChooseFormat(gen_format, gen_out);
+    auto format = ChooseWriteFormat(gen_format, gen_out);
     if (!format.ok()) return Fail(format.status());
     Array array{.dtype = *dtype, .bytes = std::move(*bytes), .shape = {gen_count}};
     absl::Status written = WriteArray(gen_out, *format, array);

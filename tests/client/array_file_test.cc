@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -36,6 +37,58 @@ TEST(Npy, HeaderIsWhatNumpyWrites) {
   EXPECT_THAT(header, HasSubstr("{'descr': '<u4', 'fortran_order': False, 'shape': (3,), }"));
   EXPECT_EQ(header.back(), '\n');
   EXPECT_THAT(NpyHeader(v1::DTYPE_FLOAT64, {4, 5}), HasSubstr("'shape': (4,5)"));
+}
+
+// An .npy renamed .bin (or with no extension) is still read as .npy, by its magic, unless --format says
+// otherwise; a raw file is not mistaken for one.
+TEST(FileFormats, AnNpyFileIsKnownByItsMagicWhateverItsName) {
+  Array a{.dtype = v1::DTYPE_FLOAT32, .bytes = {}, .shape = {3}};
+  for (float v : {1.5f, -2.0f, 0.25f}) a.bytes.append(reinterpret_cast<const char*>(&v), 4);
+  const std::string npy = TempPath("renamed.npy");
+  ASSERT_TRUE(WriteArray(npy, FileFormat::kNpy, a).ok());
+  std::ifstream in(npy, std::ios::binary);
+  const std::string content((std::istreambuf_iterator<char>(in)), {});
+  for (const std::string name : {"renamed.bin", "renamed", "renamed.txt"}) {
+    WriteFile(TempPath(name), content);
+    auto format = ChooseReadFormat("", TempPath(name));
+    ASSERT_TRUE(format.ok()) << format.status();
+    EXPECT_EQ(*format, FileFormat::kNpy) << name;
+    auto b = ReadArray(TempPath(name), *format, std::nullopt);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(b->bytes, a.bytes) << name;
+  }
+  EXPECT_EQ(*ChooseReadFormat("raw", TempPath("renamed.bin")), FileFormat::kRaw);  // --format wins
+  WriteFile(TempPath("plain.bin"), std::string(12, '\x01'));
+  EXPECT_EQ(*ChooseReadFormat("", TempPath("plain.bin")), FileFormat::kRaw);
+  EXPECT_EQ(*ChooseReadFormat("", TempPath("missing.npy")), FileFormat::kNpy);  // ReadArray says NOT_FOUND
+}
+
+// An output name whose extension the CLI does not write is refused, not written raw under that name.
+TEST(FileFormats, WritingAnExtensionTheCliDoesNotWriteIsRefused) {
+  for (const std::string name : {"o.npz", "o.parquet", "dir.v2/o.npz"}) {
+    auto format = ChooseWriteFormat("", TempPath(name));
+    EXPECT_EQ(format.status().code(), absl::StatusCode::kInvalidArgument) << name;
+    EXPECT_THAT(std::string(format.status().message()), HasSubstr("--format")) << name;
+  }
+  EXPECT_EQ(*ChooseWriteFormat("", TempPath("o.npy")), FileFormat::kNpy);
+  EXPECT_EQ(*ChooseWriteFormat("", TempPath("o.txt")), FileFormat::kText);
+  EXPECT_EQ(*ChooseWriteFormat("", TempPath("o.bin")), FileFormat::kRaw);
+  EXPECT_EQ(*ChooseWriteFormat("", TempPath("dir.v2/o")), FileFormat::kRaw);  // the dot is the folder's
+  EXPECT_EQ(*ChooseWriteFormat("", TempPath(".hidden")), FileFormat::kRaw);   // a dot file, no extension
+  EXPECT_EQ(*ChooseWriteFormat("raw", TempPath("o.npz")), FileFormat::kRaw);  // --format wins
+}
+
+// A directory used to "size" as 2^63 bytes and end the CLI with std::bad_alloc; a pipe could not be
+// sized at all. Both are refused saying what they are.
+TEST(FileFormats, ADirectoryOrAPipeIsRefusedSayingWhatItIs) {
+  auto dir = ReadArray(::testing::TempDir(), FileFormat::kRaw, v1::DTYPE_UINT32);
+  EXPECT_EQ(dir.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(dir.status().message()), HasSubstr("is a directory"));
+  auto npy_dir = ReadArray(::testing::TempDir(), FileFormat::kNpy, std::nullopt);
+  EXPECT_THAT(std::string(npy_dir.status().message()), HasSubstr("is a directory"));
+  auto device = ReadArray("/dev/null", FileFormat::kRaw, v1::DTYPE_UINT32);
+  EXPECT_EQ(device.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(device.status().message()), HasSubstr("not a regular file"));
 }
 
 TEST(Npy, RoundTripOneAndTwoDimensions) {
