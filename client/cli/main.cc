@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -134,6 +135,25 @@ absl::Status CheckOutput(const InputFlags& f, const std::string& path, v1::DType
   return CheckWritable(path, *format, dtype);
 }
 
+// Counts written as 1e6 or 2.5e3 (a whole number in scientific notation) become their digits, so that
+// every count flag takes the same forms: 1000000, 1M (1024^2), 1e6. Anything else passes through to
+// the size parser, which says what is wrong with it.
+CLI::Validator ScientificCount() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::size_t e = text.find_first_of("eE");
+        if (e == std::string::npos || e == 0 || e + 1 >= text.size()) return "";
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (end != text.c_str() + text.size() || !(value >= 0) || value > 9.0e15 || value != std::floor(value)) {
+          return "";  // not a whole number in scientific notation: the size parser judges it
+        }
+        text = std::to_string(static_cast<unsigned long long>(value));
+        return "";
+      },
+      "", "scientific count");
+}
+
 v1::Algorithm ParseAlgorithmFlag(const std::string& name) {
   static const std::map<std::string, v1::Algorithm> kNames = {
       {"auto", v1::ALGORITHM_AUTO},       {"radix", v1::ALGORITHM_RADIX},
@@ -196,6 +216,7 @@ int main(int argc, char** argv) {
   using namespace gpusort;
   using namespace gpusort::cli;
   CLI::App app{"gpusort: sort and top-k through a gpusort server"};
+  app.set_version_flag("--version", std::string("gpusort ") + GPUSORT_VERSION);
   app.require_subcommand(1);
 
   // gen
@@ -204,7 +225,10 @@ int main(int argc, char** argv) {
   std::size_t gen_count = 1000;
   uint64_t gen_seed = 1;
   gen->add_option("--dtype,-t", gen_dtype, kDTypeHelp)->capture_default_str();
-  gen->add_option("--count,-n", gen_count, "number of keys")->capture_default_str();
+  gen->add_option("--count,-n", gen_count, "number of keys (K M G: powers of 1024; or 1e6)")
+      ->transform(CLI::AsSizeValue(false))
+      ->transform(ScientificCount())  // CLI11 runs the last transform added first
+      ->capture_default_str();
   gen->add_option("--distribution,-d", gen_distribution)
       ->check(CLI::IsMember(Distributions()))
       ->capture_default_str();
@@ -334,8 +358,9 @@ int main(int argc, char** argv) {
   bench->add_option("--dtype,-t", bench_dtype, kDTypeHelp)
       ->check(dtype_name)
       ->capture_default_str();
-  bench->add_option("--count,-n", bench_config.count, "keys per request (K M G: powers of 1024)")
+  bench->add_option("--count,-n", bench_config.count, "keys per request (K M G: powers of 1024; or 1e6)")
       ->transform(CLI::AsSizeValue(false))
+      ->transform(ScientificCount())  // CLI11 runs the last transform added first
       ->capture_default_str();
   bench->add_option("--distribution,-d", bench_config.distribution)
       ->check(CLI::IsMember(Distributions()))

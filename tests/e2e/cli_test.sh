@@ -31,6 +31,27 @@ export GPUSORT_SERVER=127.0.0.1:$grpc_port
 
 [ "$("$cli" health)" = SERVING ] || fail "health is not SERVING"
 "$cli" --help | grep -q topk || fail "no usage text"
+"$cli" --version | grep -Eq '^gpusort [0-9]+\.[0-9]+\.[0-9]+$' || fail "--version does not print 'gpusort X.Y.Z'"
+
+# One count syntax on every subcommand: digits, K/M/G (powers of 1024), and whole numbers as 1e6.
+for count_bytes in "1000 4000" "1e3 4000" "2.5E3 10000" "1K 4096" "1M 4194304"; do
+  set -- $count_bytes
+  "$cli" gen --dtype u32 --count "$1" --out "$work/c.bin" || fail "gen --count $1"
+  [ "$(stat -c %s "$work/c.bin")" = "$2" ] || fail "gen --count $1 wrote $(stat -c %s "$work/c.bin") bytes, not $2"
+done
+if "$cli" gen --dtype u32 --count 1e-3 --out "$work/c.bin" 2>/dev/null; then fail "gen --count 1e-3 accepted"; fi
+
+# Files by content, outputs by what the CLI writes: an .npy renamed .bin sorts as .npy; .npz is refused;
+# a directory as --in says so.
+"$cli" gen --dtype i32 --count 1000 --out "$work/renamed.npy"
+mv "$work/renamed.npy" "$work/renamed.bin"
+"$cli" sort --in "$work/renamed.bin" --out "$work/renamed-sorted.npy" || fail "an .npy renamed .bin"
+py "a = np.load(sys.argv[1]); assert a.dtype == np.int32 and a.size == 1000 and (np.diff(a) >= 0).all()" \
+  "$work/renamed-sorted.npy"
+if "$cli" sort --in "$work/renamed.bin" --out "$work/x.npz" 2>"$work/err"; then fail ".npz written"; fi
+grep -q -- "--format" "$work/err" || fail "the .npz refusal does not say what to do"
+if "$cli" sort --in "$work" --dtype u32 --out "$work/x.bin" 2>"$work/err"; then fail "a directory as --in"; fi
+grep -q "is a directory" "$work/err" || fail "the directory refusal does not say so"
 
 # npy: every dtype numpy has (bf16 below), ascending, descending, argsort.
 for dtype in i32 u32 i64 u64 f32 f64 f16 i16 u16 i8 u8; do
