@@ -24,6 +24,7 @@
 #include "client/cli/dtype_names.h"
 #include "client/cli/generate.h"
 #include "client/cli/key_order.h"
+#include "client/cli/server_address.h"
 #include "gpusort/client.h"
 #include "gpusort/v1/echo.grpc.pb.h"
 
@@ -61,9 +62,11 @@ struct Connection {
 };
 
 // The server(s), load balancing, TLS and token of the run, as every connection dials them.
-ClientOptions ConnectionOptions(const BenchConfig& config) {
+absl::StatusOr<ClientOptions> ConnectionOptions(const BenchConfig& config) {
   ClientOptions options;
-  std::vector<std::string> servers = SplitServerList(config.server);
+  absl::StatusOr<std::vector<std::string>> targets = ServerTargets(config.server);
+  if (!targets.ok()) return targets.status();
+  std::vector<std::string> servers = *std::move(targets);
   if (servers.size() == 1) {
     options.target = servers.front();
   } else {
@@ -80,7 +83,9 @@ absl::StatusOr<std::vector<Connection>> OpenConnections(const BenchConfig& confi
   std::vector<Connection> connections(config.connections);
   for (Connection& c : connections) {
     const int id = next_connection.fetch_add(1);
-    ClientOptions options = ConnectionOptions(config);
+    absl::StatusOr<ClientOptions> made = ConnectionOptions(config);
+    if (!made.ok()) return made.status();
+    ClientOptions options = *std::move(made);
     if (config.method == BenchMethod::kEcho) {
       options.max_message_bytes = std::size_t{1} << 30;  // the server's --max-message-bytes is the limit
       options.channel_arguments = {{kConnectionArgument, id}};

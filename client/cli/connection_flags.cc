@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "client/cli/server_address.h"
+
 namespace gpusort::cli {
 namespace {
 
@@ -52,8 +54,9 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
 }
 
 absl::Status ApplyConnectionFlags(const std::string& servers, const SecurityFlags& f, ClientOptions* options) {
-  std::vector<std::string> list = SplitServerList(servers);
-  if (list.empty()) return absl::InvalidArgumentError("--server names no server");
+  absl::StatusOr<std::vector<std::string>> targets = ServerTargets(servers);
+  if (!targets.ok()) return targets.status();
+  std::vector<std::string> list = *std::move(targets);
   if (list.size() == 1) {
     options->target = list.front();
   } else {
