@@ -135,6 +135,27 @@ absl::Status CheckOutput(const InputFlags& f, const std::string& path, v1::DType
   return CheckWritable(path, *format, dtype);
 }
 
+// CLI11's PositiveNumber and NonNegativeNumber say "Value 0 not in range 0.000000 to 1797693134862..."
+// (the whole double range); these say what the flag needs.
+CLI::Validator AtLeastOne() {
+  return CLI::Validator(
+      [](const std::string& text) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || !(value > 0)) return "must be a number above 0, not " + text;
+        return "";
+      },
+      "POSITIVE", "positive");
+}
+CLI::Validator ZeroOrMore() {
+  return CLI::Validator(
+      [](const std::string& text) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || !(value >= 0)) return "must be 0 or more, not " + text;
+        return "";
+      },
+      "NONNEGATIVE", "non-negative");
+}
+
 // Counts written as 1e6 or 2.5e3 (a whole number in scientific notation) become their digits, so that
 // every count flag takes the same forms: 1000000, 1M (1024^2), 1e6. Anything else passes through to
 // the size parser, which says what is wrong with it.
@@ -301,7 +322,7 @@ int main(int argc, char** argv) {
   AddSecurityFlags(bench, &bench_security);
   bench->add_option("--timeout", bench_config.timeout_seconds, "deadline of each call in seconds (0: none)");
   bench->add_option("--connections", bench_config.connections, "gRPC connections, used round-robin")
-      ->check(CLI::PositiveNumber)
+      ->check(AtLeastOne())
       ->capture_default_str();
   bench->add_option("--method", bench_method, "sort, topk (the k largest) or echo (gRPC alone)")
       ->check(CLI::IsMember({"sort", "topk", "echo"}))
@@ -330,30 +351,30 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   auto* concurrency_flag =
       bench->add_option("--concurrency,-c", bench_concurrency, "closed loop: requests in flight")
-          ->check(CLI::PositiveNumber)
+          ->check(AtLeastOne())
           ->capture_default_str();
   auto* sweep_flag = bench->add_option("--concurrency-sweep", bench_sweep,
                                        "closed loop at each level, a row each (e.g. 1,4,16,64)")
                          ->delimiter(',')
-                         ->check(CLI::PositiveNumber)
+                         ->check(AtLeastOne())
                          ->excludes(concurrency_flag);
   bench->add_option("--rate", bench_config.rate, "open loop: requests started per second")
-      ->check(CLI::PositiveNumber)
+      ->check(AtLeastOne())
       ->excludes(concurrency_flag)
       ->excludes(sweep_flag);
   bench->add_option("--max-inflight", bench_config.max_inflight,
                     "open loop: a request due with this many in flight fails (CLIENT_SATURATED)")
-      ->check(CLI::PositiveNumber)
+      ->check(AtLeastOne())
       ->capture_default_str();
   auto* duration_flag =
       bench->add_option("--duration", bench_config.duration_seconds, "seconds each measurement runs")
-          ->check(CLI::PositiveNumber)
+          ->check(AtLeastOne())
           ->capture_default_str();
   bench->add_option("--requests", bench_config.requests, "each measurement is this many requests")
-      ->check(CLI::PositiveNumber)
+      ->check(AtLeastOne())
       ->excludes(duration_flag);
   bench->add_option("--warmup", bench_config.warmup_seconds, "seconds before each measurement, not counted")
-      ->check(CLI::NonNegativeNumber)
+      ->check(ZeroOrMore())
       ->capture_default_str();
   bench->add_option("--dtype,-t", bench_dtype, kDTypeHelp)
       ->check(dtype_name)
@@ -367,7 +388,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench->add_option("--seed", bench_config.seed)->capture_default_str();
   bench->add_option("--payloads", bench_config.payloads, "distinct arrays that requests cycle through")
-      ->check(CLI::PositiveNumber)
+      ->check(AtLeastOne())
       ->capture_default_str();
   bench->add_flag("--check", bench_config.check, "verify every answer (wrong: WRONG_ANSWER errors)");
   bench->add_option("--format", bench_output.format, "table, json or csv")

@@ -40,6 +40,12 @@ for count_bytes in "1000 4000" "1e3 4000" "2.5E3 10000" "1K 4096" "1M 4194304"; 
   [ "$(stat -c %s "$work/c.bin")" = "$2" ] || fail "gen --count $1 wrote $(stat -c %s "$work/c.bin") bytes, not $2"
 done
 if "$cli" gen --dtype u32 --count 1e-3 --out "$work/c.bin" 2>/dev/null; then fail "gen --count 1e-3 accepted"; fi
+# A flag that needs a positive number says so, not the whole range of a double.
+if "$cli" bench --concurrency 0 2>"$work/err"; then fail "bench --concurrency 0 accepted"; fi
+grep -q "must be a number above 0, not 0" "$work/err" || fail "bench --concurrency 0: $(head -c 200 "$work/err")"
+# --server: a bare host gets the default port, a URL is refused saying what to write.
+if "$cli" health -s http://127.0.0.1:$grpc_port 2>"$work/err"; then fail "a URL as --server accepted"; fi
+grep -q "not a URL" "$work/err" || fail "the URL refusal does not say so"
 
 # Files by content, outputs by what the CLI writes: an .npy renamed .bin sorts as .npy; .npz is refused;
 # a directory as --in says so.
