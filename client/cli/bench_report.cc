@@ -169,7 +169,9 @@ std::string ToTable(const std::vector<BenchRow>& rows) {
         r.method, r.transport, r.dtype, std::to_string(r.count), Load(r), std::to_string(r.connections),
         Format("%.2f", r.duration_s), std::to_string(r.requests), std::to_string(r.errors),
         Si(r.requests_per_s), Si(r.keys_per_s), Format("%.1f", r.mb_per_s)};
-    for (double ms : {l.mean, l.p50, l.p90, l.p95, l.p99, l.p99_9, l.max}) cells.push_back(Format("%.3f", ms));
+    // No successful request: no latency to show (zeros would read as a very fast server).
+    for (double ms : {l.mean, l.p50, l.p90, l.p95, l.p99, l.p99_9, l.max})
+      cells.push_back(r.requests == 0 ? "-" : Format("%.3f", ms));
     cells.push_back(CodesField(r.errors_by_code));
     table.push_back(std::move(cells));
   }

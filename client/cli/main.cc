@@ -193,7 +193,8 @@ struct BenchOutput {
 };
 
 // `gpusort bench`: 0 when the run completed (3 with --fail-on-error and failed requests), 2 for flags
-// that do not go together, 1 when it could not run.
+// that do not go together, 1 when it could not run or when a measurement had no successful request at
+// all (a dead server: nothing was measured, so the report's zeros mean nothing).
 int Bench(const BenchConfig& config, const BenchOutput& out) {
   if (absl::Status valid = ValidateBenchConfig(config); !valid.ok()) {
     Fail(valid);
@@ -225,8 +226,16 @@ int Bench(const BenchConfig& config, const BenchOutput& out) {
   } else if (!(file << report).flush()) {
     return Fail(absl::DataLossError("cannot write " + out.path));
   }
-  bool failed = false;
-  for (const BenchRow& row : *rows) failed |= row.errors > 0;
+  bool failed = false, nothing_measured = false;
+  for (const BenchRow& row : *rows) {
+    failed |= row.errors > 0;
+    nothing_measured |= row.requests == 0;
+  }
+  if (nothing_measured) {
+    std::fprintf(stderr, "gpusort: no request of %s succeeded: nothing was measured\n",
+                 rows->size() == 1 ? "the run" : "a measurement");
+    return 1;
+  }
   return out.fail_on_error && failed ? 3 : 0;
 }
 

@@ -145,6 +145,28 @@ TEST(BenchReport, TableHasAHeaderAndALinePerRow) {
   EXPECT_THAT(table, HasSubstr("UNAVAILABLE: connection refused"));
 }
 
+// A measurement with no successful request shows no latency ("-"), not zeros that read as a fast server.
+TEST(BenchReport, ARowWithNoSuccessShowsNoLatency) {
+  std::vector<BenchRow> rows = SampleRows();
+  rows[0].requests = 0;
+  const auto lines = Split(ToTable(rows), '\n');
+  ASSERT_GE(lines.size(), 3u);
+  auto words = [](const std::string& line) {
+    std::vector<std::string> out;
+    std::istringstream in(line);
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+  };
+  const std::vector<std::string> header = words(lines[0]), none = words(lines[1]), some = words(lines[2]);
+  const auto mean = std::find(header.begin(), header.end(), "mean") - header.begin();
+  ASSERT_GE(none.size(), static_cast<std::size_t>(mean + 7));
+  ASSERT_GE(some.size(), static_cast<std::size_t>(mean + 7));
+  for (auto c = mean; c < mean + 7; ++c) {
+    EXPECT_EQ(none[c], "-") << header[c];
+    EXPECT_NE(some[c], "-") << header[c];
+  }
+}
+
 // Runs against one in-process CPU server, kept for the suite: each test stays well under 10 s.
 class BenchEndToEnd : public ::testing::Test {
  protected:

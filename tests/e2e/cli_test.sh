@@ -43,6 +43,10 @@ if "$cli" gen --dtype u32 --count 1e-3 --out "$work/c.bin" 2>/dev/null; then fai
 # A flag that needs a positive number says so, not the whole range of a double.
 if "$cli" bench --concurrency 0 2>"$work/err"; then fail "bench --concurrency 0 accepted"; fi
 grep -q "must be a number above 0, not 0" "$work/err" || fail "bench --concurrency 0: $(head -c 200 "$work/err")"
+# bench against no server at all: exit 1, saying nothing was measured (it used to exit 0 with zeros).
+rc=0; "$cli" bench -s 127.0.0.1:1 --requests 3 >"$work/out" 2>"$work/err" || rc=$?
+[ "$rc" = 1 ] || fail "bench against no server exited $rc, not 1"
+grep -q "nothing was measured" "$work/err" || fail "bench against no server does not say so"
 # --server: a bare host gets the default port, a URL is refused saying what to write.
 if "$cli" health -s http://127.0.0.1:$grpc_port 2>"$work/err"; then fail "a URL as --server accepted"; fi
 grep -q "not a URL" "$work/err" || fail "the URL refusal does not say so"
