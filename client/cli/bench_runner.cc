@@ -268,23 +268,34 @@ absl::StatusOr<v1::ExecutionInfo> CallOnRegion(const BenchConfig& config, Client
                              config.argsort ? &indices : nullptr);
 }
 
+// A free slot of `payload` from `free` (a default one when none is), and its way back: each call in
+// flight holds a slot of its own, reused by later calls with the same payload.
+template <typename Slot>
+Slot TakeSlot(std::mutex& mutex, std::vector<Slot>& free, const char* payload) {
+  std::lock_guard lock(mutex);
+  for (auto it = free.begin(); it != free.end(); ++it) {
+    if (it->payload == payload) {
+      Slot slot = std::move(*it);
+      free.erase(it);
+      return slot;
+    }
+  }
+  return Slot();
+}
+
+template <typename Slot>
+void ReturnSlot(std::mutex& mutex, std::vector<Slot>& free, Slot slot) {
+  std::lock_guard lock(mutex);
+  free.push_back(std::move(slot));
+}
+
 // --transport shm: the keys already lie in a registered region (each region is filled with its payload
 // once, outside the timing of later calls), so a call moves no array over the socket, as a caller that
 // builds its arrays in shared memory would see. Each call in flight has a region of its own, for its
 // answer. The answer is copied out only for --check.
 absl::StatusOr<Answer> RunShmRequest(const BenchConfig& config, Connection& c, std::string_view keys) {
   const RegionLayout l = LayoutFor(config, keys.size());
-  ShmSlot slot;
-  {
-    std::lock_guard lock(c.shm_mutex);
-    for (auto it = c.shm_free.begin(); it != c.shm_free.end(); ++it) {
-      if (it->payload == keys.data()) {
-        slot = std::move(*it);
-        c.shm_free.erase(it);
-        break;
-      }
-    }
-  }
+  ShmSlot slot = TakeSlot(c.shm_mutex, c.shm_free, keys.data());
   if (slot.region == nullptr) {
     auto region = c.client->CreateSharedMemory(l.bytes());
     if (!region.ok()) return region.status();
@@ -302,10 +313,7 @@ absl::StatusOr<Answer> RunShmRequest(const BenchConfig& config, Connection& c, s
     answer.keys.assign(base + l.out_offset, l.value_bytes);
     answer.indices.assign(base + l.index_offset, l.index_bytes);
   }
-  {
-    std::lock_guard lock(c.shm_mutex);
-    c.shm_free.push_back(std::move(slot));
-  }
+  ReturnSlot(c.shm_mutex, c.shm_free, std::move(slot));
   if (!info.ok()) return info.status();
   return answer;
 }
@@ -331,17 +339,7 @@ absl::StatusOr<DeviceSlot> NewDeviceSlot(const BenchConfig& config, const Region
 // slot, outside the timing of later calls); the answers are read back from the device only for --check.
 absl::StatusOr<Answer> RunDeviceRequest(const BenchConfig& config, Connection& c, std::string_view keys) {
   const RegionLayout l = LayoutFor(config, keys.size());
-  DeviceSlot slot;
-  {
-    std::lock_guard lock(c.shm_mutex);
-    for (auto it = c.device_free.begin(); it != c.device_free.end(); ++it) {
-      if (it->payload == keys.data()) {
-        slot = std::move(*it);
-        c.device_free.erase(it);
-        break;
-      }
-    }
-  }
+  DeviceSlot slot = TakeSlot(c.shm_mutex, c.device_free, keys.data());
   if (slot.memory == nullptr) {
     absl::StatusOr<DeviceSlot> fresh = NewDeviceSlot(config, l, keys);
     if (!fresh.ok()) return fresh.status();
@@ -359,10 +357,7 @@ absl::StatusOr<Answer> RunDeviceRequest(const BenchConfig& config, Connection& c
     read = slot.memory->Read(l.out_offset, answer.keys.data(), l.value_bytes);
     if (read.ok()) read = slot.memory->Read(l.index_offset, answer.indices.data(), l.index_bytes);
   }
-  {
-    std::lock_guard lock(c.shm_mutex);
-    c.device_free.push_back(std::move(slot));
-  }
+  ReturnSlot(c.shm_mutex, c.device_free, std::move(slot));
   if (!info.ok()) return info.status();
   if (!read.ok()) return read;
   return answer;

@@ -7,15 +7,9 @@
 namespace gpusort::cli {
 namespace {
 
-bool HasScheme(std::string_view target) {
-  for (std::string_view scheme : {"dns:", "ipv4:", "ipv6:", "unix:", "unix-abstract:", "xds:", "vsock:"}) {
-    if (target.substr(0, scheme.size()) == scheme) return true;
-  }
-  return false;
-}
-
-// "host" -> "host:50051", "[::1]" -> "[::1]:50051"; a host with a port, or a bare IPv6 address (two
-// colons or more, which cannot carry a port without brackets), is left as it is.
+// "host" -> "host:50051", "[::1]" -> "[::1]:50051"; a host with a port, a bare IPv6 address (two colons
+// or more, which cannot carry a port without brackets) and a target with a resolver scheme (dns:, unix:,
+// ..., which SplitServerList keeps whole; every one holds a colon) are left as they are.
 std::string WithPort(const std::string& address) {
   if (!address.empty() && address.front() == '[') {
     return address.back() == ']' ? address + ":" + std::string(kDefaultServerPort) : address;
@@ -35,7 +29,6 @@ absl::StatusOr<std::vector<std::string>> ServerTargets(std::string_view servers)
           "dns:///host:50051");
     }
   }
-  if (HasScheme(servers)) return std::vector<std::string>{std::string(servers)};
   std::vector<std::string> out = SplitServerList(servers);
   if (out.empty()) return absl::InvalidArgumentError("--server names no server");
   for (std::string& address : out) address = WithPort(address);

@@ -177,7 +177,6 @@ Status ImportedDeviceMemory::Import(int fd, std::size_t bytes, int device, Impor
                                     std::to_string(home) + " (no peer access between them)");
   if (!mapping.ok()) return mapping;
   out->mapping_ = DeviceMapping(handle, address, mapped, bytes);
-  out->home_device_ = home;
   return Status::Ok();
 }
 

@@ -54,11 +54,9 @@ class ImportedDeviceMemory {
 
   void* data() const { return mapping_.data(); }
   std::size_t size() const { return mapping_.size(); }
-  int home_device() const { return home_device_; }  // the GPU the memory lives on, as this process numbers it
 
  private:
   DeviceMapping mapping_;
-  int home_device_ = -1;
 };
 
 // Device memory on `device`, made exportable as a descriptor: what a caller of the server allocates
