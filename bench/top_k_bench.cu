@@ -16,6 +16,9 @@
 //                          its output is checked once against the inputs the kernels get)
 //   gpusort_small_k_16bit  SmallTopK on the keys' own 16-bit ordered bits (KeyWidth::k16, bf16 cases only):
 //                          2 bytes a key read; its answer, zero-extended, is checked against the others'
+//   gpusort_radix_select_16bit    RadixSelectTopK on the same 16-bit ordered bits (bf16 cases only)
+//   gpusort_radix_select_raw_bf16 RadixSelectTopK reading the raw bfloat16 keys and ordering them as it
+//                          reads (TopKArgs::raw_keys): a TopK on a caller's device region (bf16 cases only)
 //   to_ordered_bf16_16bit  kernels::ToOrderedBitsAsync(k16) in place: what keys already on the device in
 //                          bfloat16 would pay to become those bits (bf16 cases only)
 // Methods, each where it applies:
@@ -64,6 +67,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -93,6 +97,8 @@ const char* const kFullSort = "cub_full_sort";
 const char* const kCopy = "copy_d2d";
 const char* const kWiden = "widen_bf16_keys";  // not "gpusort_": the report ranks those as top-k methods
 const char* const kSmallK16 = "gpusort_small_k_16bit";
+const char* const kRadixSelect16 = "gpusort_radix_select_16bit";
+const char* const kRadixSelectRaw16 = "gpusort_radix_select_raw_bf16";
 const char* const kTo16 = "to_ordered_bf16_16bit";
 
 // ---------------------------------------------------------------------------------------------------
@@ -529,47 +535,63 @@ class CaseRunner {
     methods_.push_back(std::move(m));
   }
 
-  // SMALL_K on the keys' own 16-bit ordered bits (KeyWidth::k16; bf16 cases only): what a native 16-bit
-  // path reads, 2 bytes a key. The bits are made once per input, outside timing, by the in-place 16-bit
-  // transform, which is timed on its own (kTo16); the answer, zero-extended, must equal the others'.
-  void AddSmallK16() {
-    if (!Wanted(kSmallK16) || case_.k > gk::kSmallTopKMaxK) return;
+  // A selection on the keys' own 16 bits (KeyWidth::k16; bf16 cases only): what a native 16-bit path
+  // reads, 2 bytes a key. The ordered bits are made once per input, outside timing, by the in-place
+  // 16-bit transform, which is timed on its own (kTo16). `raw`: the kernel reads the raw bfloat16 keys
+  // and orders them as it reads (TopKArgs::raw_keys, RADIX_SELECT only: keys in a caller's device
+  // region). The answer, zero-extended, must equal the others'.
+  struct Sixteen {
+    DeviceBuffer temp, out_keys, out_positions;
+  };
+
+  void AddSixteenBit(const char* name, TopKTemp temp_fn, TopKCall call_fn, bool raw) {
+    if (!Wanted(name)) return;
     gk::TopKArgs args = Args(0, copy_target_, copy_target_);
     args.key_width = gk::KeyWidth::k16;
+    args.raw_keys = raw;
+    args.raw_kind = gk::KeyKind::kFloat;
+    args.raw_complement = true;
     std::size_t bytes = 0;
-    if (!gk::SmallTopKTempBytes(args, &bytes).ok()) return Fail(kSmallK16, "SmallTopKTempBytes refused k16");
-    temp16_ = DeviceBuffer(std::max<std::size_t>(bytes, 1));
-    out_keys16_ = DeviceBuffer((results_ + kGuard) * sizeof(std::uint16_t));
-    out_positions16_ = DeviceBuffer((results_ + kGuard) * sizeof(std::int64_t));
-    for (int r = 0; r < kInputs; ++r) {
-      bits16_.emplace_back(n_ * sizeof(std::uint16_t));
-      CUDA_CHECK(cudaMemcpyAsync(bits16_[r].get(), raw_[r].get(), n_ * 2, cudaMemcpyDeviceToDevice, native_));
-      To16(bits16_[r].get());
+    if (!temp_fn(args, &bytes).ok()) return Fail(name, "refused k16 (or k over its limit)");
+    auto& b = *sixteen_.emplace_back(std::make_unique<Sixteen>());
+    b.temp = DeviceBuffer(std::max<std::size_t>(bytes, 1));
+    b.out_keys = DeviceBuffer((results_ + kGuard) * sizeof(std::uint16_t));
+    b.out_positions = DeviceBuffer((results_ + kGuard) * sizeof(std::int64_t));
+    if (bits16_.empty()) {
+      for (int r = 0; r < kInputs; ++r) {
+        bits16_.emplace_back(n_ * sizeof(std::uint16_t));
+        CUDA_CHECK(cudaMemcpyAsync(bits16_[r].get(), raw_[r].get(), n_ * 2, cudaMemcpyDeviceToDevice, native_));
+        To16(bits16_[r].get());
+      }
+      Method to16;
+      to16.name = kTo16;
+      to16.verified = false;
+      to16.enqueue = [this](int) { To16(copy_target_.get()); };  // in place on scratch: the bits change, the work not
+      methods_.push_back(std::move(to16));
     }
     Method m;
-    m.name = kSmallK16;
-    m.enqueue = [this, args](int input) mutable {
-      args.keys = bits16_[input].get();
-      args.out_keys = out_keys16_.get();
-      args.out_positions = out_positions16_.as<std::int64_t>();
-      const gk::Status s = gk::SmallTopK(args, temp16_.get(), temp16_.bytes(), stream_);
-      if (!s.ok()) Die(case_.name + " " + kSmallK16 + ": " + s.message());
+    m.name = name;
+    m.enqueue = [this, args, call_fn, raw, name, &b](int input) mutable {
+      args.keys = raw ? raw_[input].get() : bits16_[input].get();
+      args.out_keys = b.out_keys.get();
+      args.out_positions = b.out_positions.as<std::int64_t>();
+      const gk::Status s = call_fn(args, b.temp.get(), b.temp.bytes(), stream_);
+      if (!s.ok()) Die(case_.name + " " + name + ": " + s.message());
     };
-    m.collect = [this] {
+    m.collect = [this, &b] {
       Answer a;
-      const auto keys = CopyToHost<std::uint16_t>(out_keys16_.get(), results_, native_);
+      const auto keys = CopyToHost<std::uint16_t>(b.out_keys.get(), results_, native_);
       a.keys.assign(keys.begin(), keys.end());  // zero-extended, as the widened bits are
-      a.positions = CopyToHost<std::int64_t>(out_positions16_.get(), results_, native_);
+      a.positions = CopyToHost<std::int64_t>(b.out_positions.get(), results_, native_);
       return a;
     };
-    m.poison = [this] {
-      CUDA_CHECK(cudaMemsetAsync(out_keys16_.get(), 0xFF, out_keys16_.bytes(), native_));
-      CUDA_CHECK(cudaMemsetAsync(out_positions16_.get(), 0xFF, out_positions16_.bytes(), native_));
+    m.poison = [this, &b] {
+      CUDA_CHECK(cudaMemsetAsync(b.out_keys.get(), 0xFF, b.out_keys.bytes(), native_));
+      CUDA_CHECK(cudaMemsetAsync(b.out_positions.get(), 0xFF, b.out_positions.bytes(), native_));
     };
-    m.check_guards = [this]() -> std::string {
-      const auto keys = CopyToHost<std::uint16_t>(out_keys16_.as<std::uint16_t>() + results_, kGuard, native_);
-      const auto positions =
-          CopyToHost<std::int64_t>(out_positions16_.as<std::int64_t>() + results_, kGuard, native_);
+    m.check_guards = [this, &b]() -> std::string {
+      const auto keys = CopyToHost<std::uint16_t>(b.out_keys.as<std::uint16_t>() + results_, kGuard, native_);
+      const auto positions = CopyToHost<std::int64_t>(b.out_positions.as<std::int64_t>() + results_, kGuard, native_);
       for (std::uint16_t key : keys) {
         if (key != 0xFFFFu) return "wrote past the end of out_keys";
       }
@@ -579,11 +601,6 @@ class CaseRunner {
       return "";
     };
     methods_.push_back(std::move(m));
-    Method to16;
-    to16.name = kTo16;
-    to16.verified = false;
-    to16.enqueue = [this](int) { To16(copy_target_.get()); };  // in place on scratch: the bits change, the work not
-    methods_.push_back(std::move(to16));
   }
 
   // Raw bfloat16 keys -> their 16-bit ordered bits, complemented (largest first), in place.
@@ -603,7 +620,11 @@ class CaseRunner {
     }
     if (options_.full_sort && Wanted(kFullSort)) AddFullSort();
     if (case_.bf16) AddWiden();
-    if (case_.bf16) AddSmallK16();
+    if (case_.bf16) {
+      AddSixteenBit(kSmallK16, gk::SmallTopKTempBytes, gk::SmallTopK, false);
+      AddSixteenBit(kRadixSelect16, gk::RadixSelectTopKTempBytes, gk::RadixSelectTopK, false);
+      AddSixteenBit(kRadixSelectRaw16, gk::RadixSelectTopKTempBytes, gk::RadixSelectTopK, true);
+    }
     AddCopy();
     for (Method& m : methods_) {
       if (m.runs == 0) {
@@ -745,7 +766,7 @@ class CaseRunner {
   std::vector<DeviceBuffer> inputs_;  // kInputs
   std::vector<DeviceBuffer> raw_;     // bf16 cases: kInputs raw bfloat16 arrays
   std::vector<DeviceBuffer> bits16_;  // bf16 cases: their 16-bit ordered bits, complemented (SMALL_K k16)
-  DeviceBuffer temp16_, out_keys16_, out_positions16_;
+  std::vector<std::unique_ptr<Sixteen>> sixteen_;  // the 16-bit methods' buffers (stable addresses)
   DeviceBuffer or_and_;               // bf16 cases: the widening's varying-bits accumulator
   std::vector<std::uint32_t> input0_;
   DeviceBuffer copy_target_, temp_;
@@ -824,7 +845,7 @@ Options ParseOptions(int argc, char** argv) {
   }
   for (const std::string& m : options.methods) {
     if (m != kRadixSelect && m != kSmallK && m != kThreadLists && m != kFullSort && m != kCopy && m != kWiden &&
-        m != kSmallK16 && m != kTo16) {
+        m != kSmallK16 && m != kRadixSelect16 && m != kRadixSelectRaw16 && m != kTo16) {
       Die("unknown method " + m + " (see --help)", 2);
     }
   }

@@ -17,7 +17,8 @@ unsigned Blocks(std::size_t items, int threads) {
 
 inline constexpr int kUnroll = 4;
 
-// Keys S in -> ordered bits W out (W = S in place, or S zero-extended to 32 bits into another buffer).
+// Keys S in -> ordered bits W out (W = S in place, or S zero-extended to 32 bits into another buffer);
+// out null: the OR/AND fold alone.
 template <typename S, typename W, KeyKind Kind>
 __global__ void ToOrderedKernel(const S* in, W* out, std::size_t count, S flip, unsigned long long* or_and) {
   W or_bits = 0, and_bits = static_cast<W>(~W{0});
@@ -33,14 +34,14 @@ __global__ void ToOrderedKernel(const S* in, W* out, std::size_t count, S flip, 
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const W o = static_cast<S>(OrderedBits<S, Kind>(keys[u]) ^ flip);
-      out[i + u * stride] = o;
+      if (out != nullptr) out[i + u * stride] = o;
       or_bits |= o;
       and_bits &= o;
     }
   }
   for (; i < count; i += stride) {
     const W o = static_cast<S>(OrderedBits<S, Kind>(in[i]) ^ flip);
-    out[i] = o;
+    if (out != nullptr) out[i] = o;
     or_bits |= o;
     and_bits &= o;
   }

@@ -22,14 +22,14 @@ namespace gpusort::kernels::internal {
 // a CCCL upgrade must re-check it (kernel_bench compares it with a plain CUB call every run).
 inline cudaError_t SortKeys32WithFloatTuning(void* temp, std::size_t* temp_bytes,
                                              cub::DoubleBuffer<std::uint32_t>& keys, int n, int begin_bit,
-                                             int end_bit, cudaStream_t stream) {
+                                             int end_bit, bool overwrite, cudaStream_t stream) {
   using Offset = std::uint32_t;
   using FloatTunedHub = cub::detail::radix::policy_hub<float, cub::NullType, Offset>;
   using Dispatch = cub::DispatchRadixSort<cub::SortOrder::Ascending, std::uint32_t, cub::NullType, Offset,
                                           cub::detail::identity_decomposer_t, FloatTunedHub>;
   cub::DoubleBuffer<cub::NullType> no_values;
   return Dispatch::Dispatch(temp, *temp_bytes, keys, no_values, static_cast<Offset>(n), begin_bit, end_bit,
-                            /*is_overwrite_okay=*/true, stream);
+                            /*is_overwrite_okay=*/overwrite, stream);
 }
 
 // temp == nullptr: only sets *temp_bytes.
@@ -43,6 +43,9 @@ Status RadixSortImpl(const RadixSortArgs& a, void* temp, std::size_t* temp_bytes
   if (a.begin_bit < 0 || a.end_bit > kBits || a.begin_bit > a.end_bit) {
     return Status(StatusCode::kInvalidArgument, "radix sort bit range outside the key");
   }
+  if (a.keep_input && a.payload != Payload::kNone) {
+    return Status(StatusCode::kInvalidArgument, "radix sort: keep_input sorts keys alone");
+  }
   const int n = static_cast<int>(a.count);
   const bool querying = temp == nullptr;
   if (!querying && a.payload == Payload::kIndexU32) {
@@ -50,7 +53,11 @@ Status RadixSortImpl(const RadixSortArgs& a, void* temp, std::size_t* temp_bytes
   }
   if (a.count <= 1 || a.begin_bit == a.end_bit) {  // nothing varies: the input is the answer
     if (querying) *temp_bytes = 0;
-    if (result) *result = 0;
+    if (!querying && a.keep_input && a.count > 0) {
+      GPUSORT_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(a.keys[1], a.keys[0], a.count * sizeof(Key), cudaMemcpyDeviceToDevice, stream));
+    }
+    if (result) *result = a.keep_input ? 1 : 0;
     return Status::Ok();
   }
   cub::DoubleBuffer<Key> keys(static_cast<Key*>(a.keys[0]), static_cast<Key*>(a.keys[1]));
@@ -67,7 +74,10 @@ Status RadixSortImpl(const RadixSortArgs& a, void* temp, std::size_t* temp_bytes
   switch (a.payload) {
     case Payload::kNone:
       if constexpr (sizeof(Key) == 4) {
-        error = SortKeys32WithFloatTuning(temp, temp_bytes, keys, n, a.begin_bit, a.end_bit, stream);
+        error = SortKeys32WithFloatTuning(temp, temp_bytes, keys, n, a.begin_bit, a.end_bit, !a.keep_input, stream);
+      } else if (a.keep_input) {  // CUB's own scratch in temp; keys[0] only read
+        error = cub::DeviceRadixSort::SortKeys(temp, *temp_bytes, static_cast<const Key*>(a.keys[0]),
+                                               static_cast<Key*>(a.keys[1]), n, a.begin_bit, a.end_bit, stream);
       } else {
         error = cub::DeviceRadixSort::SortKeys(temp, *temp_bytes, keys, n, a.begin_bit, a.end_bit, stream);
       }
@@ -83,7 +93,16 @@ Status RadixSortImpl(const RadixSortArgs& a, void* temp, std::size_t* temp_bytes
   GPUSORT_KERNELS_RETURN_IF_ERROR(FromCuda(error, "cub::DeviceRadixSort"));
   if (!querying) {
     GPUSORT_CUDA_RETURN_IF_LAUNCH_FAILED("cub::DeviceRadixSort launch");
-    if (result) *result = keys.selector;
+    if (a.keep_input) {
+      // Without overwriting, CUB may end in its own scratch: the answer is promised in keys[1].
+      if (sizeof(Key) == 4 && keys.Current() != a.keys[1]) {
+        GPUSORT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(a.keys[1], keys.Current(), a.count * sizeof(Key),
+                                                     cudaMemcpyDeviceToDevice, stream));
+      }
+      if (result) *result = 1;
+    } else if (result) {
+      *result = keys.selector;
+    }
   }
   return Status::Ok();
 }

@@ -10,7 +10,9 @@
 //      keys <= T) is negligible for random order, and for sorted orders the evenly spaced samples are
 //      exact quantiles;
 //   2. ONE read of the row appends every key <= T (about r * n / 16384 of them) with its position to a
-//      candidate buffer (warp-staged appends, one atomic per 128) and counts them;
+//      candidate buffer (warp-staged appends, one atomic per 128) and counts them; of the keys equal
+//      to T each warp appends only its earliest k, which is all the tie rule can take, so a k-th key
+//      with millions of equals (16-bit keys, few distinct values) still leaves few candidates;
 //   3. refinement passes (top_k_radix_select.cuh) run over the small candidate buffer instead of the row,
 //      then a gather of the k and, if sorted, a sort of the k.
 // The sample can only misjudge the count, never the answer: when fewer than k keys are <= T, or more
@@ -59,6 +61,7 @@ constexpr std::size_t kBatchResults = std::size_t{1} << 20;    // results a batc
 constexpr std::size_t kBatchCandidates = std::size_t{1} << 23; // candidates a batch holds in temp
 constexpr std::size_t kMaxBatchRows = 65535;                   // gridDim.y
 constexpr std::size_t kMaxBatchRowsMultiBlock = 1024;          // rows with global histograms (8 KiB each)
+constexpr std::size_t kMaxRowBlocks = 1024;                    // blocks a row (bounds the filter's warps)
 
 std::size_t RoundUp256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
@@ -79,6 +82,7 @@ struct Plan {
   bool fast = false;            // sample + filter
   std::uint32_t sample_rank = 0;
   std::uint32_t capacity = 0;   // candidates per row
+  std::uint32_t tie_cap = 0xFFFFFFFFu;  // keys equal to T a filter warp appends; all when it is this
   std::size_t batch_rows = 0;
   bool block_sort = false, large_sort = false;
   // Temp layout (byte offsets), per batch.
@@ -100,7 +104,7 @@ radix_select::KeyDecode<Key> DecodeOf(const TopKArgs& a) {
 }
 
 Status CheckArgs(const TopKArgs& a) {
-  if (a.key_width != KeyWidth::k32 && a.key_width != KeyWidth::k64) {
+  if (a.key_width != KeyWidth::k16 && a.key_width != KeyWidth::k32 && a.key_width != KeyWidth::k64) {
     return Status(StatusCode::kInvalidArgument, "radix select top-k: unknown key width");
   }
   if (a.k < 1 || a.k > a.row_length) {
@@ -119,13 +123,13 @@ template <typename Key>
 cudaError_t CubSort(void* temp, std::size_t* cub_bytes, void* a, void* b, void* c, void* d, std::size_t items,
                     bool segmented, std::size_t segments, const int* offsets, int pos_bits, cudaStream_t stream) {
   const int count = static_cast<int>(items), rows = static_cast<int>(segments);
-  if constexpr (sizeof(Key) == 4) {
+  if constexpr (sizeof(Key) <= 4) {
     cub::DoubleBuffer<std::uint64_t> keys(static_cast<std::uint64_t*>(a), static_cast<std::uint64_t*>(b));
     const cudaError_t e =
         !segmented
-            ? cub::DeviceRadixSort::SortKeys(temp, *cub_bytes, keys, count, 0, 32 + pos_bits, stream)
+            ? cub::DeviceRadixSort::SortKeys(temp, *cub_bytes, keys, count, 0, static_cast<int>(sizeof(Key) * 8) + pos_bits, stream)
             : cub::DeviceSegmentedRadixSort::SortKeys(temp, *cub_bytes, keys, count, rows, offsets, offsets + 1, 0,
-                                                      32 + pos_bits, stream);
+                                                      static_cast<int>(sizeof(Key) * 8) + pos_bits, stream);
     if (temp != nullptr && keys.selector != 0 && e == cudaSuccess) {
       return cudaMemcpyAsync(a, b, items * 8, cudaMemcpyDeviceToDevice, stream);
     }
@@ -168,11 +172,21 @@ Status MakePlan(const TopKArgs& args, Plan* p) {
     const double x = static_cast<double>(k) / per_sample;
     const double r = std::ceil(x + 4 * std::sqrt(x)) + 8;
     const double capacity = std::ceil((r + 6 * std::sqrt(r) + 16) * per_sample);
+    // Room for each filter warp's earliest k equals of T (FilterKernel says why), so that a k-th key with
+    // many equals still leaves few candidates; without that room when it would not pay.
+    const double warps = static_cast<double>(std::min((n + kKeysPerBlock - 1) / kKeysPerBlock, kMaxRowBlocks) *
+                                             radix_select::kWarps);
+    const double with_ties = capacity + warps * static_cast<double>(k);
     // Worth it while the candidates (key + position) take at most half the bytes of the row.
-    if (r <= kSamples && capacity * (sizeof(Key) + 4) <= 0.5 * static_cast<double>(n * sizeof(Key))) {
+    auto worth_it = [&](double c) { return c * (sizeof(Key) + 4) <= 0.5 * static_cast<double>(n * sizeof(Key)); };
+    if (r <= kSamples && worth_it(capacity)) {
       p->fast = true;
       p->sample_rank = static_cast<std::uint32_t>(r);
       p->capacity = static_cast<std::uint32_t>(capacity);
+      if (worth_it(with_ties)) {
+        p->capacity = static_cast<std::uint32_t>(with_ties);
+        p->tie_cap = static_cast<std::uint32_t>(k);
+      }
     }
   }
   std::size_t batch = std::min<std::size_t>(std::max<std::size_t>(p->rows, 1),
@@ -233,7 +247,7 @@ __global__ void PackKernel(const Key* keys, const std::int64_t* pos, std::size_t
                            std::uint64_t* a, std::uint32_t* c) {
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < items;
        i += std::size_t{gridDim.x} * blockDim.x) {
-    if constexpr (sizeof(Key) == 4) {
+    if constexpr (sizeof(Key) <= 4) {
       a[i] = static_cast<std::uint64_t>(keys[i]) << pos_bits | static_cast<std::uint64_t>(pos[i]);
     } else {
       a[i] = keys[i];
@@ -247,7 +261,7 @@ __global__ void UnpackKernel(const std::uint64_t* a, const std::uint32_t* c, std
                              Key* keys, std::int64_t* pos) {
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < items;
        i += std::size_t{gridDim.x} * blockDim.x) {
-    if constexpr (sizeof(Key) == 4) {
+    if constexpr (sizeof(Key) <= 4) {
       keys[i] = static_cast<Key>(a[i] >> pos_bits);
       pos[i] = static_cast<std::int64_t>(a[i] & ((std::uint64_t{1} << pos_bits) - 1));
     } else {
@@ -302,7 +316,8 @@ Status Select(const TopKArgs& args, void* temp, std::size_t temp_bytes, cudaStre
   GPUSORT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   GPUSORT_CUDA_RETURN_IF_ERROR(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, radix_select::FilterKernel<Key>, kThreads, 0));
-  const std::size_t target_blocks = static_cast<std::size_t>(sms) * std::max(per_sm, 1);
+  const std::size_t target_blocks =
+      std::min(static_cast<std::size_t>(sms) * std::max(per_sm, 1), kMaxRowBlocks);  // the plan's tie room
   char* t = static_cast<char*>(temp);
   const std::size_t n = p.n, k = p.k;
   for (std::size_t row0 = 0; row0 < p.rows; row0 += p.batch_rows) {
@@ -317,6 +332,7 @@ Status Select(const TopKArgs& args, void* temp, std::size_t temp_bytes, cudaStre
     job.cand_pos = reinterpret_cast<std::uint32_t*>(t + p.cand_pos);
     job.capacity = p.capacity;
     job.sample_rank = p.sample_rank;
+    job.tie_cap = p.tie_cap;
     job.out_keys = args.out_keys ? static_cast<Key*>(args.out_keys) + row0 * k : reinterpret_cast<Key*>(t + p.work_keys);
     job.out_pos = args.out_positions ? args.out_positions + row0 * k : reinterpret_cast<std::int64_t*>(t + p.work_pos);
     job.decode = DecodeOf<Key>(args);
@@ -355,15 +371,21 @@ Status Select(const TopKArgs& args, void* temp, std::size_t temp_bytes, cudaStre
 Status RadixSelectTopKTempBytes(const TopKArgs& args, std::size_t* bytes) {
   *bytes = 0;
   Plan p;
-  GPUSORT_KERNELS_RETURN_IF_ERROR(args.key_width == KeyWidth::k32 ? MakePlan<std::uint32_t>(args, &p)
-                                                                  : MakePlan<std::uint64_t>(args, &p));
+  switch (args.key_width) {
+    case KeyWidth::k16: GPUSORT_KERNELS_RETURN_IF_ERROR(MakePlan<std::uint16_t>(args, &p)); break;
+    case KeyWidth::k32: GPUSORT_KERNELS_RETURN_IF_ERROR(MakePlan<std::uint32_t>(args, &p)); break;
+    default: GPUSORT_KERNELS_RETURN_IF_ERROR(MakePlan<std::uint64_t>(args, &p)); break;
+  }
   *bytes = p.rows == 0 ? 0 : p.bytes;
   return Status::Ok();
 }
 
 Status RadixSelectTopK(const TopKArgs& args, void* temp, std::size_t temp_bytes, const Stream& stream) {
-  return args.key_width == KeyWidth::k32 ? Select<std::uint32_t>(args, temp, temp_bytes, Native(stream))
-                                         : Select<std::uint64_t>(args, temp, temp_bytes, Native(stream));
+  switch (args.key_width) {
+    case KeyWidth::k16: return Select<std::uint16_t>(args, temp, temp_bytes, Native(stream));
+    case KeyWidth::k32: return Select<std::uint32_t>(args, temp, temp_bytes, Native(stream));
+    default: return Select<std::uint64_t>(args, temp, temp_bytes, Native(stream));
+  }
 }
 
 }  // namespace gpusort::kernels

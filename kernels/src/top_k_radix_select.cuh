@@ -40,7 +40,8 @@ struct RowState {
   std::uint32_t undecided;       // how many items are undecided
   std::uint32_t done;            // k_rem is 0 or `undecided`: the gather needs nothing more
   std::uint32_t from_candidates; // the candidate buffer holds every item that may be taken
-  std::uint32_t cand_count;      // keys <= T (may exceed the buffer's capacity)
+  std::uint32_t cand_count;      // candidates appended (may exceed the buffer's capacity)
+  std::uint32_t le_count;        // keys <= T, appended or not (ties past a warp's cap are not)
   std::uint32_t blocks_done;     // last-block ticket of the kernel running now
   std::uint32_t taken;           // the gather's append counter
 };
@@ -58,6 +59,7 @@ struct Job {
   std::uint32_t* cand_pos = nullptr;
   std::uint32_t capacity = 0;
   std::uint32_t sample_rank = 0;    // 1-based rank of the sample taken as T
+  std::uint32_t tie_cap = 0xFFFFFFFFu;  // keys == T a filter warp appends (its earliest); all: no cap
   Key* out_keys = nullptr;          // k a row
   std::int64_t* out_pos = nullptr;
   KeyDecode<Key> decode;            // keys -> ordered bits as read (raw keys); zero: they already are
@@ -116,6 +118,7 @@ __device__ __forceinline__ void InitState(RowState& st, std::uint32_t n, std::ui
   st.done = k == n;
   st.from_candidates = 0;
   st.cand_count = 0;
+  st.le_count = 0;
   st.blocks_done = 0;
   st.taken = 0;
 }
@@ -195,11 +198,18 @@ __global__ void __launch_bounds__(kSampleThreads) SampleKernel(Job<Key> job) {
   if (threadIdx.x == 0) st.threshold = prefix;
 }
 
-// Fast path, step 2 (grid: blocks x rows): one read of the row appends every key <= T with its position
-// to the row's candidate buffer, counts them (also past the capacity) and finds their least key. The
-// row's last block then starts the selection: on the candidates when they are at least k and all fit;
-// otherwise on the row itself, from what the count tells (fewer than k: all of them are taken and the
-// k-th key is above T; too many: the k-th key is in [least, T]).
+// Fast path, step 2 (grid: blocks x rows): one read of the row appends every key below T with its
+// position to the row's candidate buffer, and of the keys equal to T each warp's earliest `tie_cap`;
+// it counts every key <= T (also past the capacity) and finds their least key. The row's last block
+// then starts the selection: on the candidates when they hold at least k and all fit; otherwise on the
+// row itself, from what the count tells (fewer than k: all of them are taken and the k-th key is above
+// T; too many: the k-th key is in [least, T]).
+//
+// Why the tie cap is exact: the answer holds the earliest (k - keys below T) of the keys equal to T, at
+// most k of them, and those are among the union of every warp's own earliest k (each warp visits its
+// part of the row in position order). Without it, a k-th key with millions of equals (16-bit keys
+// have few distinct values: bfloat16 in [0, 1) has 2^14) overflows the buffer and the passes must
+// read the row again and again.
 template <typename Key>
 __global__ void __launch_bounds__(kThreads) FilterKernel(Job<Key> job) {
   WaitForPreviousGrid();
@@ -209,42 +219,84 @@ __global__ void __launch_bounds__(kThreads) FilterKernel(Job<Key> job) {
   const std::uint32_t n = job.row_length, r = blockIdx.y;
   RowState& st = job.states[r];
   const Key threshold = static_cast<Key>(st.threshold);
-  const std::uint32_t warp_in_block = threadIdx.x / 32;
+  const std::uint32_t warp_in_block = threadIdx.x / 32, lane = threadIdx.x & 31;
   WarpAppender<Key, std::uint32_t> append{stage_keys[warp_in_block], stage_pos[warp_in_block], &st.cand_count,
                                           job.cand_keys + static_cast<std::size_t>(r) * job.capacity,
                                           job.cand_pos + static_cast<std::size_t>(r) * job.capacity, job.capacity};
   Key least = MaxKey<Key>();
-  ForEachRowStep<Key, true>(job.keys + static_cast<std::size_t>(r) * n, n, blockIdx.x * kWarps + warp_in_block,
-                            gridDim.x * kWarps, job.decode, [&](auto& keys, auto& pos, std::uint32_t valid) {
-                              constexpr int N = std::extent_v<std::remove_reference_t<decltype(keys)>>;
-                              std::uint32_t take = 0;
+  std::uint32_t at_most_t = 0;  // this lane's keys <= T
+  std::uint32_t ties_seen = 0;  // this warp's keys == T so far, in position order (the same in every lane)
+  ForEachRowStep<Key, true>(
+      job.keys + static_cast<std::size_t>(r) * n, n, blockIdx.x * kWarps + warp_in_block, gridDim.x * kWarps,
+      job.decode, [&](auto& keys, auto& pos, std::uint32_t valid) {
+        constexpr int N = std::extent_v<std::remove_reference_t<decltype(keys)>>;
+        std::uint32_t take = 0, tie = 0;
 #pragma unroll
-                              for (int j = 0; j < N; ++j) {
-                                if (((valid >> j) & 1u) && keys[j] <= threshold) {
-                                  take |= 1u << j;
-                                  least = keys[j] < least ? keys[j] : least;
-                                }
-                              }
-                              if (__any_sync(0xFFFFFFFFu, take != 0)) append.Append(keys, pos, take);
-                            });
+        for (int j = 0; j < N; ++j) {
+          if (((valid >> j) & 1u) && keys[j] <= threshold) {
+            if (keys[j] < threshold) {
+              take |= 1u << j;
+            } else {
+              tie |= 1u << j;
+            }
+            least = keys[j] < least ? keys[j] : least;
+          }
+        }
+        at_most_t += __popc(take) + __popc(tie);
+        if (N == 1 || job.tie_cap == 0xFFFFFFFFu) {
+          // The head and tail call (one key a lane) comes after the middle of the row though its head is
+          // earlier: it is a group of its own and keeps all of its (at most 32) ties.
+          take |= tie;
+        } else if (ties_seen < job.tie_cap && __any_sync(0xFFFFFFFFu, tie != 0)) {
+          // Position order in a step is (vector, lane, element): rank the ties vector by vector.
+          constexpr int kPer = N / kVectorsPerLane;
+#pragma unroll
+          for (int v = 0; v < kVectorsPerLane; ++v) {
+            std::uint32_t mine = (tie >> (v * kPer)) & ((1u << kPer) - 1u);
+            const std::uint32_t count = __popc(mine);
+            std::uint32_t inclusive = count;
+#pragma unroll
+            for (int d = 1; d < 32; d <<= 1) {
+              const std::uint32_t other = __shfl_up_sync(0xFFFFFFFFu, inclusive, d);
+              if (lane >= static_cast<std::uint32_t>(d)) inclusive += other;
+            }
+            const std::uint32_t before = ties_seen + inclusive - count;
+            std::uint32_t room = before < job.tie_cap ? job.tie_cap - before : 0;
+            while (room != 0 && mine != 0) {
+              const std::uint32_t lowest = mine & (0u - mine);
+              take |= lowest << (v * kPer);
+              mine ^= lowest;
+              --room;
+            }
+            ties_seen += __shfl_sync(0xFFFFFFFFu, inclusive, 31);
+          }
+        }
+        if (__any_sync(0xFFFFFFFFu, take != 0)) append.Append(keys, pos, take);
+      });
   append.Flush();
   least = WarpMin(least);
-  if ((threadIdx.x & 31) == 0) atomicMin(&st.cand_min, static_cast<unsigned long long>(least));
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) at_most_t += __shfl_xor_sync(0xFFFFFFFFu, at_most_t, d);
+  if (lane == 0) {
+    atomicMin(&st.cand_min, static_cast<unsigned long long>(least));
+    atomicAdd(&st.le_count, at_most_t);
+  }
   if (!IsLastBlock(&st.blocks_done) || threadIdx.x != 0) return;
-  const std::uint32_t count = *static_cast<volatile std::uint32_t*>(&st.cand_count);
+  const std::uint32_t at_most = *static_cast<volatile std::uint32_t*>(&st.le_count);
+  const std::uint32_t appended = *static_cast<volatile std::uint32_t*>(&st.cand_count);
   const unsigned long long least_key = *static_cast<volatile unsigned long long*>(&st.cand_min);
   const std::uint32_t k = job.k;
-  if (count < k) {
+  if (at_most < k) {
     st.lo = st.threshold + 1;
     st.hi = MaxKey<Key>();
-    st.k_rem = k - count;
-    st.undecided = n - count;
+    st.k_rem = k - at_most;
+    st.undecided = n - at_most;
   } else {
     st.lo = least_key;
     st.hi = st.threshold;
     st.k_rem = k;
-    st.undecided = count;
-    st.from_candidates = count <= job.capacity;
+    st.from_candidates = appended <= job.capacity;
+    st.undecided = st.from_candidates ? appended : at_most;
   }
   st.done = st.k_rem == st.undecided;
 }

@@ -19,7 +19,10 @@ __device__ __forceinline__ uint4 LoadVector(const uint4* p) {
 
 template <typename Key>
 __device__ __forceinline__ Key Unpack(const uint4& v, int e) {
-  if constexpr (sizeof(Key) == 4) {
+  if constexpr (sizeof(Key) == 2) {  // little-endian: element 2w is word w's low half
+    const std::uint32_t w = e / 2 == 0 ? v.x : e / 2 == 1 ? v.y : e / 2 == 2 ? v.z : v.w;
+    return static_cast<Key>(w >> (16 * (e & 1)));
+  } else if constexpr (sizeof(Key) == 4) {
     return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w;
   } else {
     return e == 0 ? (static_cast<Key>(v.y) << 32 | v.x) : (static_cast<Key>(v.w) << 32 | v.z);

@@ -24,12 +24,9 @@ Algorithm ChooseRowSortKernel(const SortSpec& spec, std::size_t count) {
 Algorithm ChooseTopKKernel(const TopKSpec& spec, std::size_t count) {
   if (spec.by_segments()) return Algorithm::kRadix;  // the selection kernels take rows of equal length
   const std::size_t row_length = count / spec.rows;
-  // One row: radix select, except for 16-bit keys, which SMALL_K reads as they are (2 bytes a key) and
-  // whose few distinct values pile into radix select's last digit bucket (BENCHMARKS.md, "16-bit top-k").
-  if (spec.rows == 1) {
-    const bool sixteen_bit = ElementSize(spec.dtype) == 2 && spec.k <= kernels::kSmallTopKMaxK;
-    return sixteen_bit ? Algorithm::kSmallK : Algorithm::kRadixSelect;
-  }
+  // One row: radix select, which reads it once (16-bit keys at their own width, their many equals
+  // capped as they are read; BENCHMARKS.md, "16-bit top-k").
+  if (spec.rows == 1) return Algorithm::kRadixSelect;
   if (spec.k <= kernels::kSmallTopKMaxK) return Algorithm::kSmallK;
   return row_length <= kernels::kBitonicRowsMaxLength ? Algorithm::kBitonic : Algorithm::kRadix;
 }

@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -650,25 +651,32 @@ TEST(CudaBackend, AutoTopKPicksItsKernelByShape) {
   }
 }
 
-// One row of 16-bit keys goes to SMALL_K, which selects them at their own width (KeyCoding::native_width),
-// while k fits it; above that, radix select on the widened bits. Both give the CPU's answer. Every k is
-// over kAutoTopKCpuUpToK, so that the engine's AUTO keeps the work on the GPU.
-TEST(CudaBackend, AutoTopKOfOneSixteenBitRowUsesSmallKWhileKFits) {
+// One row of 16-bit keys goes to radix select, which selects them at their own width
+// (KeyCoding::native_width) at every k; named SMALL_K selects them at their width too. Both give the CPU's
+// answer. Every k is over kAutoTopKCpuUpToK, so that the engine's AUTO keeps the work on the GPU.
+TEST(CudaBackend, TopKOfOneSixteenBitRowUsesRadixSelectAndSmallKAtTheKeysWidth) {
   SKIP_WITHOUT_GPU();
-  for (const auto& [k, want] : {std::pair{std::size_t{200}, Algorithm::kSmallK}, std::pair{std::size_t{1024}, Algorithm::kSmallK},
-                                std::pair{std::size_t{1025}, Algorithm::kRadixSelect}}) {
+  for (const auto& [k, algorithm, want] :
+       {std::tuple{std::size_t{200}, Algorithm::kAuto, Algorithm::kRadixSelect},
+        std::tuple{std::size_t{1025}, Algorithm::kAuto, Algorithm::kRadixSelect},
+        std::tuple{std::size_t{1024}, Algorithm::kSmallK, Algorithm::kSmallK}}) {
     for (Pattern pattern : kAllPatterns) {
-      TopKSpec spec;
-      spec.dtype = DType::kBFloat16;
-      spec.k = k;
-      spec.largest = pattern != Pattern::kSorted;
-      spec.sorted = true;
-      spec.algorithm = Algorithm::kAuto;
-      const auto keys = Bytes(MakeInput<BFloat16>(pattern, (1 << 20) + 5, k));
-      const std::string what = "k=" + std::to_string(k) + " " + PatternName(pattern);
-      ExpectSameTopK(spec, keys, what);
-      EXPECT_EQ(RunTopK(*Cuda(), spec, keys).report.algorithm, want) << what;
-      if (::testing::Test::HasFatalFailure()) return;
+      for (DType dtype : {DType::kBFloat16, DType::kFloat16, DType::kInt16}) {
+        TopKSpec spec;
+        spec.dtype = dtype;
+        spec.k = k;
+        spec.largest = pattern != Pattern::kSorted;
+        spec.sorted = true;
+        spec.algorithm = algorithm;
+        const std::size_t n = (1 << 20) + 5;
+        const auto keys = dtype == DType::kBFloat16  ? Bytes(MakeInput<BFloat16>(pattern, n, k))
+                          : dtype == DType::kFloat16 ? Bytes(MakeInput<Float16>(pattern, n, k))
+                                                     : Bytes(MakeInput<std::int16_t>(pattern, n, k));
+        const std::string what = "k=" + std::to_string(k) + " " + PatternName(pattern) + " " + std::string(DTypeName(dtype));
+        ExpectSameTopK(spec, keys, what);
+        EXPECT_EQ(RunTopK(*Cuda(), spec, keys).report.algorithm, want) << what;
+        if (::testing::Test::HasFatalFailure()) return;
+      }
     }
   }
 }

@@ -156,6 +156,52 @@ TEST(DeviceRegions, SortReadsAndWritesTheCallersDeviceMemory) {
   EXPECT_EQ(narrow_indices.Get<int64_t>(n), ReferenceStableArgsort(shorts, SortOrder::kDescending));
 }
 
+// Unsigned keys alone, ascending, from one range into another: the ordered bits are the keys, so the
+// sort reads the caller's input and writes its output with nothing copied (SortJob::SortsWhereKeysLie).
+// Every pattern (all equal and sorted included: few or no varying bits), both widths, one key and
+// none-varying sizes; an input left as it was; and an in-place sort, which must take the copying path.
+TEST(DeviceRegions, UnsignedKeysSortFromTheCallersInputIntoItsOutput) {
+  GPU_SERVER_OR_SKIP(server);
+  for (Pattern pattern : kAllPatterns) {
+    for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{4099}, (std::size_t{1} << 20) + 7}) {
+      const auto u32 = MakeInput<uint32_t>(pattern, n, n + 1);
+      const auto u64 = MakeInput<uint64_t>(pattern, n, n + 2);
+      DeviceArray in(*server, n * 8), out(*server, n * 8 + 8);
+      ASSERT_TRUE(in.status().ok() && out.status().ok());
+      in.Put(u32);
+      v1::SortRequest request = SortRequestOf(v1::DTYPE_UINT32, v1::ORDER_ASCENDING, v1::PAYLOAD_NONE);
+      *request.mutable_keys_region() = in.Ref(0, n * 4);
+      *request.mutable_output_region() = out.Ref(8, n * 4);  // an offset: not the start of the mapping
+      CallResult call = CallSort(server->stub(), request, "device-sort-u32-direct");
+      ASSERT_TRUE(call.status.ok()) << PatternName(pattern) << " " << n << ": " << call.status.error_message();
+      EXPECT_EQ(out.Get<uint32_t>(n, 8), ReferenceSort(u32, SortOrder::kAscending)) << PatternName(pattern) << n;
+      EXPECT_EQ(in.Get<uint32_t>(n), u32) << "the input changed: " << PatternName(pattern) << n;
+      in.Put(u64);
+      request.mutable_options()->set_dtype(v1::DTYPE_UINT64);
+      *request.mutable_keys_region() = in.Ref(0, n * 8);
+      *request.mutable_output_region() = out.Ref(8, n * 8);
+      call = CallSort(server->stub(), request, "device-sort-u64-direct");
+      ASSERT_TRUE(call.status.ok()) << PatternName(pattern) << " " << n << ": " << call.status.error_message();
+      EXPECT_EQ(out.Get<uint64_t>(n, 8), ReferenceSort(u64, SortOrder::kAscending)) << PatternName(pattern) << n;
+      EXPECT_EQ(in.Get<uint64_t>(n), u64) << "the input changed: " << PatternName(pattern) << n;
+      if (HasFailure()) return;
+    }
+  }
+  // In place (the output is the input's own range; a partial overlap is refused before this): sorted
+  // through the job's own buffers, since CUB cannot read and write one range.
+  const std::size_t n = 100003;
+  const auto keys = MakeInput<uint32_t>(Pattern::kRandom, n, 3);
+  DeviceArray region(*server, n * 4);
+  ASSERT_TRUE(region.status().ok());
+  region.Put(keys);
+  v1::SortRequest request = SortRequestOf(v1::DTYPE_UINT32, v1::ORDER_ASCENDING, v1::PAYLOAD_NONE);
+  *request.mutable_keys_region() = region.Whole();
+  *request.mutable_output_region() = region.Whole();
+  const CallResult call = CallSort(server->stub(), request, "device-sort-in-place");
+  ASSERT_TRUE(call.status.ok()) << call.status.error_message();
+  EXPECT_EQ(region.Get<uint32_t>(n), ReferenceSort(keys, SortOrder::kAscending));
+}
+
 template <typename T>
 void ExpectDeviceTopK(TestServer& server, v1::DType dtype, std::size_t rows, std::size_t length, std::size_t k,
                       bool largest, Pattern pattern) {
@@ -186,10 +232,12 @@ void ExpectDeviceTopK(TestServer& server, v1::DType dtype, std::size_t rows, std
 TEST(DeviceRegions, TopKSelectsFromTheCallersDeviceMemory) {
   GPU_SERVER_OR_SKIP(server);
   for (Pattern pattern : {Pattern::kRandom, Pattern::kSpecials, Pattern::kFewDistinct}) {
-    // One long row (radix select; SMALL_K at 16 bits for bfloat16), many rows (SMALL_K), a k past
-    // SMALL_K's limit (sorted rows).
+    // One long row (radix select reading the raw keys where they lie, bfloat16 and float16 at 16 bits),
+    // many rows (SMALL_K), a k past SMALL_K's limit (sorted rows).
     ExpectDeviceTopK<float>(*server, v1::DTYPE_FLOAT32, 1, (1 << 20) + 3, 200, true, pattern);
     ExpectDeviceTopK<BFloat16>(*server, v1::DTYPE_BFLOAT16, 1, (1 << 20) + 5, 300, true, pattern);
+    ExpectDeviceTopK<Float16>(*server, v1::DTYPE_FLOAT16, 1, (1 << 20) + 1, 100, false, pattern);
+    ExpectDeviceTopK<Float16>(*server, v1::DTYPE_FLOAT16, 1, (1 << 22) + 1, 100, true, pattern);
     ExpectDeviceTopK<BFloat16>(*server, v1::DTYPE_BFLOAT16, 128, 4099, 150, false, pattern);
     ExpectDeviceTopK<int64_t>(*server, v1::DTYPE_INT64, 64, 3000, 2000, true, pattern);
     if (::testing::Test::HasFatalFailure()) return;

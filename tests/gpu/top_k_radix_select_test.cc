@@ -80,6 +80,13 @@ TEST(RadixSelectTopKTest, EveryPatternU64) {
   EveryPattern<std::uint64_t>();
 }
 
+// 16-bit keys read as they are (KeyWidth::k16): at most 65536 distinct values, so long rows hold every
+// value many times and the tie cap of the filter decides most answers.
+TEST(RadixSelectTopKTest, EveryPatternU16) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  EveryPattern<std::uint16_t>();
+}
+
 // NaNs of both signs, +-inf, +-0.0, denormals: ordinary ordered bits to the kernel.
 TEST(RadixSelectTopKTest, FloatAndDoubleSpecials) {
   SKIP_WITHOUT_KERNEL_DEVICE();
@@ -169,6 +176,35 @@ TEST(RadixSelectTopKTest, TiesAtTheKthU64) {
   TiesAtTheKth<std::uint64_t>();
 }
 
+TEST(RadixSelectTopKTest, TiesAtTheKthU16) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  TiesAtTheKth<std::uint16_t>();
+}
+
+// bfloat16 in [0, 1) as torch.rand draws it (8 random bits: each value about n / 256 times), largest
+// first: the k-th key has tens of thousands of equals spread over the whole row, more than the sample's
+// buffer holds, so only the filter's per-warp cap keeps the candidates few. Rows long enough to take the
+// sampled path, one of them 16M keys with its head unaligned (the row starts one key into the buffer).
+TEST(RadixSelectTopKTest, CrowdedBfloat16LargestFirst) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  std::mt19937_64 rng(21);
+  for (std::size_t n : {std::size_t{300001}, (std::size_t{1} << 22) + 3, (std::size_t{1} << 24) + 1}) {
+    SKIP_OVER_TEST_MAX_KEYS(n);
+    std::vector<std::uint16_t> keys(n);
+    for (auto& x : keys) {
+      const float f = static_cast<float>(rng() >> 56) * 0x1.0p-8f;  // 8 random bits in [0, 1)
+      x = static_cast<std::uint16_t>(~ToOrderedBits(BFloat16{static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(f) >> 16)}));
+    }
+    for (std::size_t k : {std::size_t{1}, std::size_t{50}, std::size_t{100}, std::size_t{1000}, std::size_t{5000}}) {
+      Expect(keys, 1, k, true);
+      Expect(keys, 1, k, k != 100);
+      if (HasFatalFailure()) return;
+    }
+    const std::vector<std::uint16_t> three_rows(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(n / 3 * 3));
+    Expect(three_rows, 3, 100, true);
+  }
+}
+
 // All equal with k in the middle: only positions decide (the row of 2^20+1 also overflows the sample's
 // candidate buffer).
 TEST(RadixSelectTopKTest, AllEqualMiddleK) {
@@ -210,6 +246,11 @@ TEST(RadixSelectTopKTest, SeveralRowsU32) {
 TEST(RadixSelectTopKTest, SeveralRowsU64) {
   SKIP_WITHOUT_KERNEL_DEVICE();
   SeveralRows<std::uint64_t>();
+}
+
+TEST(RadixSelectTopKTest, SeveralRowsU16) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  SeveralRows<std::uint16_t>();
 }
 
 // Either output may be null; the other still holds the answer.
@@ -331,6 +372,10 @@ TEST(RadixSelectTopKTest, RawKeysOfEveryKindAreOrderedAsTheyAreRead) {
   RawKeysGiveTheOrderedBitsAnswer<std::int32_t>(kernels::KeyKind::kSigned);
   RawKeysGiveTheOrderedBitsAnswer<std::int64_t>(kernels::KeyKind::kSigned);
   RawKeysGiveTheOrderedBitsAnswer<std::uint32_t>(kernels::KeyKind::kUnsigned);
+  RawKeysGiveTheOrderedBitsAnswer<BFloat16>(kernels::KeyKind::kFloat);
+  RawKeysGiveTheOrderedBitsAnswer<Float16>(kernels::KeyKind::kFloat);
+  RawKeysGiveTheOrderedBitsAnswer<std::int16_t>(kernels::KeyKind::kSigned);
+  RawKeysGiveTheOrderedBitsAnswer<std::uint16_t>(kernels::KeyKind::kUnsigned);
 }
 
 // 256M keys (torch.rand-like floats, so ~16 copies of every value), k = 100000, checked against a

@@ -65,7 +65,9 @@ class GpuKeySource {
   // are, with no copy. nullptr for the others.
   virtual const void* raw_device_keys() const { return nullptr; }
   // Puts count() keys, as `coding`'s ordered bits, at `device_keys` and returns which bits vary
-  // (OR ^ AND over them). May return with copies still queued on the slot's stream.
+  // (OR ^ AND over them). May return with copies still queued on the slot's stream. A job that reads
+  // raw_device_keys() where they lie passes a null `device_keys`: then only the varying bits are found
+  // (only sources that lend raw_device_keys() take it).
   virtual absl::StatusOr<std::uint64_t> IngestKeys(const GpuJobEnv& env, const KeyCoding& coding,
                                                    void* device_keys) = 0;
   // Copies the values (`bytes` in all, `width` each), as they are, to `device_values`.
@@ -76,6 +78,10 @@ class GpuKeySource {
 class GpuResultSink {
  public:
   virtual ~GpuResultSink() = default;
+  // A sink whose keys go to a caller's memory on this device lends that range (count keys of the
+  // request's width), so that a sort whose ordered bits are the keys themselves writes its answer there
+  // and skips EgressKeys. nullptr for the others.
+  virtual void* raw_device_keys_out() { return nullptr; }
   // `keys` holds `count` result keys as `coding`'s ordered bits. The sink may convert them in place or
   // keep the buffer itself (moving it out).
   virtual absl::Status EgressKeys(const GpuJobEnv& env, const KeyCoding& coding, kernels::DeviceAllocation& keys,

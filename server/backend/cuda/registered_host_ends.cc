@@ -11,9 +11,12 @@ namespace gpusort {
 absl::StatusOr<std::uint64_t> RegisteredHostKeys::IngestKeys(const GpuJobEnv& env, const KeyCoding& coding,
                                                              void* device_keys) {
   StreamSlot& slot = env.slot;
+  if (device_keys == nullptr && !on_device_) {
+    return absl::InternalError("a registered host range cannot be read where it lies");
+  }
   constexpr std::size_t kOrAndBytes = 2 * sizeof(std::uint64_t);
   const std::size_t key_bytes = coding.key_bytes();
-  const bool widen = key_bytes < coding.device_key_bytes();
+  const bool widen = key_bytes < coding.device_key_bytes() && device_keys != nullptr;
   const bool land = widen && !on_device_;  // host keys to widen land in scratch first
   RETURN_IF_ERROR(env.context.AllocateAll(slot.stream, {kOrAndBytes, land ? count_ * key_bytes : 0}, &scratch_));
   // The OR/AND accumulator starts as {0, ~0}; it travels through the slot's first pinned buffer.

@@ -39,6 +39,7 @@ class RegisteredHostResults final : public GpuResultSink {
   // `on_device`: the ranges lie in an imported device region (written in place by the conversions).
   RegisteredHostResults(std::span<std::byte> keys, std::span<std::int64_t> positions, bool on_device = false)
       : keys_(keys), positions_(positions), on_device_(on_device) {}
+  void* raw_device_keys_out() override { return on_device_ ? keys_.data() : nullptr; }
   absl::Status EgressKeys(const GpuJobEnv& env, const KeyCoding& coding, kernels::DeviceAllocation& keys,
                           std::size_t count) override;
   absl::Status EgressPositions(const GpuJobEnv& env, kernels::DeviceAllocation& positions, std::size_t count,

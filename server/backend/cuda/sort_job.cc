@@ -18,6 +18,20 @@ SortJob::Carry SortJob::CarryFor(const SortSpec& spec, bool comparison) {
   }
 }
 
+bool SortJob::SortsWhereKeysLie(const SortSpec& spec, bool comparison, const KeyCoding& coding,
+                                GpuKeySource& source, GpuResultSink& sink) {
+  if (comparison || spec.payload != SortPayload::kNone) return false;
+  if (coding.kind() != kernels::KeyKind::kUnsigned || coding.complement) return false;  // bits != keys
+  if (coding.device_key_bytes() != coding.key_bytes()) return false;                   // widened
+  const auto* in = static_cast<const std::byte*>(source.raw_device_keys());
+  const auto* out = static_cast<const std::byte*>(sink.raw_device_keys_out());
+  if (in == nullptr || out == nullptr) return false;
+  // CUB reads the input while it writes the output: ranges that overlap (an in-place sort) take the
+  // copying path. Both are mappings in this process, so their addresses compare.
+  const std::size_t bytes = source.count() * coding.key_bytes();
+  return in + bytes <= out || out + bytes <= in;
+}
+
 SortJob::SortJob(const SortSpec& spec, Algorithm algorithm, GpuKeySource& source, GpuResultSink& sink)
     : spec_(spec),
       algorithm_(algorithm),
@@ -25,7 +39,8 @@ SortJob::SortJob(const SortSpec& spec, Algorithm algorithm, GpuKeySource& source
       carry_(CarryFor(spec, comparison_)),
       coding_{spec.dtype, spec.order == SortOrder::kDescending},
       source_(source),
-      sink_(sink) {}
+      sink_(sink),
+      where_keys_lie_(SortsWhereKeysLie(spec, comparison_, coding_, source, sink)) {}
 
 std::size_t SortJob::carry_bytes() const {
   switch (carry_) {
@@ -46,12 +61,19 @@ absl::Status SortJob::Allocate(const GpuJobEnv& env) {
   // Bits: the whole key until the ingest says which vary; the temporary size does not depend on them.
   args_.begin_bit = 0;
   args_.end_bit = static_cast<int>(coding_.key_bytes() * 8);  // narrow keys: the high bits are 0
+  args_.keep_input = where_keys_lie_;
   if (comparison_) {
     RETURN_IF_ERROR(ComparisonSortTempBytes(algorithm_, args_.key_width, n, carry_ != Carry::kNothing, &temp_bytes_));
   } else {
     GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSortTempBytes(args_, &temp_bytes_), "sizing the sort");
   }
   kernels::DeviceAllocation* resident = source_.resident_keys();
+  if (where_keys_lie_) {
+    RETURN_IF_ERROR(AllocateBuffers(env, {{&temp_, temp_bytes_}}));
+    args_.keys[0] = const_cast<void*>(source_.raw_device_keys());  // only read (keep_input)
+    args_.keys[1] = sink_.raw_device_keys_out();
+    return absl::OkStatus();
+  }
   const std::size_t second = comparison_ ? 0 : 1;
   const std::size_t gathered = carry_ == Carry::kGatherOrder ? n * spec_.value_width : 0;
   RETURN_IF_ERROR(AllocateBuffers(env, {{&keys_[0], resident != nullptr ? 0 : n * key_bytes},
@@ -71,7 +93,9 @@ absl::Status SortJob::Allocate(const GpuJobEnv& env) {
 }
 
 absl::Status SortJob::Ingest(const GpuJobEnv& env) {
-  ASSIGN_OR_RETURN(const std::uint64_t varying, source_.IngestKeys(env, coding_, keys_[0].data()));
+  // Where the keys lie, only which bits vary is wanted (the sort reads them there).
+  ASSIGN_OR_RETURN(const std::uint64_t varying,
+                   source_.IngestKeys(env, coding_, where_keys_lie_ ? nullptr : keys_[0].data()));
   const std::size_t value_bytes = count() * spec_.value_width;
   if (carry_ == Carry::kValues) {
     RETURN_IF_ERROR(source_.IngestValues(env, carried_[0].data(), value_bytes, spec_.value_width));
@@ -102,6 +126,7 @@ absl::Status SortJob::Launch(const GpuJobEnv& env) {
 }
 
 absl::Status SortJob::Egress(const GpuJobEnv& env) {
+  if (where_keys_lie_) return absl::OkStatus();  // the sort wrote the caller's output range
   RETURN_IF_ERROR(sink_.EgressKeys(env, coding_, keys_[result_], count()));
   const std::size_t value_bytes = count() * spec_.value_width;
   switch (carry_) {

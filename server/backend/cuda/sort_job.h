@@ -3,6 +3,11 @@
 // or 8 bytes directly, values of other widths (and every value under a comparison sort, which carries
 // positions only) gathered by the positions after the sort. Its keys come from any GpuKeySource and
 // its results go to any GpuResultSink.
+//
+// Keys whose ordered bits are the keys themselves (unsigned, ascending, full width) that lie in a
+// caller's device memory and go back to it (GpuKeySource::raw_device_keys, GpuResultSink::
+// raw_device_keys_out) are sorted from the caller's input range straight into its output range: no
+// copy in, no conversion, no copy out (the 16M u32 device-region sort of BENCHMARKS.md).
 #pragma once
 
 #include <cstddef>
@@ -36,6 +41,8 @@ class SortJob final : public GpuJob {
   static Carry CarryFor(const SortSpec& spec, bool comparison);
   std::size_t count() const { return source_.count(); }
   std::size_t carry_bytes() const;  // per key
+  static bool SortsWhereKeysLie(const SortSpec& spec, bool comparison, const KeyCoding& coding,
+                                GpuKeySource& source, GpuResultSink& sink);
 
   const SortSpec spec_;
   const Algorithm algorithm_;
@@ -44,6 +51,7 @@ class SortJob final : public GpuJob {
   const KeyCoding coding_;
   GpuKeySource& source_;
   GpuResultSink& sink_;
+  const bool where_keys_lie_;  // SortsWhereKeysLie: keys[0] is the caller's input, keys[1] its output
 
   kernels::RadixSortArgs args_;
   std::size_t temp_bytes_ = 0;

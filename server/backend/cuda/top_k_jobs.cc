@@ -14,12 +14,12 @@ TopKJob::TopKJob(const TopKSpec& spec, KeyCoding coding, GpuKeySource& source, G
 
 namespace {
 
-// SMALL_K selects 16-bit keys as they are; the others take them zero-extended to 32 bits. Keys already
-// resident on the device were widened as they came, so they stay so.
+// SMALL_K and RADIX_SELECT select 16-bit keys as they are; the others take them zero-extended to 32
+// bits. Keys already resident on the device were widened as they came, so they stay so.
 KeyCoding SelectionCoding(const TopKSpec& spec, Algorithm algorithm, GpuKeySource& source) {
   KeyCoding coding{spec.dtype, spec.largest};
-  coding.native_width = algorithm == Algorithm::kSmallK && coding.key_bytes() == 2 &&
-                        source.resident_keys() == nullptr;
+  coding.native_width = (algorithm == Algorithm::kSmallK || algorithm == Algorithm::kRadixSelect) &&
+                        coding.key_bytes() == 2 && source.resident_keys() == nullptr;
   return coding;
 }
 
@@ -38,7 +38,7 @@ TopKSelectJob::TopKSelectJob(const TopKSpec& spec, Algorithm algorithm, GpuKeySo
       algorithm_(algorithm),
       selection_(SelectionOf(algorithm)),
       reads_in_place_(algorithm == Algorithm::kRadixSelect && source.raw_device_keys() != nullptr &&
-                      coding_.key_bytes() >= 4) {}
+                      coding_.device_key_bytes() == coding_.key_bytes()) {}
 
 absl::Status TopKSelectJob::Allocate(const GpuJobEnv& env) {
   args_.key_width = coding_.width();

@@ -26,7 +26,9 @@ Status FromOrderedBitsAsync(KeyWidth width, KeyKind kind, bool complement, void*
                             const Stream& stream);
 
 // Both out of place, `in` left as it is: one pass that copies and converts (keys in a caller's device
-// region into a job's buffer, and the answer back into the caller's output range).
+// region into a job's buffer, and the answer back into the caller's output range). ToOrderedBitsCopyAsync
+// takes a null `out` too: it then only folds or_and, to learn which bits vary in keys a job reads where
+// they lie (a sort of a caller's unsigned keys, whose ordered bits are the keys themselves).
 Status ToOrderedBitsCopyAsync(KeyWidth width, KeyKind kind, bool complement, const void* in, void* out,
                               std::size_t count, std::uint64_t* or_and, const Stream& stream);
 Status FromOrderedBitsCopyAsync(KeyWidth width, KeyKind kind, bool complement, const void* in, void* out,

@@ -17,11 +17,12 @@
 
 namespace gpusort::kernels {
 
-// uint32_t, uint64_t or uint16_t ordered bits. The 16-bit width is taken by SMALL_K only (top_k.h), for
-// 16-bit keys read as they are; every other kernel refuses it (RefuseKeyWidth16).
+// uint32_t, uint64_t or uint16_t ordered bits. The 16-bit width is taken by the selections SMALL_K and
+// RADIX_SELECT only (top_k.h), for 16-bit keys read as they are; every other kernel refuses it
+// (RefuseKeyWidth16).
 enum class KeyWidth { k32, k64, k16 };
 
-// INVALID_ARGUMENT naming `kernel` for the 16-bit width, which only SMALL_K takes.
+// INVALID_ARGUMENT naming `kernel` for the 16-bit width, which only SMALL_K and RADIX_SELECT take.
 inline Status RefuseKeyWidth16(KeyWidth width, const char* kernel) {
   if (width != KeyWidth::k16) return Status::Ok();
   return Status(StatusCode::kInvalidArgument, std::string(kernel) + " takes 32- or 64-bit keys, not 16-bit");
@@ -43,6 +44,9 @@ struct RadixSortArgs {
   void* values[2] = {nullptr, nullptr};  // payload buffers (kIndexU32: count uint32_t each); input in [0]
   int begin_bit = 0;
   int end_bit = 32;  // <= 32 or 64 by key_width
+  // keys[0] is only read (it may be a caller's memory, const to us) and the sorted keys end in keys[1],
+  // with CUB's second buffer in temp (RadixSortTempBytes counts it). Keys alone (Payload::kNone).
+  bool keep_input = false;
 };
 
 // Device temporary bytes RadixSort needs for these arguments (pointers may be null here).

@@ -38,8 +38,8 @@ struct TopKArgs {
   const void* keys = nullptr;              // rows * row_length uint32_t or uint64_t ordered bits, row-major
   void* out_keys = nullptr;                // null, or rows * k ordered bits of the same width
   std::int64_t* out_positions = nullptr;   // null, or rows * k positions within the row
-  // RADIX_SELECT only (the others refuse it): `keys` are the caller's own keys of `raw_kind`, 32 or 64
-  // bits, not ordered bits; the kernel turns each into its ordered bits (complemented when
+  // RADIX_SELECT only (the others refuse it): `keys` are the caller's own keys of `raw_kind`, 16, 32 or
+  // 64 bits, not ordered bits; the kernel turns each into its ordered bits (complemented when
   // `raw_complement`: largest first) as it reads it, so keys lying in a caller's memory are read where
   // they are and never copied. out_keys still receives ordered bits.
   bool raw_keys = false;
@@ -50,7 +50,7 @@ struct TopKArgs {
 // RADIX_SELECT: histogram passes over the key bits, each narrowing the candidates to the one digit
 // bucket that holds the k-th element, reading the full input as few times as it can; then a gather of
 // everything ranked before the k-th element plus the earliest of its equals, and (if sorted) a sort of
-// the k. Any k and any rows; built for long rows.
+// the k. Any k and any rows, 16-, 32- and 64-bit keys; built for long rows.
 Status RadixSelectTopKTempBytes(const TopKArgs& args, std::size_t* bytes);
 Status RadixSelectTopK(const TopKArgs& args, void* temp, std::size_t temp_bytes, const Stream& stream);
 
