@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "top_k_levels.h"
 
@@ -162,6 +163,7 @@ __global__ void __launch_bounds__(kG * GroupsPerBlock(kG))
   constexpr int kTile = kG * kR;
   constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
   constexpr int kCounts = kR * kW;
+  static_assert(kR <= 32, "a register's kind is one bit of a 32-bit mask");
   extern __shared__ __align__(16) unsigned char shared[];
   const int t = static_cast<int>(threadIdx.x) % kG;
   const int lane = t & 31, warp = t >> 5;
@@ -184,30 +186,52 @@ __global__ void __launch_bounds__(kG * GroupsPerBlock(kG))
   const std::uint32_t take = job.k < length ? job.k : length;
   const Key* row_in = in + row * job.in_stride + start;
 
-  Key key[kR];
+  // Entries past the slice's end are padding: the largest key at a position after every real one, so
+  // they rank after all real entries and are never among the take <= length selected (and the select
+  // needs no per-entry bounds test: the profile of 16-bit rows showed those tests and the branches
+  // around the atomics as much of the issued instructions). A full tile (every slice but a row's
+  // last) loads without bounds tests. 16-bit keys are worked on as 32-bit words (no sign-extending
+  // conversions in every compare).
+  using Word = std::conditional_t<(sizeof(Key) < 4), std::uint32_t, Key>;
+  constexpr Word kPad = static_cast<Word>(static_cast<Key>(~Key{0}));
+  Word key[kR];
   std::uint32_t position[kReadPositions ? kR : 1];
+  const Key* my_in = row_in + t;
+  if (length == static_cast<std::uint32_t>(kTile)) {
 #pragma unroll
-  for (int r = 0; r < kR; ++r) {
-    const std::uint32_t e = static_cast<std::uint32_t>(r * kG + t);
-    key[r] = e < length ? row_in[e] : Key{0};
-    if constexpr (kReadPositions) {
-      position[r] = e < length ? in_positions[row * job.in_stride + start + e] : top_k::kNoPosition;
+    for (int r = 0; r < kR; ++r) {
+      key[r] = my_in[r * kG];
+      if constexpr (kReadPositions) position[r] = in_positions[row * job.in_stride + start + r * kG + t];
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < kR; ++r) {
+      const std::uint32_t e = static_cast<std::uint32_t>(r * kG + t);
+      key[r] = e < length ? static_cast<Word>(my_in[r * kG]) : kPad;
+      if constexpr (kReadPositions) {
+        position[r] = e < length ? in_positions[row * job.in_stride + start + e] : top_k::kNoPosition;
+      }
     }
   }
-  auto valid = [&](int r) { return static_cast<std::uint32_t>(r * kG + t) < length; };
 
   // 1. Radix select. lo: the chosen prefix (undecided bits 0); mask: its decided bits. Taking every
   // entry (take == length) needs no select: mask 0 makes every entry "equal", and need = length.
-  Key lo = 0, mask = 0;
+  // Entries that no longer match the prefix count into a spare word (result[3]) instead of branching
+  // around the atomic.
+  Word lo = 0, mask = 0;
   std::uint32_t need = take;
   if (take < length) {
     for (int i = t; i < kBins; i += kG) hist[i] = 0;
     GroupBarrier<kG>();
     for (int shift = kBits - kDigitBits;; shift -= kDigitBits) {
+      if (mask == 0) {  // the first digit: every entry counts
 #pragma unroll
-      for (int r = 0; r < kR; ++r) {
-        if (valid(r) && (key[r] & mask) == lo) {
-          atomicAdd(&hist[static_cast<std::uint32_t>(key[r] >> shift) & (kBins - 1)], 1u);
+        for (int r = 0; r < kR; ++r) atomicAdd(&hist[static_cast<std::uint32_t>(key[r] >> shift) & (kBins - 1)], 1u);
+      } else {
+#pragma unroll
+        for (int r = 0; r < kR; ++r) {
+          const std::uint32_t bin = static_cast<std::uint32_t>(key[r] >> shift) & (kBins - 1);
+          atomicAdd((key[r] & mask) == lo ? &hist[bin] : &result[3], 1u);
         }
       }
       GroupBarrier<kG>();
@@ -215,22 +239,34 @@ __global__ void __launch_bounds__(kG * GroupsPerBlock(kG))
       GroupBarrier<kG>();
       const std::uint32_t bin = result[0], below = result[1], in_bin = result[2];
       need -= below;
-      lo |= static_cast<Key>(bin) << shift;
-      mask |= static_cast<Key>(kBins - 1) << shift;
+      lo |= static_cast<Word>(bin) << shift;
+      mask |= static_cast<Word>(kBins - 1) << shift;
       if (in_bin == need || shift == 0) break;
     }
   }
 
   // 2. Compaction in position order. Counts of both kinds share a word: less << 16 | equal (a tile
-  // holds at most 8192 entries, so neither half overflows).
+  // holds at most 8192 entries, so neither half overflows). Most (register, warp) pairs hold nothing
+  // taken (k of a tile of 8k or more): one vote skips them, which the profile of 16-bit rows asked for
+  // (ncu: the select was bound by issued instructions, the compaction's ballots the largest part).
   const std::uint32_t lanes_before = (1u << lane) - 1u;
+  std::uint32_t less_regs = 0, equal_regs = 0;  // this thread's registers of each kind
 #pragma unroll
   for (int r = 0; r < kR; ++r) {
-    const bool is_less = valid(r) && key[r] < lo;
-    const bool is_equal = valid(r) && (key[r] & mask) == lo;
-    const std::uint32_t less_bits = __ballot_sync(0xFFFFFFFFu, is_less);
-    const std::uint32_t equal_bits = __ballot_sync(0xFFFFFFFFu, is_equal);
-    if (lane == 0) counts[r * kW + warp] = (static_cast<std::uint32_t>(__popc(less_bits)) << 16) | __popc(equal_bits);
+    if (key[r] < lo) less_regs |= 1u << r;
+    if ((key[r] & mask) == lo) equal_regs |= 1u << r;
+  }
+  std::uint32_t warp_regs = 0;  // registers where some lane of this warp holds an entry of either kind
+#pragma unroll
+  for (int r = 0; r < kR; ++r) {
+    std::uint32_t word = 0;
+    if (__any_sync(0xFFFFFFFFu, ((less_regs | equal_regs) >> r) & 1u)) {
+      const std::uint32_t less_bits = __ballot_sync(0xFFFFFFFFu, (less_regs >> r) & 1u);
+      const std::uint32_t equal_bits = __ballot_sync(0xFFFFFFFFu, (equal_regs >> r) & 1u);
+      word = (static_cast<std::uint32_t>(__popc(less_bits)) << 16) | __popc(equal_bits);
+      warp_regs |= 1u << r;
+    }
+    if (lane == 0) counts[r * kW + warp] = word;
   }
   GroupBarrier<kG>();
   if (warp == 0) ExclusiveScanCounts<kCounts>(counts, lane);
@@ -239,8 +275,9 @@ __global__ void __launch_bounds__(kG * GroupsPerBlock(kG))
   Key* out_keys = static_cast<Key*>(job.out_keys);
 #pragma unroll
   for (int r = 0; r < kR; ++r) {
-    const bool is_less = valid(r) && key[r] < lo;
-    const bool is_equal = valid(r) && (key[r] & mask) == lo;
+    if (!((warp_regs >> r) & 1u)) continue;  // the same in every lane of the warp
+    const bool is_less = (less_regs >> r) & 1u;
+    const bool is_equal = (equal_regs >> r) & 1u;
     const std::uint32_t less_bits = __ballot_sync(0xFFFFFFFFu, is_less);
     const std::uint32_t equal_bits = __ballot_sync(0xFFFFFFFFu, is_equal);
     const std::uint32_t base = counts[r * kW + warp];
@@ -255,14 +292,14 @@ __global__ void __launch_bounds__(kG * GroupsPerBlock(kG))
         p = start + static_cast<std::uint32_t>(r * kG + t);
       }
       if (to_sort) {
-        sort_keys[slot] = key[r];
+        sort_keys[slot] = static_cast<Key>(key[r]);
         sort_positions[slot] = p;
       } else if (job.last) {
-        if (out_keys != nullptr) out_keys[row * job.k + slot] = key[r];
+        if (out_keys != nullptr) out_keys[row * job.k + slot] = static_cast<Key>(key[r]);
         if (job.out_positions != nullptr) job.out_positions[row * job.k + slot] = p;
       } else {
         const std::uint64_t at = row * job.out_stride + std::uint64_t{slice} * job.k + slot;
-        out_keys[at] = key[r];
+        out_keys[at] = static_cast<Key>(key[r]);
         job.candidate_positions[at] = p;
       }
     }
