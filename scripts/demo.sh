@@ -28,6 +28,8 @@ cat "$work/top5.txt"
 echo "== a small text file";          printf '3\n-1\n2.5\nnan\n-inf\n0\n-0\n' > "$work/small.txt"
 $cli sort --in "$work/small.txt" --dtype f64 --out "$work/small-sorted.txt"
 cat "$work/small-sorted.txt"
+echo "== from Python (client/python, checked against numpy)"
+/usr/bin/python3 client/python/examples/quickstart.py
 echo "== metrics (first lines)";      curl -s http://127.0.0.1:9464/metrics | grep '^gpusort_requests_total' | head -5
 [ $keep = 1 ] && echo "server left running (pid $server_pid) on 127.0.0.1:50051, metrics on :9464"
 echo "demo done"

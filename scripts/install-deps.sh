@@ -9,11 +9,13 @@ packages=(
   prometheus-cpp-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   nlohmann-json3-dev libboost-dev libtbb-dev
   libssl-dev  # the server checks TLS files and hashes bearer tokens with OpenSSL (gRPC links it too)
+  # The Python client (client/python): Debian's grpcio and its protoc plugin, setuptools for pip.
+  python3-grpcio python3-grpc-tools python3-setuptools python3-venv python3-pip
 )
 # Tests also start a real Prometheus and check /metrics with promtool; the deploy/ checks
 # (tests/deploy/) lint YAML and validate the Kubernetes manifests with npm packages under Node.js.
 if [ "${GPUSORT_NO_TEST_DEPS:-0}" != 1 ]; then
-  packages+=(prometheus yamllint python3-yaml)
+  packages+=(prometheus yamllint python3-yaml python3-pytest)
   # The TLS tests make their certificates with the openssl command.
   packages+=(openssl)
   # The hostile-caller tests write HTTP/2 frames by hand that gRPC clients refuse to send.

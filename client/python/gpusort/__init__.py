@@ -1,0 +1,56 @@
+"""gpusort: sort and top-k of numpy arrays (and torch CPU tensors) on a gpusort server.
+
+    import gpusort
+    client = gpusort.Client("127.0.0.1:50051")
+    client.sort(a)                      # numpy.sort(a, axis=-1), every row on its own
+    client.argsort(a, stable=True)      # numpy.argsort(a, kind="stable")
+    keys, vals = client.sort_with(k, v) # v moved with its keys
+    values, indices = client.topk(a, 10, axis=-1, largest=True)   # torch.topk(a, 10)
+
+The module-level functions use one client for $GPUSORT_SERVER (default 127.0.0.1:50051). Errors the
+service answers are GpusortError, carrying the gRPC status code.
+"""
+import os
+import threading
+
+from ._client import DEFAULT_TARGET, NAN_ORDERS, Client
+from ._dtypes import SUPPORTED as SUPPORTED_DTYPES
+from .errors import GpusortError
+
+__all__ = ["Client", "GpusortError", "sort", "argsort", "sort_with", "topk", "default_client",
+           "SUPPORTED_DTYPES", "NAN_ORDERS", "DEFAULT_TARGET"]
+__version__ = "0.1.0"
+
+_lock = threading.Lock()
+_default = {}
+
+
+def default_client():
+    """The shared Client for $GPUSORT_SERVER (one per target, made on first use)."""
+    target = os.environ.get("GPUSORT_SERVER") or DEFAULT_TARGET
+    with _lock:
+        if target not in _default:
+            _default[target] = Client(target)
+        return _default[target]
+
+
+def sort(a, axis=-1, **options):
+    return default_client().sort(a, axis, **options)
+
+
+def argsort(a, axis=-1, **options):
+    return default_client().argsort(a, axis, **options)
+
+
+def sort_with(keys, values, axis=-1, **options):
+    return default_client().sort_with(keys, values, axis, **options)
+
+
+def topk(a, k, axis=-1, **options):
+    return default_client().topk(a, k, axis, **options)
+
+
+sort.__doc__ = Client.sort.__doc__
+argsort.__doc__ = Client.argsort.__doc__
+sort_with.__doc__ = Client.sort_with.__doc__
+topk.__doc__ = Client.topk.__doc__

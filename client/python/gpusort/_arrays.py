@@ -1,0 +1,74 @@
+"""What callers pass -> numpy arrays the client sends, and the answers back in the caller's kind.
+
+numpy arrays of any byte order and memory layout; anything numpy can read through the array protocols
+(torch CPU tensors, lists); torch bfloat16 CPU tensors by their bits. CUDA arrays (torch, CuPy) would
+go through the service's device-memory regions; the Python client does not register device memory yet,
+so they are refused saying so rather than copied to the host behind the caller's back.
+"""
+import numpy as np
+
+
+class Converted:
+    """A caller's array as numpy (native layout kept), the dtype name it is sent as (None: by numpy's
+    dtype), and how to hand numpy answers back in the caller's kind."""
+
+    def __init__(self, array, dtype_name=None, back=None):
+        self.array = array
+        self.dtype_name = dtype_name
+        self._back = back
+
+    def back(self, result, keys=True):
+        """`result` (numpy) as the caller's kind: keys in the caller's dtype; indices as they are."""
+        if self._back is None or not keys:
+            return result
+        return self._back(result)
+
+
+def _is_cuda(obj):
+    if hasattr(obj, "__cuda_array_interface__"):
+        return True
+    device = getattr(obj, "device", None)
+    return getattr(device, "type", None) == "cuda"
+
+
+def to_numpy(obj, dtype_name=None, keys=True):
+    if _is_cuda(obj):
+        raise NotImplementedError(
+            "gpusort: CUDA arrays are not taken by the Python client yet (the service's device regions "
+            "are reached from C++ only); copy to the host first (torch: t.cpu(), CuPy: a.get())")
+    module = type(obj).__module__.split(".")[0]
+    if module == "torch":
+        import torch  # only when the caller already uses it
+
+        tensor = obj.detach()
+        if tensor.dtype == torch.bfloat16:
+            bits = tensor.contiguous().view(torch.int16).numpy()
+            return Converted(bits, "bfloat16",
+                             lambda r: torch.from_numpy(np.ascontiguousarray(r).view(np.int16)).view(torch.bfloat16))
+        return Converted(tensor.numpy(), dtype_name, lambda r: torch.from_numpy(np.ascontiguousarray(r)))
+    array = np.asarray(obj)
+    if keys and array.dtype.kind not in "iuf":
+        from ._dtypes import SUPPORTED
+
+        raise ValueError("gpusort: cannot sort arrays of %s; supported: %s" % (array.dtype, ", ".join(SUPPORTED)))
+    return Converted(array, dtype_name)
+
+
+def little_endian_rows(array, axis):
+    """The array with `axis` last, C-contiguous and little-endian: (data, shape with axis last).
+    Raises numpy's AxisError for an axis the array does not have."""
+    if array.ndim == 0:
+        raise np.exceptions.AxisError(axis, 0) if hasattr(np, "exceptions") else np.AxisError(axis, 0)
+    moved = np.moveaxis(array, axis, -1)
+    data = np.ascontiguousarray(moved)
+    if data.dtype.byteorder == ">" or (data.dtype.byteorder == "=" and np.little_endian is False):
+        data = data.astype(data.dtype.newbyteorder("<"))
+    return data, moved.shape
+
+
+def restore_axis(result, shape, axis, ndim, dtype=None):
+    """A flat result of `shape` (axis last) back to the caller's axis (and dtype, byte order included)."""
+    out = np.moveaxis(result.reshape(shape), -1, axis if axis >= 0 else ndim + axis)
+    if dtype is not None and out.dtype != dtype:
+        out = out.astype(dtype)
+    return out

@@ -1,0 +1,351 @@
+"""gpusort.Client: Sort and TopK over gRPC for numpy arrays (and what numpy reads).
+
+Transport by size: a call whose request and answer both fit `max_unary_bytes` is one unary RPC;
+larger ones stream (SortStream / TopKStream) in chunks of `chunk_bytes`, so a caller never meets a
+message limit. The channel itself has no message limit; the server's --max-message-bytes (64 MiB by
+default) is what max_unary_bytes stays under.
+"""
+import os
+
+import grpc
+import numpy as np
+
+from . import _arrays, _dtypes
+from .errors import GpusortError
+from .v1 import sort_pb2 as pb
+from .v1 import sort_pb2_grpc as pb_grpc
+
+DEFAULT_PORT = 50051
+DEFAULT_TARGET = "127.0.0.1:%d" % DEFAULT_PORT
+NAN_ORDERS = ("total", "numpy")
+
+_ALGORITHMS = {
+    None: pb.ALGORITHM_AUTO, "auto": pb.ALGORITHM_AUTO, "radix": pb.ALGORITHM_RADIX, "merge": pb.ALGORITHM_MERGE,
+    "bitonic": pb.ALGORITHM_BITONIC, "odd_even": pb.ALGORITHM_ODD_EVEN, "quicksort": pb.ALGORITHM_QUICKSORT,
+    "cpu": pb.ALGORITHM_CPU, "radix_select": pb.ALGORITHM_RADIX_SELECT, "small_k": pb.ALGORITHM_SMALL_K,
+    "thread_lists": pb.ALGORITHM_THREAD_LISTS,
+}
+
+
+def _target(target):
+    target = target or os.environ.get("GPUSORT_SERVER") or DEFAULT_TARGET
+    if "://" in target:
+        raise ValueError("gpusort: the server is host:port (or unix:PATH), not a URL: %r" % target)
+    if target.startswith("unix:") or target.startswith("dns:"):
+        return target
+    host = target[1:].split("]", 1)[-1] if target.startswith("[") else target
+    if host.endswith(":"):
+        raise ValueError("gpusort: the server %r names no port" % target)
+    return target if ":" in host else "%s:%d" % (target, DEFAULT_PORT)
+
+
+def _algorithm(name):
+    key = name.lower() if isinstance(name, str) else name
+    if key not in _ALGORITHMS:
+        raise ValueError("gpusort: unknown algorithm %r; one of: %s"
+                         % (name, ", ".join(k for k in _ALGORITHMS if k)))
+    return _ALGORITHMS[key]
+
+
+class Client:
+    """A connection to one gpusort server.
+
+    target: "host:port" (port 50051 when left out) or "unix:/path"; default $GPUSORT_SERVER, else
+    127.0.0.1:50051. token: a bearer token (servers started with --auth-tokens-file). tls: None/False for
+    plaintext, True for TLS with the system's roots, or a CA certificate (PEM bytes or a file path).
+    timeout: seconds for each call (None: no deadline). nan: "total" (the service's IEEE totalOrder:
+    -NaN first, -0.0 before +0.0, NaNs by payload) or "numpy" (as numpy orders floats: every NaN after
+    +inf, equal to each other and kept in position order, -0.0 equal to +0.0; torch.topk takes NaN as the
+    largest too); each call may override it.
+    """
+
+    def __init__(self, target=None, *, token=None, tls=None, timeout=None, nan="total",
+                 max_unary_bytes=32 << 20, chunk_bytes=4 << 20):
+        if nan not in NAN_ORDERS:
+            raise ValueError("gpusort: nan must be one of %s, not %r" % (NAN_ORDERS, nan))
+        self.target = _target(target)
+        self.timeout = timeout
+        self.nan = nan
+        self.max_unary_bytes = int(max_unary_bytes)
+        self.chunk_bytes = max(1 << 16, int(chunk_bytes))
+        self.last_info = None  # ExecutionInfo of the last answered call (backend, algorithm, stages)
+        options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+        self._metadata = ()
+        if tls:
+            roots = None
+            if isinstance(tls, (bytes, bytearray)):
+                roots = bytes(tls)
+            elif isinstance(tls, str):
+                with open(tls, "rb") as f:
+                    roots = f.read()
+            credentials = grpc.ssl_channel_credentials(root_certificates=roots)
+            if token:
+                credentials = grpc.composite_channel_credentials(credentials,
+                                                                 grpc.access_token_call_credentials(token))
+            self._channel = grpc.secure_channel(self.target, credentials, options)
+        else:
+            if token:  # gRPC's call credentials need TLS; over plaintext the header goes as metadata
+                self._metadata = (("authorization", "Bearer " + token),)
+            self._channel = grpc.insecure_channel(self.target, options)
+        self._stub = pb_grpc.SortServiceStub(self._channel)
+
+    def close(self):
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # --- public calls ------------------------------------------------------------------------------
+
+    def sort(self, a, axis=-1, *, descending=False, stable=False, algorithm=None, dtype=None, nan=None,
+             offsets=None):
+        """The array sorted along `axis` (numpy.sort's shape and dtype). offsets: 1-D `a` cut into
+        segments [offsets[s], offsets[s+1]) each sorted on its own (0 first, len(a) last)."""
+        return self._sort(a, axis, descending, stable, algorithm, dtype, nan, offsets, None, False)[0]
+
+    def argsort(self, a, axis=-1, *, descending=False, stable=False, algorithm=None, dtype=None, nan=None,
+                offsets=None):
+        """int64 positions that sort `a` along `axis` (numpy.argsort's shape; positions count from the
+        start of each row or segment)."""
+        return self._sort(a, axis, descending, stable, algorithm, dtype, nan, offsets, None, True)[1]
+
+    def sort_with(self, keys, values, axis=-1, *, descending=False, stable=False, algorithm=None, dtype=None,
+                  nan=None, offsets=None):
+        """(sorted keys, values moved with their keys). values: the keys' shape, any fixed-size dtype."""
+        sorted_keys, _, moved = self._sort(keys, axis, descending, stable, algorithm, dtype, nan, offsets,
+                                           values, False)
+        return sorted_keys, moved
+
+    def topk(self, a, k, axis=-1, *, largest=True, sorted=True, algorithm=None, dtype=None, nan=None,
+             offsets=None):
+        """(values, indices) of the k largest (or smallest) along `axis`, as torch.topk: shape with `axis`
+        of length k; ties go to the earlier position. offsets: 1-D `a` in segments, each giving its own
+        min(k, length) results, concatenated (flat arrays)."""
+        converted = _arrays.to_numpy(a, dtype)
+        array = converted.array
+        data, shape = _arrays.little_endian_rows(array, axis)
+        dtype_enum = _dtypes.dtype_of(data, converted.dtype_name)
+        n = data.size
+        m = shape[-1] if shape else 0
+        if offsets is None and (k < 1 or k > m):
+            raise ValueError("gpusort: k = %d is outside 1..%d (the length along axis %d)" % (k, m, axis))
+        options = pb.TopKOptions(dtype=dtype_enum, k=int(k), largest=bool(largest), sorted=bool(sorted),
+                                 algorithm=_algorithm(algorithm))
+        if offsets is not None:
+            options.segment_offsets = self._offsets(offsets, n, data.ndim)
+        else:
+            options.rows = max(1, n // m)
+        keys, special = self._keys_for(data, dtype_enum, nan)
+        results = self._count_topk(offsets, n, m, k)
+        if n == 0 or results == 0:
+            values, indices = data.reshape(-1)[:0], np.zeros(0, dtype=np.int64)
+        else:
+            values, indices = self._call_topk(options, keys, results, data.dtype)
+        if special is not None:  # the canonical NaN / +0.0 sent: the caller's own keys back
+            flat = data.reshape(-1)
+            if offsets is None:
+                values = flat.reshape(-1, m)[np.repeat(np.arange(n // m), k), indices]
+            else:
+                starts = np.repeat(np.asarray(offsets, dtype=np.int64)[:-1],
+                                   np.minimum(np.diff(np.asarray(offsets, dtype=np.int64)), k))
+                values = flat[starts + indices]
+        if offsets is not None:
+            return converted.back(values), indices
+        out_shape = tuple(shape[:-1]) + (int(k),)
+        values = _arrays.restore_axis(values, out_shape, axis, array.ndim, array.dtype)
+        indices = _arrays.restore_axis(indices, out_shape, axis, array.ndim)
+        return converted.back(values), indices
+
+    # --- internals ---------------------------------------------------------------------------------
+
+    def _nan(self, nan):
+        nan = self.nan if nan is None else nan
+        if nan not in NAN_ORDERS:
+            raise ValueError("gpusort: nan must be one of %s, not %r" % (NAN_ORDERS, nan))
+        return nan
+
+    def _keys_for(self, data, dtype_enum, nan):
+        """The key bytes to send, and the mask of elements nan="numpy" re-coded (None: as they are)."""
+        flat = data.reshape(-1)
+        if self._nan(nan) == "numpy":
+            special, canonical = _dtypes.numpy_specials(flat, dtype_enum)
+            if special is not None:
+                return canonical.view(flat.dtype), special
+        return flat, None
+
+    @staticmethod
+    def _offsets(offsets, n, ndim):
+        if ndim != 1:
+            raise ValueError("gpusort: offsets (segments) take a 1-D array")
+        o = np.asarray(offsets, dtype=np.int64)
+        if o.ndim != 1 or o.size < 1 or o[0] != 0 or o[-1] != n or (np.diff(o) < 0).any():
+            raise ValueError("gpusort: offsets must start at 0, never decrease and end at len(a) = %d" % n)
+        return o.astype("<u8").tobytes()
+
+    @staticmethod
+    def _count_topk(offsets, n, m, k):
+        if offsets is None:
+            return 0 if m == 0 else (n // m) * int(k)
+        return int(np.minimum(np.diff(np.asarray(offsets, dtype=np.int64)), k).sum())
+
+    def _sort(self, a, axis, descending, stable, algorithm, dtype, nan, offsets, values, want_indices):
+        converted = _arrays.to_numpy(a, dtype)
+        array = converted.array
+        data, shape = _arrays.little_endian_rows(array, axis)
+        dtype_enum = _dtypes.dtype_of(data, converted.dtype_name)
+        n = data.size
+        m = shape[-1] if shape else 0
+        keys, special = self._keys_for(data, dtype_enum, nan)
+        # nan="numpy" sends canonical NaNs and +0.0; the caller's own keys come back by the positions.
+        indices_needed = want_indices or special is not None
+        value_data = None
+        if values is not None:
+            value_array = _arrays.to_numpy(values, keys=False).array
+            if value_array.shape != array.shape:
+                raise ValueError("gpusort: values must have the keys' shape %s, not %s"
+                                 % (array.shape, value_array.shape))
+            value_data, _ = _arrays.little_endian_rows(value_array, axis)
+            if value_data.dtype.itemsize > 256:
+                raise ValueError("gpusort: values of more than 256 bytes each")
+        options = pb.SortOptions(dtype=dtype_enum, stable=bool(stable), algorithm=_algorithm(algorithm),
+                                 order=pb.ORDER_DESCENDING if descending else pb.ORDER_ASCENDING)
+        if offsets is not None:
+            options.segment_offsets = self._offsets(offsets, n, data.ndim)
+        else:
+            options.rows = max(1, n // m) if m else 1
+        # Values travel as positions when the answer's keys must be gathered anyway, or when the
+        # request would stream (SortStream takes keys and indices only across parts; one stream takes
+        # values, but positions keep every path the same).
+        if value_data is not None or indices_needed:
+            options.payload = pb.PAYLOAD_INDICES
+        if n == 0:
+            sorted_keys, indices = data.reshape(-1), np.zeros(0, dtype=np.int64)
+        else:
+            sorted_keys, indices = self._call_sort(options, keys, data.dtype)
+        flat = data.reshape(-1)
+        if indices is not None and (special is not None or value_data is not None):
+            base = self._segment_starts(offsets, n, m)
+            if special is not None:
+                sorted_keys = flat[base + indices]
+        moved = None
+        if value_data is not None:
+            moved = value_data.reshape(-1)[base + indices]
+            moved = _arrays.restore_axis(moved, shape, axis, array.ndim, value_array.dtype)
+        if offsets is not None:
+            return converted.back(sorted_keys), indices, moved
+        keys_out = _arrays.restore_axis(sorted_keys, shape, axis, array.ndim, array.dtype)
+        positions = None if indices is None else _arrays.restore_axis(indices, shape, axis, array.ndim)
+        return converted.back(keys_out), positions, moved
+
+    @staticmethod
+    def _segment_starts(offsets, n, m):
+        """For each sorted element, where its row or segment starts in the flat array."""
+        if offsets is None:
+            return np.repeat(np.arange(0, n, m, dtype=np.int64), m)
+        o = np.asarray(offsets, dtype=np.int64)
+        return np.repeat(o[:-1], np.diff(o))
+
+    @staticmethod
+    def _fail(error):
+        request_id = None
+        try:
+            for key, value in error.trailing_metadata() or ():
+                if key == "x-request-id":
+                    request_id = value
+        except Exception:  # a stream's error may carry no call metadata
+            pass
+        return GpusortError(error.code(), error.details(), request_id)
+
+    def _call_sort(self, options, keys, key_dtype):
+        n = keys.size
+        key_bytes = n * keys.dtype.itemsize
+        with_indices = options.payload == pb.PAYLOAD_INDICES
+        answer_bytes = key_bytes + (8 * n if with_indices else 0)
+        try:
+            if max(key_bytes, answer_bytes) <= self.max_unary_bytes:
+                reply = self._stub.Sort(pb.SortRequest(options=options, keys=keys.tobytes()),
+                                        timeout=self.timeout, metadata=self._metadata)
+                self.last_info = reply.info
+                sorted_keys = np.frombuffer(reply.keys, dtype=keys.dtype.newbyteorder("<")).astype(key_dtype)
+                indices = np.frombuffer(reply.indices, dtype="<i8").astype(np.int64) if with_indices else None
+                return sorted_keys, indices
+            return self._stream_sort(options, keys, key_dtype, with_indices)
+        except grpc.RpcError as error:
+            raise self._fail(error) from None
+
+    def _chunks(self, payload):
+        view = memoryview(payload)
+        for at in range(0, len(view), self.chunk_bytes):
+            yield view[at:at + self.chunk_bytes]
+
+    def _stream_sort(self, options, keys, key_dtype, with_indices):
+        n = keys.size
+        raw = keys.tobytes()
+
+        def requests():
+            first = True
+            for chunk in self._chunks(raw):
+                if first:
+                    yield pb.SortStreamRequest(options=options, keys=bytes(chunk),
+                                               response_chunk_bytes=self.chunk_bytes)
+                    first = False
+                else:
+                    yield pb.SortStreamRequest(keys=bytes(chunk))
+
+        out_keys = np.empty(n, dtype=keys.dtype)
+        out_indices = np.empty(n, dtype=np.int64) if with_indices else None
+        for reply in self._stub.SortStream(requests(), timeout=self.timeout, metadata=self._metadata):
+            at = reply.offset
+            if reply.keys:
+                chunk = np.frombuffer(reply.keys, dtype=keys.dtype.newbyteorder("<"))
+                out_keys[at:at + chunk.size] = chunk
+            if with_indices and reply.indices:
+                chunk = np.frombuffer(reply.indices, dtype="<i8")
+                out_indices[at:at + chunk.size] = chunk
+            if reply.HasField("info"):
+                self.last_info = reply.info
+        return out_keys.astype(key_dtype), out_indices
+
+    def _call_topk(self, options, keys, results, key_dtype):
+        key_bytes = keys.size * keys.dtype.itemsize
+        answer_bytes = results * (keys.dtype.itemsize + 8)
+        try:
+            if max(key_bytes, answer_bytes) <= self.max_unary_bytes:
+                reply = self._stub.TopK(pb.TopKRequest(options=options, keys=keys.tobytes()),
+                                        timeout=self.timeout, metadata=self._metadata)
+                self.last_info = reply.info
+                values = np.frombuffer(reply.values, dtype=keys.dtype.newbyteorder("<")).astype(key_dtype)
+                return values, np.frombuffer(reply.indices, dtype="<i8").astype(np.int64)
+            return self._stream_topk(options, keys, results, key_dtype)
+        except grpc.RpcError as error:
+            raise self._fail(error) from None
+
+    def _stream_topk(self, options, keys, results, key_dtype):
+        raw = keys.tobytes()
+
+        def requests():
+            first = True
+            for chunk in self._chunks(raw):
+                if first:
+                    yield pb.TopKStreamRequest(options=options, keys=bytes(chunk),
+                                               response_chunk_bytes=self.chunk_bytes)
+                    first = False
+                else:
+                    yield pb.TopKStreamRequest(keys=bytes(chunk))
+
+        values = np.empty(results, dtype=keys.dtype)
+        indices = np.empty(results, dtype=np.int64)
+        for reply in self._stub.TopKStream(requests(), timeout=self.timeout, metadata=self._metadata):
+            at = reply.offset
+            if reply.values:
+                chunk = np.frombuffer(reply.values, dtype=keys.dtype.newbyteorder("<"))
+                values[at:at + chunk.size] = chunk
+            if reply.indices:
+                chunk = np.frombuffer(reply.indices, dtype="<i8")
+                indices[at:at + chunk.size] = chunk
+            if reply.HasField("info"):
+                self.last_info = reply.info
+        return values.astype(key_dtype), indices

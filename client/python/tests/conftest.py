@@ -1,0 +1,63 @@
+"""A gpusort server for the tests: $GPUSORT_TEST_SERVER (host:port) when set, else the checkout's
+gpusort-server ($GPUSORT_SERVER_BIN, or build/bin/gpusort-server) started on the CPU backend on a free
+port, stopped after the session. The package is imported from the checkout (stubs generated first)."""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE_ROOT = os.path.dirname(HERE)
+sys.path.insert(0, PACKAGE_ROOT)
+import build_protos  # noqa: E402
+
+build_protos.generate(PACKAGE_ROOT)
+
+
+def _server_binary():
+    explicit = os.environ.get("GPUSORT_SERVER_BIN")
+    if explicit:
+        return explicit
+    return os.path.join(PACKAGE_ROOT, "..", "..", "build", "bin", "gpusort-server")
+
+
+@pytest.fixture(scope="session")
+def server_target():
+    if os.environ.get("GPUSORT_TEST_SERVER"):
+        yield os.environ["GPUSORT_TEST_SERVER"]
+        return
+    binary = _server_binary()
+    if not os.path.exists(binary):
+        pytest.skip("no gpusort-server at %s (set GPUSORT_SERVER_BIN)" % binary)
+    work = tempfile.mkdtemp(prefix="gpusort-py-")
+    port_file = os.path.join(work, "port")
+    args = [binary, "--backend", "cpu", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+            "--port-file", port_file, "--log-level", "warn"]
+    server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "log"), "w"))
+    try:
+        port = None
+        for _ in range(300):
+            if os.path.exists(port_file):
+                for line in open(port_file):
+                    if line.startswith("grpc_port="):
+                        port = int(line.split("=")[1])
+            if port or server.poll() is not None:
+                break
+            time.sleep(0.05)
+        if not port:
+            raise RuntimeError("gpusort-server did not start: " + open(os.path.join(work, "log")).read())
+        yield "127.0.0.1:%d" % port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def client(server_target):
+    import gpusort
+
+    with gpusort.Client(server_target, timeout=120) as c:
+        yield c

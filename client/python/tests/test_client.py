@@ -1,0 +1,217 @@
+"""gpusort.Client against numpy: every dtype, byte orders and layouts, rows along any axis, segments,
+stable argsort and sort_with, top-k as torch.topk defines it (ties to the earlier position), both NaN
+orders, sizes that stream, and errors as GpusortError with the gRPC code."""
+import grpc
+import numpy as np
+import pytest
+
+import gpusort
+
+DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+          np.float16, np.float32, np.float64]
+SIZES = [0, 1, 2, 31, 1023, 1025, 4097, 65537]
+
+
+def make(dtype, n, seed, pattern="random"):
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    if pattern == "few":
+        return rng.integers(0, 4, n).astype(dtype)
+    if pattern == "sorted":
+        return np.sort(make(dtype, n, seed))
+    if pattern == "reversed":
+        return np.sort(make(dtype, n, seed))[::-1].copy()
+    if pattern == "equal":
+        return np.full(n, 7, dtype=dtype)
+    if dtype.kind == "f":
+        return (rng.standard_normal(n) * 1000).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+
+
+def same(a, b):
+    """Equal arrays (NaNs equal to NaNs), dtype and shape included."""
+    assert a.dtype == b.dtype, (a.dtype, b.dtype)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    if a.dtype.kind == "f":
+        assert np.array_equal(a, b, equal_nan=True)
+    else:
+        assert np.array_equal(a, b)
+
+
+def order_bits(a):
+    """Unsigned integers whose ascending order is numpy's order of `a` (floats: NaN above +inf, -0.0 equal
+    to +0.0), as the reference of both top-k rules."""
+    width = a.dtype.itemsize
+    unsigned = np.dtype("u%d" % width)
+    sign = unsigned.type(1) << unsigned.type(8 * width - 1)
+    if a.dtype.kind == "u":
+        return a.copy()
+    if a.dtype.kind == "i":
+        return a.view(unsigned) ^ sign
+    canonical = np.where(np.isnan(a), np.array(np.inf, a.dtype), a)
+    canonical = np.where(canonical == 0, np.array(0, a.dtype), canonical)
+    bits = canonical.view(unsigned).copy()
+    nan = np.isnan(a)
+    negative = (bits & sign) != 0
+    bits = np.where(negative, ~bits, bits | sign)
+    bits[nan] = np.iinfo(unsigned).max  # above +inf's bits
+    return bits
+
+
+def reference_topk(a, k, largest):
+    """torch.topk's rule on a 2-D array: rank by key (NaN the largest), ties to the earlier position."""
+    bits = order_bits(a)
+    key = (np.iinfo(bits.dtype).max - bits) if largest else bits
+    idx = np.argsort(key, axis=-1, kind="stable")[:, :k]
+    return np.take_along_axis(a, idx, axis=-1), idx.astype(np.int64)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sort_and_stable_argsort_match_numpy(client, dtype):
+    for n in SIZES:
+        for pattern in ("random", "few", "sorted", "reversed", "equal"):
+            a = make(dtype, n, n + 1, pattern)
+            same(client.sort(a), np.sort(a))
+            same(client.argsort(a, stable=True), np.argsort(a, kind="stable").astype(np.int64))
+            d = client.sort(a, descending=True)
+            same(d, np.sort(a)[::-1] if a.dtype.kind != "f" else d)  # floats: checked below
+            if a.dtype.kind == "f" and n:
+                assert np.all(d[:-1] >= d[1:])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rows_along_any_axis_and_byte_order(client, dtype):
+    a = make(dtype, 6 * 7 * 5, 3).reshape(6, 7, 5)
+    for axis in (0, 1, 2, -1):
+        same(client.sort(a, axis=axis), np.sort(a, axis=axis))
+        same(client.argsort(a, axis=axis, stable=True), np.argsort(a, axis=axis, kind="stable").astype(np.int64))
+    swapped = a.astype(a.dtype.newbyteorder(">"))
+    got = client.sort(swapped, axis=1)
+    assert got.dtype == swapped.dtype
+    same(got.astype(a.dtype), np.sort(a, axis=1))
+    strided = a[:, ::2, :]  # not contiguous
+    same(client.sort(strided, axis=1), np.sort(strided, axis=1))
+
+
+def test_float_specials_in_both_nan_orders(client):
+    for dtype in (np.float16, np.float32, np.float64):
+        bits = {np.float16: np.uint16, np.float32: np.uint32, np.float64: np.uint64}[dtype]
+        specials = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 5e-324 if dtype == np.float64 else 1e-45],
+                            dtype=dtype)
+        negative_nan_payload = np.array([np.nan], dtype=dtype).view(bits) | bits(1) | (bits(1) << bits(8 * specials.itemsize - 1))
+        a = np.concatenate([specials, negative_nan_payload.view(dtype), make(dtype, 1000, 4), specials])
+        np.random.default_rng(1).shuffle(a)
+        # numpy order: NaNs last, -0.0 == +0.0; stable argsort equals numpy's exactly.
+        same(client.sort(a, nan="numpy"), np.sort(a))
+        same(client.argsort(a, nan="numpy", stable=True), np.argsort(a, kind="stable").astype(np.int64))
+        # total order: -NaN first, +NaN last, -0.0 before +0.0; the keys come back bit for bit.
+        total = client.sort(a)
+        signs = np.signbit(total)
+        assert np.isnan(total[0]) and signs[0] and np.isnan(total[-1]) and not signs[-1]
+        zeros = np.flatnonzero(total == 0)
+        assert signs[zeros].tolist() == sorted(signs[zeros].tolist(), reverse=True)
+        assert sorted(total.view(bits).tolist()) == sorted(a.view(bits).tolist())
+
+
+def test_sort_with_values_moves_them_with_their_keys(client):
+    keys = make(np.int32, 50000, 5, "few")
+    values = np.arange(50000, dtype=np.float64) * 1.5
+    k, v = client.sort_with(keys, values, stable=True)
+    order = np.argsort(keys, kind="stable")
+    same(k, keys[order])
+    same(v, values[order])
+    rows = make(np.float32, 40 * 30, 6).reshape(40, 30)
+    records = np.zeros((40, 30), dtype=[("a", "<i4"), ("b", "S3")])
+    records["a"] = np.arange(1200).reshape(40, 30)
+    k, v = client.sort_with(rows, records, axis=0, stable=True)
+    order = np.argsort(rows, axis=0, kind="stable")
+    same(k, np.take_along_axis(rows, order, axis=0))
+    assert np.array_equal(v, np.take_along_axis(records, order, axis=0))
+
+
+def test_segments(client):
+    a = make(np.float32, 1000, 7)
+    offsets = [0, 0, 1, 100, 100, 999, 1000]
+    got = client.sort(a, offsets=offsets)
+    want = np.concatenate([np.sort(a[s:e]) for s, e in zip(offsets, offsets[1:])])
+    same(got, want)
+    values, indices = client.topk(a, 3, offsets=offsets)
+    for (s, e), start in zip(zip(offsets, offsets[1:]), np.cumsum([0] + [min(3, e - s) for s, e in zip(offsets, offsets[1:])])):
+        seg = a[s:e]
+        want_idx = np.argsort(-seg, kind="stable")[:3]
+        assert indices[start:start + len(want_idx)].tolist() == want_idx.tolist()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_topk_matches_torch_rule(client, dtype):
+    a = make(dtype, 64 * 300, 8, "few" if dtype in (np.int8, np.uint8) else "random").reshape(64, 300)
+    for k in (1, 5, 300):
+        for largest in (True, False):
+            values, indices = client.topk(a, k, largest=largest)
+            want_v, want_i = reference_topk(a, k, largest)
+            same(indices, want_i)
+            same(values, want_v)
+    values, indices = client.topk(a, 4, axis=0)
+    want_v, want_i = reference_topk(a.T.copy(), 4, True)
+    same(values, want_v.T)
+    same(indices, want_i.T)
+
+
+def test_topk_nan_is_largest_in_numpy_order(client):
+    a = np.array([1.0, np.nan, 3.0, -np.nan, 2.0, np.inf], dtype=np.float32)
+    values, indices = client.topk(a, 3, nan="numpy")
+    assert indices.tolist() == [1, 3, 5]
+    assert np.isnan(values[:2]).all() and values[2] == np.inf
+    values, indices = client.topk(a, 2)  # total order: +NaN largest, -NaN smallest
+    assert indices.tolist() == [1, 5]
+
+
+def test_large_arrays_stream_without_message_limits(client):
+    a = make(np.float32, 3_000_000, 9)  # 12 MB: over gRPC's default 4 MB receive limit
+    same(client.sort(a), np.sort(a))
+    small = gpusort.Client(client.target, max_unary_bytes=1 << 20, chunk_bytes=1 << 18, timeout=120)
+    same(small.sort(a), np.sort(a))  # streams
+    same(small.argsort(a, stable=True), np.argsort(a, kind="stable").astype(np.int64))
+    values, indices = small.topk(a.reshape(30, 100000), 1000)
+    want_v, want_i = reference_topk(a.reshape(30, 100000), 1000, True)
+    same(indices, want_i)
+    small.close()
+
+
+def test_errors_carry_the_grpc_code(client):
+    with pytest.raises(ValueError, match="k = 0"):
+        client.topk(np.arange(10), 0)
+    with pytest.raises(ValueError, match="supported"):
+        client.sort(np.array([1 + 2j]))
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        client.sort(np.arange(10), algorithm="bogo")
+    with pytest.raises(gpusort.GpusortError) as error:
+        client.sort(np.arange(10, dtype=np.int32), algorithm="small_k")  # a top-k kernel for a sort
+    assert error.value.code in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.INVALID_ARGUMENT)
+    dead = gpusort.Client("127.0.0.1:1", timeout=2)
+    with pytest.raises(gpusort.GpusortError) as error:
+        dead.sort(np.arange(10))
+    assert error.value.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+    with pytest.raises(ValueError, match="not a URL"):
+        gpusort.Client("http://127.0.0.1:50051")
+    with pytest.raises(np.AxisError):
+        client.sort(np.arange(10), axis=1)
+
+
+def test_module_functions_use_gpusort_server(server_target, monkeypatch):
+    monkeypatch.setenv("GPUSORT_SERVER", server_target)
+    a = make(np.uint16, 5000, 10)
+    same(gpusort.sort(a), np.sort(a))
+    values, _ = gpusort.topk(a, 3)
+    same(values, np.sort(a)[::-1][:3])
+
+
+def test_bfloat16_bits(client):
+    f = make(np.float32, 2000, 11)
+    bits = (f.view(np.uint32) >> 16).astype(np.uint16)  # bfloat16: the upper half
+    got = client.sort(bits, dtype="bfloat16")
+    as_float = (got.astype(np.uint32) << 16).view(np.float32)
+    assert np.all(as_float[:-1] <= as_float[1:])
+    with pytest.raises(ValueError, match="2-byte"):
+        client.sort(f, dtype="bfloat16")
