@@ -11,6 +11,11 @@ cleanup() { [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null && wait
 trap cleanup EXIT
 
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
+# Only gpusort's headers: another project's (gRPC's health service) would collide in a shared prefix.
+if [ -e "$work/prefix/include/grpc" ]; then
+  echo "the install put headers of other projects into include/grpc:"; find "$work/prefix/include/grpc" -type f
+  exit 1
+fi
 cmake -S "$source/tests/client/consumer" -B "$work/consumer" -G Ninja \
   -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/consumer" >/dev/null

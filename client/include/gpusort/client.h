@@ -65,12 +65,12 @@ struct RetryOptions {
 // TLS to the server (see README "Security"). Each PEM may come inline or from a file (the file wins).
 struct TlsOptions {
   bool enabled = false;  // also on when any field below is set
-  std::string ca_file, ca_pem;  // roots that must sign the server's certificate; none: the system's roots
-  std::string cert_file, cert_pem;  // mutual TLS: this client's certificate chain ...
-  std::string key_file, key_pem;    // ... and its private key
+  std::string ca_file{}, ca_pem{};  // roots that must sign the server's certificate; none: the system's roots
+  std::string cert_file{}, cert_pem{};  // mutual TLS: this client's certificate chain ...
+  std::string key_file{}, key_pem{};    // ... and its private key
   // The name the server's certificate must hold, when it is not the target's host (an IP address,
   // or several servers behind one name).
-  std::string server_name;
+  std::string server_name{};
   bool on() const {
     return enabled || !ca_file.empty() || !ca_pem.empty() || !cert_file.empty() || !cert_pem.empty() ||
            !key_file.empty() || !key_pem.empty() || !server_name.empty();
@@ -82,18 +82,18 @@ struct ClientOptions {
   // Several servers to spread the calls over (host:port each; names are resolved once, when the
   // Client is made): used instead of `target` when it holds more than one. For a set of servers that
   // changes, give a `dns:///name:port` target instead (and load_balancing "round_robin").
-  std::vector<std::string> targets;
+  std::vector<std::string> targets{};
   // gRPC load-balancing policy: "round_robin" (each call to the next ready server; servers whose
   // health is not SERVING for gpusort.v1.SortService are left out, so a draining replica stops getting
   // calls) or "pick_first" (one server at a time). Empty: round_robin for several `targets`, else
   // pick_first. While balancing, large Sorts are not split into stream parts (all parts of one Sort
   // must reach one server) and shared memory is refused (a region lives on one server).
-  std::string load_balancing;
-  RetryOptions retry;
-  TlsOptions tls;
+  std::string load_balancing{};
+  RetryOptions retry{};
+  TlsOptions tls{};
   // Sent as "authorization: Bearer <token>" on every call (the server's --auth-tokens-file). Over a
   // channel without TLS the token travels in clear text.
-  std::string bearer_token;
+  std::string bearer_token{};
   std::chrono::milliseconds timeout{0};    // deadline of each call; 0: none
   std::size_t max_message_bytes = 64u << 20;  // must not exceed the server's --max-message-bytes
   // Chunk size of the streaming RPCs: under 1 MiB with room for framing, so that it also fits a
@@ -103,7 +103,7 @@ struct ClientOptions {
   // The server's shared-memory socket (its --shm-socket), for CreateSharedMemory and
   // Transport::kSharedMemory: regions are registered there, by handing the server the memory's
   // descriptor. It must be the socket of the server `target` names. Empty: no shared memory.
-  std::string shm_socket;
+  std::string shm_socket{};
   // kAuto streams arrays (request or answer) of at least this many bytes. A streamed call overlaps the
   // transfer with the server's work and avoids gRPC's slow path for very large messages (BENCHMARKS.md).
   std::size_t stream_from_bytes = 4u << 20;
@@ -117,14 +117,14 @@ struct ClientOptions {
   // PAYLOAD_INDICES; PAYLOAD_VALUES always takes one stream). Smaller Sorts keep to one stream: a split
   // costs a thread and a call per part, and each part's connection is opened on its first use.
   std::size_t stream_parts_from_bytes = 16u << 20;
-  std::shared_ptr<grpc::ChannelCredentials> credentials;  // set: used instead of `tls`; default: insecure
-  std::string request_id;  // sent as x-request-id when set
+  std::shared_ptr<grpc::ChannelCredentials> credentials{};  // set: used instead of `tls`; default: insecure
+  std::string request_id{};  // sent as x-request-id when set
   // Extra integer channel arguments. gRPC shares one connection among channels whose target and
   // arguments are equal; a distinct argument gives a Client a connection of its own (gpusort bench
   // --connections does so).
-  std::vector<std::pair<std::string, int>> channel_arguments;
+  std::vector<std::pair<std::string, int>> channel_arguments{};
   // Called as bytes go out and come back on streaming calls (done, total), e.g. for a progress line.
-  std::function<void(std::string_view stage, std::size_t done, std::size_t total)> progress;
+  std::function<void(std::string_view stage, std::size_t done, std::size_t total)> progress{};
 };
 
 struct SortOptions {
@@ -134,11 +134,14 @@ struct SortOptions {
   uint64_t rows = 1;  // > 1: the keys are that many equal rows, each sorted alone (indices per row)
   // Or segments of any lengths: S + 1 offsets (0 first, never decreasing, n last), each segment sorted
   // alone (indices per segment). Empty: none. The caller's memory, read during the call.
-  std::span<const uint64_t> segment_offsets;
+  std::span<const uint64_t> segment_offsets{};
 };
 
+// Defaults as the CLI's (`gpusort topk`: k 10, largest first, sorted). The CLI writes values unless
+// --output says otherwise, because it writes one file; a TopKResult holds both arrays, so the library
+// asks for both (output = TOPK_OUTPUT_VALUES halves the answer when the indices are not wanted).
 struct TopKOptions {
-  uint64_t k = 1;
+  uint64_t k = 10;
   bool largest = true;
   bool sorted = true;
   v1::TopKOutput output = v1::TOPK_OUTPUT_VALUES_AND_INDICES;
@@ -147,7 +150,7 @@ struct TopKOptions {
   // Or segments of any lengths: S + 1 offsets (0 first, never decreasing, n last); segment s yields
   // min(k, its length) results, segment after segment (indices per segment). Empty: none. The
   // caller's memory, read during the call.
-  std::span<const uint64_t> segment_offsets;
+  std::span<const uint64_t> segment_offsets{};
 };
 
 // How many results a TopK with these options answers: rows * k, or with segments the sum over them of
@@ -157,36 +160,36 @@ std::size_t TopKResultCount(const TopKOptions& options);
 // Untyped request and answers, for callers that learn the dtype at run time (the CLI).
 struct RawSortRequest {
   v1::DType dtype = v1::DTYPE_UNSPECIFIED;
-  std::string_view keys;  // little-endian elements of dtype
-  SortOptions options;
+  std::string_view keys{};  // little-endian elements of dtype
+  SortOptions options{};
   v1::Payload payload = v1::PAYLOAD_NONE;
-  std::string_view values;   // PAYLOAD_VALUES: value_width bytes per key
+  std::string_view values{};   // PAYLOAD_VALUES: value_width bytes per key
   uint32_t value_width = 0;
 };
 struct RawSortResult {
-  std::string keys, values, indices;  // indices: int64 little-endian
-  v1::ExecutionInfo info;
+  std::string keys{}, values{}, indices{};  // indices: int64 little-endian
+  v1::ExecutionInfo info{};
   bool streamed = false;  // whether the streaming RPC carried it
 };
 struct RawTopKResult {
-  std::string values, indices;
-  v1::ExecutionInfo info;
+  std::string values{}, indices{};
+  v1::ExecutionInfo info{};
   bool streamed = false;
 };
 
 template <typename T>
 struct SortResult {
-  std::vector<T> keys;
-  std::vector<int64_t> indices;  // Argsort only
-  std::string values;            // SortWithValues only
-  v1::ExecutionInfo info;
+  std::vector<T> keys{};
+  std::vector<int64_t> indices{};  // Argsort only
+  std::string values{};            // SortWithValues only
+  v1::ExecutionInfo info{};
 };
 
 template <typename T>
 struct TopKResult {
   std::vector<T> values;         // TopKResultCount, row after row (unless output is indices only)
   std::vector<int64_t> indices;  // as many row (or segment) positions (unless output is values only)
-  v1::ExecutionInfo info;
+  v1::ExecutionInfo info{};
 };
 
 // A comma-separated server list ("h1:50051,h2:50051") as ClientOptions::targets; a string naming a gRPC
@@ -224,7 +227,7 @@ class Client {
                                                uint32_t value_width,
                                                const SortOptions& options = {});
   template <typename T>
-  absl::StatusOr<TopKResult<T>> TopK(std::span<const T> keys, const TopKOptions& options);
+  absl::StatusOr<TopKResult<T>> TopK(std::span<const T> keys, const TopKOptions& options = {});
 
   // The same calls for vectors (spans are not deduced from them).
   template <typename T>
@@ -236,9 +239,19 @@ class Client {
     return Argsort(std::span<const T>(keys), o);
   }
   template <typename T>
-  absl::StatusOr<TopKResult<T>> TopK(const std::vector<T>& keys, const TopKOptions& o) {
+  absl::StatusOr<TopKResult<T>> TopK(const std::vector<T>& keys, const TopKOptions& o = {}) {
     return TopK(std::span<const T>(keys), o);
   }
+  template <typename T>
+  absl::StatusOr<SortResult<T>> SortWithValues(const std::vector<T>& keys, std::string_view values,
+                                               uint32_t value_width, const SortOptions& o = {}) {
+    return SortWithValues(std::span<const T>(keys), values, value_width, o);
+  }
+  // Values of a trivially copyable type V, one per key: the sorted keys, and the values in their order.
+  template <typename T, typename V>
+  absl::StatusOr<std::pair<SortResult<T>, std::vector<V>>> SortWithValues(const std::vector<T>& keys,
+                                                                          const std::vector<V>& values,
+                                                                          const SortOptions& o = {});
 
   absl::StatusOr<RawSortResult> SortRaw(const RawSortRequest& request);
   absl::StatusOr<RawTopKResult> TopKRaw(v1::DType dtype, std::string_view keys,

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstring>
+#include <string>
 #include <type_traits>
 
 namespace gpusort {
@@ -81,6 +82,24 @@ absl::StatusOr<SortResult<T>> Client::SortWithValues(std::span<const T> keys,
   request.values = values;
   request.value_width = value_width;
   return client_internal::ToTyped<T>(SortRaw(request));
+}
+
+template <typename T, typename V>
+absl::StatusOr<std::pair<SortResult<T>, std::vector<V>>> Client::SortWithValues(const std::vector<T>& keys,
+                                                                                const std::vector<V>& values,
+                                                                                const SortOptions& options) {
+  static_assert(std::is_trivially_copyable_v<V>, "values travel as their bytes");
+  static_assert(sizeof(V) >= 1 && sizeof(V) <= 256, "a value is 1 to 256 bytes (SortOptions.value_width)");
+  if (values.size() != keys.size()) {
+    return absl::InvalidArgumentError("SortWithValues: " + std::to_string(values.size()) + " values for " +
+                                      std::to_string(keys.size()) + " keys");
+  }
+  auto sorted = SortWithValues(std::span<const T>(keys), client_internal::AsBytes(std::span<const V>(values)),
+                               static_cast<uint32_t>(sizeof(V)), options);
+  if (!sorted.ok()) return sorted.status();
+  std::vector<V> moved = client_internal::FromBytes<V>(sorted->values);
+  sorted->values.clear();
+  return std::pair<SortResult<T>, std::vector<V>>(*std::move(sorted), std::move(moved));
 }
 
 template <typename T>
