@@ -17,7 +17,11 @@ namespace {
 
 using File = std::unique_ptr<FILE, int (*)(FILE*)>;
 
+int KeepOpen(FILE*) { return 0; }
+
+// "-": standard input (mode "rb") or output (anything else), left open at the end.
 absl::StatusOr<File> Open(const std::string& path, const char* mode) {
+  if (path == kStdio) return File(mode[0] == 'r' ? stdin : stdout, &KeepOpen);
   FILE* f = std::fopen(path.c_str(), mode);
   if (f == nullptr)
     return absl::NotFoundError("cannot open " + path + ": " + std::strerror(errno));
@@ -144,6 +148,12 @@ absl::StatusOr<FileFormat> ChooseFormat(const std::string& flag, const std::stri
 
 absl::StatusOr<FileFormat> ChooseReadFormat(const std::string& flag, const std::string& path) {
   if (!flag.empty() && flag != "auto") return ChooseFormat(flag, path);
+  if (path == kStdio) {  // cannot be read twice: .npy when its first bytes say so (ReadArray), else text
+    const int c = std::fgetc(stdin);
+    if (c == EOF) return FileFormat::kText;
+    std::ungetc(c, stdin);
+    return c == 0x93 ? FileFormat::kNpy : FileFormat::kText;
+  }
   if (FILE* f = std::fopen(path.c_str(), "rb"); f != nullptr) {
     char magic[6] = {};
     const bool npy = std::fread(magic, 1, sizeof magic, f) == sizeof magic &&
@@ -156,6 +166,7 @@ absl::StatusOr<FileFormat> ChooseReadFormat(const std::string& flag, const std::
 
 absl::StatusOr<FileFormat> ChooseWriteFormat(const std::string& flag, const std::string& path) {
   if (!flag.empty() && flag != "auto") return ChooseFormat(flag, path);
+  if (path == kStdio) return FileFormat::kText;  // a terminal or a pipe: text unless --format says
   const std::size_t slash = path.find_last_of('/');
   const std::size_t dot = path.find_last_of('.');
   const bool has_extension = dot != std::string::npos && (slash == std::string::npos || dot > slash + 1);
@@ -318,8 +329,41 @@ absl::StatusOr<std::string> ParseTextNumbers(std::string_view text, v1::DType dt
   return bytes;
 }
 
+// Standard input, read to its end (a pipe cannot be sized or sought), then parsed as a file would be.
+absl::StatusOr<Array> ReadStdin(FileFormat format, std::optional<v1::DType> dtype) {
+  const std::string name = "standard input";
+  std::string content;
+  char buffer[1 << 16];
+  for (std::size_t got; (got = std::fread(buffer, 1, sizeof buffer, stdin)) > 0;) content.append(buffer, got);
+  if (std::ferror(stdin)) return absl::DataLossError("cannot read " + name + ": " + std::strerror(errno));
+  Array array;
+  if (format == FileFormat::kNpy) {
+    auto layout = CheckNpyFile(std::string_view(content).substr(0, kNpyHeadBytes), content.size(), dtype, name);
+    if (!layout.ok()) return layout.status();
+    array.dtype = layout->dtype;
+    array.shape = std::move(layout->shape);
+    array.bytes = content.substr(layout->data_offset, layout->data_bytes);
+    return array;
+  }
+  if (!dtype) return absl::InvalidArgumentError("--dtype is required to read " + name + " (only .npy says its dtype)");
+  array.dtype = *dtype;
+  if (format == FileFormat::kRaw) {
+    if (content.size() % ElementSize(array.dtype) != 0)
+      return absl::InvalidArgumentError(name + " has " + std::to_string(content.size()) +
+                                        " bytes, not a whole number of " + DTypeName(array.dtype) + " elements");
+    array.bytes = std::move(content);
+  } else {
+    auto bytes = ParseTextNumbers(content, array.dtype, name);
+    if (!bytes.ok()) return bytes.status();
+    array.bytes = std::move(*bytes);
+  }
+  array.shape = {array.count()};
+  return array;
+}
+
 absl::StatusOr<Array> ReadArray(const std::string& path, FileFormat format,
                                 std::optional<v1::DType> dtype) {
+  if (path == kStdio) return ReadStdin(format, dtype);
   auto file = Open(path, "rb");
   if (!file.ok()) return file.status();
   // A directory opens for reading on Linux and "sizes" as 2^63: refused before any buffer is made.

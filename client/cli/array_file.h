@@ -15,6 +15,10 @@ namespace gpusort::cli {
 
 enum class FileFormat { kRaw, kText, kNpy };
 
+// The path that means standard input (for --in) or standard output (for --out). Without --format,
+// standard input is .npy when it starts with the .npy magic, else text; standard output is text.
+inline constexpr char kStdio[] = "-";
+
 // From an explicit --format value ("raw", "text", "npy"), else from the extension (.npy, .txt,
 // .csv, anything else raw).
 absl::StatusOr<FileFormat> ChooseFormat(const std::string& flag, const std::string& path);

@@ -1,6 +1,7 @@
 // gpusort: the command line on the client library. Subcommands: gen, sort, topk, health, bench.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,9 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -21,6 +25,19 @@
 
 namespace gpusort::cli {
 namespace {
+
+// Every subcommand's exit codes (README "Exit codes").
+constexpr int kExitFailed = 1, kExitUsage = 2;
+constexpr char kExitCodes[] =
+    "Exit codes: 0 done; 1 failed (the server's answer, a file, a connection: the message says which; "
+    "health: a server not SERVING); 2 bad usage (a flag or value); 3 bench --fail-on-error saw a failed "
+    "request.\n";
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "gpusort: %s: %s\n", absl::StatusCodeToString(status.code()).c_str(),
+               std::string(status.message()).c_str());
+  return kExitFailed;
+}
 
 struct Connection {
   std::string server = "localhost:50051";
@@ -78,6 +95,76 @@ absl::StatusOr<std::unique_ptr<Client>> MakeClient(const Connection& c) {
   return client;
 }
 
+// Prints like Fail, for a flag or value the command cannot use (exit 2).
+int Usage(const absl::Status& status) {
+  Fail(status);
+  return kExitUsage;
+}
+
+// `gpusort sort --values`: the values file (a .npy of any dtype, one per key, kept as that dtype for
+// --values-out; or raw bytes, --value-width each), checked against the keys. nullopt without --values.
+absl::StatusOr<std::optional<Array>> ReadValues(const std::string& path, uint32_t width, const std::string& out,
+                                                std::size_t keys, bool with_indices) {
+  if (path.empty()) {
+    if (!out.empty() || width != 0) return absl::InvalidArgumentError("--values-out and --value-width need --values");
+    return std::optional<Array>();
+  }
+  if (out.empty()) return absl::InvalidArgumentError("--values needs --values-out: where the moved values go");
+  if (with_indices) {
+    return absl::InvalidArgumentError("--values moves values; --argsort and --indices-out ask for the permutation "
+                                      "instead (one payload a sort)");
+  }
+  auto format = ChooseReadFormat("", path);
+  if (!format.ok()) return format.status();
+  Array values;
+  if (*format == FileFormat::kNpy) {
+    auto read = ReadArray(path, FileFormat::kNpy, std::nullopt);
+    if (!read.ok()) return read.status();
+    values = *std::move(read);
+    if (values.count() != keys) {
+      return absl::InvalidArgumentError(path + " holds " + std::to_string(values.count()) + " values for " +
+                                        std::to_string(keys) + " keys");
+    }
+    return std::optional<Array>(std::move(values));
+  }
+  if (width < 1 || width > 256) {
+    return absl::InvalidArgumentError("a raw --values file needs --value-width, 1 to 256 bytes a value");
+  }
+  auto read = ReadArray(path, FileFormat::kRaw, v1::DTYPE_UINT8);
+  if (!read.ok()) return read.status();
+  values = *std::move(read);
+  if (values.bytes.size() != keys * width) {
+    return absl::InvalidArgumentError(path + " holds " + std::to_string(values.bytes.size()) + " bytes, not " +
+                                      std::to_string(keys) + " values of " + std::to_string(width));
+  }
+  return std::optional<Array>(std::move(values));
+}
+
+// `gpusort health`: every server of --server (a comma-separated list is checked one by one, not
+// balanced over), one line each; 0 only when every one is SERVING.
+int Health(const Connection& connection, const std::string& service) {
+  const std::vector<std::string> servers = SplitServerList(connection.server);
+  bool all_serving = !servers.empty();
+  for (const std::string& server : servers) {
+    Connection one = connection;
+    one.server = server;
+    auto made = MakeClient(one);
+    absl::StatusOr<bool> serving = made.ok() ? (*made)->Health(service) : absl::StatusOr<bool>(made.status());
+    const std::string state = !serving.ok() ? absl::StatusCodeToString(serving.status().code())
+                              : *serving    ? "SERVING"
+                                            : "NOT_SERVING";
+    if (servers.size() == 1 && !serving.ok()) return Fail(serving.status());
+    if (servers.size() == 1) {
+      std::printf("%s\n", state.c_str());
+    } else {
+      std::printf("%s %s%s%s\n", server.c_str(), state.c_str(), serving.ok() ? "" : ": ",
+                  serving.ok() ? "" : std::string(serving.status().message()).c_str());
+    }
+    all_serving &= serving.ok() && *serving;
+  }
+  return all_serving ? 0 : 1;
+}
+
 void PrintInfo(const v1::ExecutionInfo& info, bool streamed, const std::string& transport) {
   std::fprintf(stderr, "algorithm %s, backend %s, device %s, request %s, %s\n",
                v1::Algorithm_Name(info.algorithm()).c_str(), v1::Backend_Name(info.backend()).c_str(),
@@ -88,11 +175,6 @@ void PrintInfo(const v1::ExecutionInfo& info, bool streamed, const std::string& 
   std::fprintf(stderr, "  %-10s %10.3f ms\n", "server", info.server_seconds() * 1e3);
 }
 
-int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "gpusort: %s: %s\n", absl::StatusCodeToString(status.code()).c_str(),
-               std::string(status.message()).c_str());
-  return 1;
-}
 
 // The short dtype names, for --help (ParseDTypeFlag's error lists every accepted name).
 constexpr char kDTypeHelp[] = "i32 u32 i64 u64 f32 f64 f16 bf16 i16 u16 i8 u8";
@@ -248,6 +330,7 @@ int main(int argc, char** argv) {
   CLI::App app{"gpusort: sort and top-k through a gpusort server"};
   app.set_version_flag("--version", std::string("gpusort ") + GPUSORT_VERSION);
   app.require_subcommand(1);
+  app.footer(kExitCodes);
 
   // gen
   auto* gen = app.add_subcommand("gen", "write test data");
@@ -278,6 +361,12 @@ int main(int argc, char** argv) {
   sort->add_flag("--stable", stable, "equal keys keep their input order");
   sort->add_flag("--argsort", argsort, "write the permutation (int64) to --out instead of keys");
   sort->add_option("--indices-out", indices_out, "also write the permutation (int64) here");
+  std::string values_in, values_out;
+  uint32_t value_width = 0;
+  sort->add_option("--values", values_in,
+                   "values moved with their keys: a .npy of any dtype (one per key), or raw with --value-width");
+  sort->add_option("--value-width", value_width, "bytes per value of a raw --values file (1 to 256)");
+  sort->add_option("--values-out", values_out, "where the values go, in their keys' new order (with --values)");
   sort->add_option("--algorithm,-a", sort_algorithm)
       ->check(CLI::IsMember(kAlgorithmNames))
       ->capture_default_str();
@@ -304,7 +393,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   // health
-  auto* health = app.add_subcommand("health", "exit 0 when the server is SERVING");
+  auto* health = app.add_subcommand("health", "exit 0 when the server (every one of a list) is SERVING");
   Connection health_connection;
   std::string health_service;
   AddConnectionFlags(health, &health_connection);
@@ -409,17 +498,17 @@ int main(int argc, char** argv) {
   bench->add_flag("--no-progress", bench_output.no_progress, "no progress line")->excludes(progress_flag);
   bench->add_flag("--fail-on-error", bench_output.fail_on_error, "exit 3 when any request failed");
 
+  for (CLI::App* subcommand : app.get_subcommands({})) subcommand->footer(kExitCodes);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    // Load-test tools answer bad flags with 2; the other subcommands keep CLI11's codes.
-    return code != 0 && bench->parsed() ? 2 : code;
+    // --help and --version are 0; every bad flag or value is 2, whatever CLI11's own code for it.
+    return app.exit(e) == 0 ? 0 : kExitUsage;
   }
 
   if (*gen) {
     auto dtype = ParseDTypeFlag(gen_dtype);
-    if (!dtype.ok()) return Fail(dtype.status());
+    if (!dtype.ok()) return Usage(dtype.status());
     auto bytes = Generate(*dtype, gen_count, gen_distribution, gen_seed);
     if (!bytes.ok()) return Fail(bytes.status());
     auto format = ChooseWriteFormat(gen_format, gen_out);
@@ -430,6 +519,9 @@ int main(int argc, char** argv) {
   }
 
   if (*sort) {
+    if (!sort_files.dtype.empty() && !ParseDTypeFlag(sort_files.dtype).ok()) {
+      return Usage(ParseDTypeFlag(sort_files.dtype).status());
+    }
     auto input = ReadInput(sort_files);
     if (!input.ok()) return Fail(input.status());
     // A 2-D array (R x C) sorts each of its R rows, like numpy.sort(a, axis=-1); its indices count
@@ -437,6 +529,8 @@ int main(int argc, char** argv) {
     const bool two_d = input->shape.size() == 2;
     if (absl::Status s = CheckOutput(sort_files, sort_files.out, argsort ? v1::DTYPE_INT64 : input->dtype); !s.ok())
       return Fail(s);
+    auto values = ReadValues(values_in, value_width, values_out, input->count(), argsort || !indices_out.empty());
+    if (!values.ok()) return Usage(values.status());
     auto made = MakeClient(sort_connection);
     if (!made.ok()) return Fail(made.status());
     Client& client = **made;
@@ -449,6 +543,11 @@ int main(int argc, char** argv) {
     request.options.rows = two_d ? input->shape[0] : 1;
     const bool want_indices = argsort || !indices_out.empty();
     if (want_indices) request.payload = v1::PAYLOAD_INDICES;
+    if (values->has_value()) {
+      request.payload = v1::PAYLOAD_VALUES;
+      request.values = (*values)->bytes;
+      request.value_width = static_cast<uint32_t>((*values)->bytes.size() / std::max<std::size_t>(1, input->count()));
+    }
     auto result = client.SortRaw(request);
     if (!result.ok()) return Fail(result.status());
     if (sort_connection.verbose) PrintInfo(result->info, result->streamed, sort_connection.transport);
@@ -457,15 +556,24 @@ int main(int argc, char** argv) {
     Array indices{.dtype = v1::DTYPE_INT64, .bytes = std::move(result->indices), .shape = shape};
     absl::Status s = WriteOutput(sort_files, sort_files.out, argsort ? indices : keys);
     if (s.ok() && !indices_out.empty()) s = WriteOutput(sort_files, indices_out, indices);
+    if (s.ok() && values->has_value()) {
+      Array moved = std::move(**values);
+      moved.bytes = std::move(result->values);
+      auto format = ChooseWriteFormat("", values_out);
+      s = format.ok() ? WriteArray(values_out, *format, moved) : format.status();
+    }
     return s.ok() ? 0 : Fail(s);
   }
 
   if (*topk) {
+    if (!topk_files.dtype.empty() && !ParseDTypeFlag(topk_files.dtype).ok()) {
+      return Usage(ParseDTypeFlag(topk_files.dtype).status());
+    }
     auto input = ReadInput(topk_files);
     if (!input.ok()) return Fail(input.status());
     if (rows == 0) rows = input->shape.size() == 2 ? input->shape[0] : 1;
     if (topk_output == "both" && topk_indices_out.empty())
-      return Fail(absl::InvalidArgumentError("--output both needs --indices-out"));
+      return Usage(absl::InvalidArgumentError("--output both needs --indices-out"));
     const v1::DType out_dtype = topk_output == "indices" ? v1::DTYPE_INT64 : input->dtype;
     if (absl::Status s = CheckOutput(topk_files, topk_files.out, out_dtype); !s.ok()) return Fail(s);
     auto made = MakeClient(topk_connection);
@@ -517,14 +625,6 @@ int main(int argc, char** argv) {
     return Bench(bench_config, bench_output);
   }
 
-  if (*health) {
-    auto made = MakeClient(health_connection);
-    if (!made.ok()) return Fail(made.status());
-    Client& client = **made;
-    auto serving = client.Health(health_service);
-    if (!serving.ok()) return Fail(serving.status());
-    std::printf("%s\n", *serving ? "SERVING" : "NOT_SERVING");
-    return *serving ? 0 : 2;
-  }
+  if (*health) return Health(health_connection, health_service);
   return 0;
 }

@@ -176,6 +176,48 @@ grep -q "INVALID_ARGUMENT" "$work/err" || fail "k=0 did not report INVALID_ARGUM
 if "$cli" sort --in "$work/missing.npy" --out "$work/x.npy" 2>"$work/err"; then fail "missing file accepted"; fi
 grep -q "missing.npy" "$work/err" || fail "the error does not name the file"
 if "$cli" health --server 127.0.0.1:1 --timeout 2 >/dev/null 2>&1; then fail "health of nothing succeeded"; fi
+
+# Exit codes (issue 17): 0 done, 1 failed, 2 bad usage, on every subcommand.
+code() { set +e; "$@" >/dev/null 2>&1; echo $?; set -e; }
+[ "$(code "$cli" sort --in "$work/k.npy" --out "$work/x.npy" --no-such-flag)" = 2 ] || fail "sort: a bad flag is not exit 2"
+[ "$(code "$cli" topk --in "$work/k.npy" --out "$work/x.npy" -k banana)" = 2 ] || fail "topk: a bad value is not exit 2"
+[ "$(code "$cli" gen --dtype f99 --out "$work/x.bin")" = 2 ] || fail "gen: an unknown dtype is not exit 2"
+[ "$(code "$cli" sort --in "$work/k.bin" --dtype nope --out "$work/x.bin")" = 2 ] || fail "sort: an unknown dtype is not exit 2"
+[ "$(code "$cli" health --bogus)" = 2 ] || fail "health: a bad flag is not exit 2"
+[ "$(code "$cli" sort --in "$work/missing.npy" --out "$work/x.npy")" = 1 ] || fail "sort: a missing file is not exit 1"
+"$cli" sort --help | grep -q "Exit codes: 0 done; 1 failed" || fail "sort --help does not document its exit codes"
+# health over several servers: 0 only when every one is SERVING, a line each.
+"$cli" health -s "127.0.0.1:$grpc_port,127.0.0.1:$grpc_port" >"$work/health" || fail "health of two serving servers failed"
+[ "$(grep -c SERVING "$work/health")" = 2 ] || fail "health did not list both servers: $(cat "$work/health")"
+[ "$(code "$cli" health -s "127.0.0.1:$grpc_port,127.0.0.1:1" --timeout 2)" = 1 ] || fail "health said yes with one server down"
+# Standard input and output as '-': .npy by its magic, text otherwise (and text out).
+printf '3\n-1\n2\n' | "$cli" sort --in - --out - --dtype i32 >"$work/piped.txt" || fail "sort from stdin to stdout failed"
+[ "$(tr '\n' ' ' <"$work/piped.txt")" = "-1 2 3 " ] || fail "sort through pipes gave $(cat "$work/piped.txt")"
+"$cli" topk --in - --out - -k 1 <"$work/k.npy" >"$work/piped-top.txt" || fail "topk of an .npy on stdin failed"
+[ "$(wc -l <"$work/piped-top.txt")" = 1 ] || fail "topk through pipes gave $(cat "$work/piped-top.txt")"
+"$cli" gen --dtype u16 --count 10 --out - --format raw | "$cli" sort --in - --format raw --dtype u16 --out "$work/from-pipe.bin" \
+  || fail "raw through a pipe failed"
+[ "$(stat -c %s "$work/from-pipe.bin")" = 20 ] || fail "raw through a pipe lost bytes"
+# A values payload for sort: a typed .npy moves with its keys (stable), or raw bytes of --value-width.
+PY=${PYTHON:-/usr/bin/python3}
+$PY -c "
+import numpy as np, sys
+np.save(sys.argv[1], np.array([3, 1, 2, 1, 0], dtype=np.int32))
+np.save(sys.argv[2], np.array([30.5, 10.5, 20.5, 11.5, 0.5]))
+open(sys.argv[3], 'wb').write(bytes(range(15)))
+" "$work/vk.npy" "$work/vv.npy" "$work/vv.bin"
+"$cli" sort --in "$work/vk.npy" --out "$work/vks.npy" --values "$work/vv.npy" --values-out "$work/vvs.npy" --stable \
+  || fail "sort with .npy values failed"
+$PY -c "
+import numpy as np, sys
+k, v = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert k.tolist() == [0, 1, 1, 2, 3] and v.tolist() == [0.5, 10.5, 11.5, 20.5, 30.5], (k, v)
+" "$work/vks.npy" "$work/vvs.npy" || fail "values did not move with their keys"
+"$cli" sort --in "$work/vk.npy" --out "$work/vks.npy" --values "$work/vv.bin" --value-width 3 --values-out "$work/vvs.bin" \
+  --stable || fail "sort with raw values failed"
+[ "$(od -An -tu1 "$work/vvs.bin" | tr -s ' ' | sed 's/^ //')" = "12 13 14 3 4 5 9 10 11 6 7 8 0 1 2" ] \
+  || fail "raw values moved wrongly: $(od -An -tu1 "$work/vvs.bin")"
+[ "$(code "$cli" sort --in "$work/vk.npy" --out "$work/x.npy" --values "$work/vv.npy")" = 2 ] || fail "--values without --values-out"
 kill -TERM "$server_pid" && wait "$server_pid" || true
 server_pid=""
 [ ! -e "$work/shm.sock" ] || fail "the server left its shared-memory socket behind"
