@@ -2,6 +2,8 @@
 // payload, and the shape and length of the load.
 #pragma once
 
+#include <cctype>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -34,6 +36,14 @@ inline std::string TransportName(BenchTransport t) {
     case BenchTransport::kDevice: return "device";
   }
   return "?";
+}
+
+// The --algorithm name of an Algorithm (ALGORITHM_RADIX_SELECT -> "radix_select").
+inline std::string AlgorithmFlagName(v1::Algorithm a) {
+  std::string name = v1::Algorithm_Name(a);
+  if (name.rfind("ALGORITHM_", 0) == 0) name = name.substr(10);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
 }
 
 struct BenchConfig {
@@ -74,6 +84,12 @@ struct BenchConfig {
   uint64_t seed = 1;
   int payloads = 4;  // distinct arrays made up front; requests cycle through them
   bool check = false;
+  // Keys from a file (raw, text or .npy, as the other subcommands read them) instead of generated
+  // ones: one payload, its dtype (.npy) and count replace --dtype and --count. Raw and text files need
+  // the dtype given (dtype_given).
+  std::string keys_from;
+  bool dtype_given = false;
+  std::string keys_data;  // the file's keys, read by RunBench
 };
 
 // The rules the flags alone cannot express (CLI11 checks each flag; these relate several).

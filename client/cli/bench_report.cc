@@ -1,6 +1,7 @@
 #include "client/cli/bench_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 
@@ -8,6 +9,12 @@
 
 namespace gpusort::cli {
 namespace {
+
+std::string Format(const char* format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value);
+  return buffer;
+}
 
 using Json = nlohmann::ordered_json;  // fields stay in the order written, for people reading it
 
@@ -49,6 +56,23 @@ Json RowJson(const BenchRow& r) {
   row["keys_per_s"] = r.keys_per_s;
   row["mb_per_s"] = r.mb_per_s;
   row["latency_ms"] = latency;
+  row["latency_histogram_ms"] = Json::array();
+  for (const LatencyBucket& b : r.latency_histogram) {
+    row["latency_histogram_ms"].push_back({{"le", std::isinf(b.le_ms) ? Json("inf") : Json(b.le_ms)}, {"count", b.count}});
+  }
+  row["server_stage_p50_ms"] = Json::object();
+  for (const auto& [stage, ms] : r.stage_p50_ms) row["server_stage_p50_ms"][stage] = ms;
+  Json params;
+  params["k"] = r.k;
+  params["algorithm"] = r.algorithm;
+  params["distribution"] = r.distribution;
+  params["seed"] = r.seed;
+  params["payloads"] = r.payloads;
+  params["descending"] = r.descending;
+  params["argsort"] = r.argsort;
+  params["check"] = r.check;
+  params["keys_from"] = r.keys_from;
+  row["params"] = params;
   return row;
 }
 
@@ -72,14 +96,41 @@ BenchRow RowFromJson(const Json& j) {
   r.mb_per_s = j.at("mb_per_s").get<double>();
   for (const auto& [name, field] : kLatencyFields)
     r.latency_ms.*field = j.at("latency_ms").at(name).get<double>();
+  // Fields added after version 1's first rows: absent in older files.
+  if (j.contains("latency_histogram_ms")) {
+    for (const Json& b : j.at("latency_histogram_ms")) {
+      const Json& le = b.at("le");
+      r.latency_histogram.push_back({le.is_string() ? INFINITY : le.get<double>(), b.at("count").get<uint64_t>()});
+    }
+  }
+  if (j.contains("server_stage_p50_ms")) {
+    for (const auto& [stage, ms] : j.at("server_stage_p50_ms").items()) r.stage_p50_ms.emplace_back(stage, ms.get<double>());
+  }
+  if (j.contains("params")) {
+    const Json& p = j.at("params");
+    r.k = p.at("k").get<uint64_t>();
+    r.algorithm = p.at("algorithm").get<std::string>();
+    r.distribution = p.at("distribution").get<std::string>();
+    r.seed = p.at("seed").get<uint64_t>();
+    r.payloads = p.at("payloads").get<int>();
+    r.descending = p.at("descending").get<bool>();
+    r.argsort = p.at("argsort").get<bool>();
+    r.check = p.at("check").get<bool>();
+    r.keys_from = p.at("keys_from").get<std::string>();
+  }
   return r;
 }
 
-std::string Format(const char* format, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, format, value);
-  return buffer;
+// stage=ms;stage=ms, for a CSV cell and the table's footnote.
+std::string StagesField(const StageTimes& stages, const char* separator) {
+  std::string out;
+  for (const auto& [stage, ms] : stages) {
+    if (!out.empty()) out += separator;
+    out += stage + "=" + Format("%.3f", ms);
+  }
+  return out;
 }
+
 
 // 1234567 -> "1.23M": rates span nine orders of magnitude across sizes and methods.
 std::string Si(double v) {
@@ -143,7 +194,8 @@ std::string ToCsv(const std::vector<BenchRow>& rows) {
       "method,transport,dtype,count,concurrency,rate,connections,duration_s,requests,errors,"
       "errors_by_code,requests_per_s,keys_per_s,mb_per_s";
   for (const auto& [name, field] : kLatencyFields) out += std::string(",latency_") + name + "_ms";
-  out += '\n';
+  // check (0 or 1) last: a row never ends in an empty field (keys_from and the stages may be empty).
+  out += ",server_stage_p50_ms,k,algorithm,distribution,seed,payloads,descending,argsort,keys_from,check\n";
   for (const BenchRow& r : rows) {
     std::vector<std::string> cells = {
         r.method, r.transport, r.dtype, std::to_string(r.count),
@@ -153,6 +205,11 @@ std::string ToCsv(const std::vector<BenchRow>& rows) {
         CodesField(r.errors_by_code), Format("%.3f", r.requests_per_s), Format("%.1f", r.keys_per_s),
         Format("%.3f", r.mb_per_s)};
     for (const auto& [name, field] : kLatencyFields) cells.push_back(Format("%.6f", r.latency_ms.*field));
+    for (std::string cell : {StagesField(r.stage_p50_ms, ";"), std::to_string(r.k), r.algorithm, r.distribution,
+                             std::to_string(r.seed), std::to_string(r.payloads), std::string(r.descending ? "1" : "0"),
+                             std::string(r.argsort ? "1" : "0"), r.keys_from, std::string(r.check ? "1" : "0")}) {
+      cells.push_back(std::move(cell));
+    }
     for (std::size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + cells[i];
     out += '\n';
   }
@@ -191,6 +248,12 @@ std::string ToTable(const std::vector<BenchRow>& rows) {
   }
   out += "load: requests in flight (closed loop) or started per second (open loop). Latency in ms, "
          "successful requests only.\nMB/s: request + response array bytes, 1 MB = 1e6 bytes.\n";
+  for (const BenchRow& r : rows) {
+    if (!r.stage_p50_ms.empty()) {
+      out += r.method + "/" + r.transport + " at " + Load(r) + ": server stages, median ms: " +
+             StagesField(r.stage_p50_ms, ", ") + "\n";
+    }
+  }
   for (const BenchRow& r : rows)
     for (const auto& [code, message] : r.error_messages)
       out += r.method + "/" + r.transport + " at " + Load(r) + ": " + code + ": " + message + "\n";

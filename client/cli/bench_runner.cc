@@ -20,6 +20,7 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
+#include "client/cli/array_file.h"
 #include "client/cli/bench_device_memory.h"
 #include "client/cli/dtype_names.h"
 #include "client/cli/generate.h"
@@ -111,7 +112,14 @@ absl::StatusOr<std::vector<Connection>> OpenConnections(const BenchConfig& confi
 // keys: sorted keys, top-k values or the echoed bytes; indices: int64, with --argsort.
 struct Answer {
   std::string keys, indices;
+  StageTimes stages_ms;  // the server's stages (ExecutionInfo); none for echo
 };
+
+StageTimes StagesOf(const v1::ExecutionInfo& info) {
+  StageTimes stages;
+  for (const auto& s : info.stages()) stages.emplace_back(s.stage(), s.seconds() * 1e3);
+  return stages;
+}
 using RequestFn = absl::StatusOr<Answer> (*)(const BenchConfig&, Connection&, std::string_view keys);
 
 // Sort and top-k go through gpusort::Client, which picks the RPC by its Transport option.
@@ -124,7 +132,7 @@ absl::StatusOr<Answer> RunSort(const BenchConfig& config, Connection& c, std::st
   if (config.argsort) request.payload = v1::PAYLOAD_INDICES;
   auto result = c.client->SortRaw(request);
   if (!result.ok()) return result.status();
-  return Answer{std::move(result->keys), std::move(result->indices)};
+  return Answer{std::move(result->keys), std::move(result->indices), StagesOf(result->info)};
 }
 
 absl::StatusOr<Answer> RunTopK(const BenchConfig& config, Connection& c, std::string_view keys) {
@@ -136,7 +144,7 @@ absl::StatusOr<Answer> RunTopK(const BenchConfig& config, Connection& c, std::st
   options.algorithm = config.algorithm;
   auto result = c.client->TopKRaw(config.dtype, keys, options);
   if (!result.ok()) return result.status();
-  return Answer{std::move(result->values), std::move(result->indices)};
+  return Answer{std::move(result->values), std::move(result->indices), StagesOf(result->info)};
 }
 
 std::unique_ptr<grpc::ClientContext> EchoContext(const BenchConfig& config, const Connection& c) {
@@ -315,6 +323,7 @@ absl::StatusOr<Answer> RunShmRequest(const BenchConfig& config, Connection& c, s
   }
   ReturnSlot(c.shm_mutex, c.shm_free, std::move(slot));
   if (!info.ok()) return info.status();
+  answer.stages_ms = StagesOf(*info);
   return answer;
 }
 
@@ -360,6 +369,7 @@ absl::StatusOr<Answer> RunDeviceRequest(const BenchConfig& config, Connection& c
   ReturnSlot(c.shm_mutex, c.device_free, std::move(slot));
   if (!info.ok()) return info.status();
   if (!read.ok()) return read;
+  answer.stages_ms = StagesOf(*info);
   return answer;
 }
 
@@ -455,7 +465,10 @@ struct Workload {
 
 absl::StatusOr<Workload> MakeWorkload(const BenchConfig& config) {
   Workload w;
-  for (int p = 0; p < config.payloads; ++p) {
+  if (!config.keys_from.empty()) {
+    w.payloads.push_back(config.keys_data);  // read once by ApplyKeysFrom
+  }
+  for (int p = 0; config.keys_from.empty() && p < config.payloads; ++p) {
     auto bytes = Generate(config.dtype, config.count, config.distribution, config.seed + p);
     if (!bytes.ok()) return bytes.status();
     w.payloads.push_back(std::move(*bytes));
@@ -649,7 +662,7 @@ class Runner {
         return;
       }
     }
-    recorder.Ok(ms, keys.size(), answer->keys.size() + answer->indices.size());
+    recorder.Ok(ms, keys.size(), answer->keys.size() + answer->indices.size(), answer->stages_ms);
     ++live_.ok;
   }
 
@@ -726,6 +739,17 @@ class Runner {
       row.mb_per_s = static_cast<double>(r.request_bytes() + r.response_bytes()) / phase.seconds / 1e6;
     }
     row.latency_ms = Summarize(r.latencies_ms());
+    row.latency_histogram = Histogram(r.latencies_ms());
+    row.stage_p50_ms = StageMedians(r.stages_ms());
+    row.k = config_.method == BenchMethod::kTopK ? config_.k : 0;
+    row.algorithm = AlgorithmFlagName(config_.algorithm);
+    row.distribution = config_.keys_from.empty() ? config_.distribution : "file";
+    row.seed = config_.keys_from.empty() ? config_.seed : 0;
+    row.payloads = config_.keys_from.empty() ? config_.payloads : 1;
+    row.descending = config_.descending;
+    row.argsort = config_.argsort;
+    row.check = config_.check;
+    row.keys_from = config_.keys_from;
     return row;
   }
 
@@ -739,7 +763,24 @@ class Runner {
 
 }  // namespace
 
-absl::StatusOr<std::vector<BenchRow>> RunBench(const BenchConfig& config, const ProgressFn& progress) {
+absl::Status ApplyKeysFrom(BenchConfig& config) {
+  if (config.keys_from.empty()) return absl::OkStatus();
+  std::optional<v1::DType> dtype;
+  if (config.dtype_given) dtype = config.dtype;
+  auto format = ChooseReadFormat("", config.keys_from);
+  if (!format.ok()) return format.status();
+  auto array = ReadArray(config.keys_from, *format, dtype);
+  if (!array.ok()) return array.status();
+  if (array->count() == 0) return absl::InvalidArgumentError(config.keys_from + " holds no keys");
+  config.dtype = array->dtype;
+  config.count = array->count();
+  config.keys_data = std::move(array->bytes);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<BenchRow>> RunBench(const BenchConfig& given, const ProgressFn& progress) {
+  BenchConfig config = given;
+  if (absl::Status read = ApplyKeysFrom(config); !read.ok()) return read;
   if (absl::Status valid = ValidateBenchConfig(config); !valid.ok()) return valid;
   Runner runner(config, progress);
   if (absl::Status started = runner.Start(); !started.ok()) return started;

@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace gpusort::cli {
@@ -19,9 +20,13 @@ inline constexpr std::string_view kWrongAnswer = "WRONG_ANSWER";        // --che
 inline constexpr std::string_view kClientSaturated = "CLIENT_SATURATED";  // --max-inflight reached
 
 // The counts of one thread; merged once the threads are done, so recording takes no lock.
+// The server's own time in each of its stages for one request (ExecutionInfo.stages), in ms.
+using StageTimes = std::vector<std::pair<std::string, double>>;
+
 class Recorder {
  public:
-  void Ok(double latency_ms, std::size_t request_bytes, std::size_t response_bytes);
+  void Ok(double latency_ms, std::size_t request_bytes, std::size_t response_bytes,
+          const StageTimes& stages_ms = {});
   void Error(std::string_view code, std::string_view message);
   void Merge(Recorder&& other);
 
@@ -32,12 +37,16 @@ class Recorder {
   const std::vector<double>& latencies_ms() const { return latencies_ms_; }
   const std::map<std::string, uint64_t>& errors_by_code() const { return errors_by_code_; }
   const std::map<std::string, std::string>& first_messages() const { return first_messages_; }
+  // Each stage the server reported, in the order first seen, with every successful request's time in it.
+  const std::vector<std::pair<std::string, std::vector<double>>>& stages_ms() const { return stages_ms_; }
 
  private:
   uint64_t ok_ = 0, request_bytes_ = 0, response_bytes_ = 0;
   std::vector<double> latencies_ms_;  // of the requests that succeeded
   std::map<std::string, uint64_t> errors_by_code_;
   std::map<std::string, std::string> first_messages_;  // one example message per code
+  std::vector<std::pair<std::string, std::vector<double>>> stages_ms_;
+  void AddStage(const std::string& stage, const std::vector<double>& ms);
 };
 
 struct LatencySummary {
@@ -49,6 +58,19 @@ struct LatencySummary {
 // of the values at or below it. 0 for an empty vector.
 double Percentile(const std::vector<double>& sorted, double p);
 LatencySummary Summarize(std::vector<double> latencies_ms);
+
+// A latency histogram: how many requests took more than the previous bucket's bound and at most
+// `le_ms`. Bounds 1-2-5 per decade from 0.01 ms; the buckets from the first to the last one that holds
+// a request (empty ones between them included, so that the shape shows).
+struct LatencyBucket {
+  double le_ms = 0;
+  uint64_t count = 0;
+  bool operator==(const LatencyBucket&) const = default;
+};
+std::vector<LatencyBucket> Histogram(const std::vector<double>& latencies_ms);
+
+// The median of each stage's times (StageTimes order): what the server spent where, per request.
+StageTimes StageMedians(const std::vector<std::pair<std::string, std::vector<double>>>& stages_ms);
 
 // One measurement: one concurrency level, or the open-loop rate.
 struct BenchRow {
@@ -68,6 +90,16 @@ struct BenchRow {
   // Successful requests only. Open loop: from each request's scheduled start, so that queueing in
   // the client (coordinated omission) shows.
   LatencySummary latency_ms;
+  std::vector<LatencyBucket> latency_histogram;  // of the same latencies
+  StageTimes stage_p50_ms;  // the server's stages (ExecutionInfo), median over the successful requests
+  // Everything else that made the row, so that a JSON or CSV row can be read (and re-run) alone.
+  uint64_t k = 0;             // topk
+  std::string algorithm;      // as sent (auto, radix, ...)
+  std::string distribution;   // of the generated keys; "file" with keys_from
+  uint64_t seed = 0;          // of the first payload (payload p: seed + p)
+  int payloads = 0;
+  bool descending = false, argsort = false, check = false;
+  std::string keys_from;      // the --keys-from file, when the keys came from one
   bool operator==(const BenchRow&) const = default;
 };
 

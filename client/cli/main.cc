@@ -497,6 +497,8 @@ int main(int argc, char** argv) {
       bench->add_flag("--progress", bench_output.progress, "progress line on stderr, even if no tty");
   bench->add_flag("--no-progress", bench_output.no_progress, "no progress line")->excludes(progress_flag);
   bench->add_flag("--fail-on-error", bench_output.fail_on_error, "exit 3 when any request failed");
+  bench->add_option("--keys-from", bench_config.keys_from,
+                    "keys from this file (raw, text or .npy; its dtype and count replace --dtype and --count)");
 
   for (CLI::App* subcommand : app.get_subcommands({})) subcommand->footer(kExitCodes);
   try {
@@ -612,6 +614,7 @@ int main(int argc, char** argv) {
     bench_config.transport = kTransports.at(bench_transport);
     bench_config.algorithm = ParseAlgorithmFlag(bench_algorithm);
     bench_config.dtype = *ParseDType(bench_dtype);
+    bench_config.dtype_given = bench->count("--dtype") > 0;
     bench_config.concurrency = bench_sweep.empty() ? std::vector<int>{bench_concurrency} : bench_sweep;
     ClientOptions connection;
     if (absl::Status applied = ApplyConnectionFlags(bench_config.server, bench_security, &connection);

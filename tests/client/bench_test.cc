@@ -2,6 +2,8 @@
 // server (sort, topk and echo, unary and streamed, closed and open loop), including failed requests
 // counted by code rather than ending the run.
 #include <algorithm>
+#include <cmath>
+#include <fstream>
 #include <random>
 #include <sstream>
 
@@ -63,6 +65,13 @@ std::vector<BenchRow> SampleRows() {
                   .requests_per_s = 3983.4, .keys_per_s = 3983400.25, .mb_per_s = 31.87,
                   .latency_ms = {.mean = 2.01, .p50 = 1.9, .p90 = 2.5, .p95 = 2.8, .p99 = 3.7,
                                  .p99_9 = 9.25, .max = 12.5, .min = 0.75}};
+  closed.latency_histogram = {{1, 10}, {2, 11900}, {5, 80}, {INFINITY, 10}};
+  closed.stage_p50_ms = {{"validate", 0.004}, {"queue", 0.02}, {"sort", 1.5}};
+  closed.algorithm = "radix";
+  closed.distribution = "uniform";
+  closed.seed = 7;
+  closed.payloads = 4;
+  closed.check = true;
   BenchRow open = closed;
   open.method = "echo";
   open.transport = "stream";
@@ -106,6 +115,16 @@ TEST(BenchReport, JsonHasTheFieldsAndParsesBack) {
   EXPECT_TRUE(doc["rows"][1]["concurrency"].is_null());
   EXPECT_EQ(doc["rows"][1]["rate"], 500);
 
+  // Every parameter, the server's stage medians and the latency histogram (issue 17).
+  EXPECT_EQ(row["params"]["algorithm"], "radix");
+  EXPECT_EQ(row["params"]["seed"], 7);
+  EXPECT_EQ(row["params"]["distribution"], "uniform");
+  EXPECT_EQ(row["params"]["check"], true);
+  EXPECT_EQ(row["server_stage_p50_ms"]["sort"], 1.5);
+  EXPECT_EQ(row["latency_histogram_ms"][1]["le"], 2);
+  EXPECT_EQ(row["latency_histogram_ms"][1]["count"], 11900);
+  EXPECT_EQ(row["latency_histogram_ms"][3]["le"], "inf");
+
   auto parsed = ParseJson(text);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(*parsed, rows);
@@ -125,7 +144,9 @@ TEST(BenchReport, CsvIsAHeaderAndOneLinePerRow) {
   ASSERT_EQ(lines.size(), 3u);
   const auto header = Split(lines[0], ',');
   EXPECT_EQ(header.front(), "method");
-  EXPECT_EQ(header.back(), "latency_min_ms");
+  EXPECT_EQ(header.back(), "check");
+  EXPECT_NE(std::find(header.begin(), header.end(), "server_stage_p50_ms"), header.end());
+  EXPECT_NE(std::find(header.begin(), header.end(), "seed"), header.end());
   const auto code_column = std::find(header.begin(), header.end(), "errors_by_code") - header.begin();
   for (std::size_t i = 1; i < lines.size(); ++i) {
     // getline drops an empty last field; no row ends in one.
@@ -168,6 +189,39 @@ TEST(BenchReport, ARowWithNoSuccessShowsNoLatency) {
 }
 
 // Runs against one in-process CPU server, kept for the suite: each test stays well under 10 s.
+TEST(BenchStats, HistogramBucketsEveryLatencyOnce) {
+  const std::vector<double> ms = {0.003, 0.015, 0.015, 0.3, 0.7, 1.0, 1.0000001, 4000.0};
+  const std::vector<LatencyBucket> h = Histogram(ms);
+  uint64_t total = 0;
+  for (const LatencyBucket& b : h) total += b.count;
+  EXPECT_EQ(total, ms.size());
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h.front(), (LatencyBucket{0.01, 1}));  // 0.003 ms: the first bucket, <= 0.01
+  EXPECT_EQ(h[1], (LatencyBucket{0.02, 2}));
+  EXPECT_EQ(h.back(), (LatencyBucket{5000, 1}));
+  auto bucket_of = [&](double le) {
+    for (const LatencyBucket& b : h)
+      if (b.le_ms == le) return b.count;
+    return uint64_t{999};
+  };
+  EXPECT_EQ(bucket_of(1), 2u);  // 0.7 and 1.0: (0.5, 1]
+  EXPECT_EQ(bucket_of(2), 1u);  // 1.0000001
+  EXPECT_TRUE(Histogram({}).empty());
+}
+
+TEST(BenchStats, StageMediansSurviveMerging) {
+  Recorder a, b;
+  a.Ok(1, 10, 10, {{"queue", 0.1}, {"sort", 3}});
+  a.Ok(1, 10, 10, {{"queue", 0.2}, {"sort", 1}});
+  b.Ok(1, 10, 10, {{"validate", 0.01}, {"queue", 0.3}, {"sort", 2}});
+  a.Merge(std::move(b));
+  const StageTimes medians = StageMedians(a.stages_ms());
+  ASSERT_EQ(medians.size(), 3u);
+  EXPECT_EQ(medians[0], (std::pair<std::string, double>{"queue", 0.2}));
+  EXPECT_EQ(medians[1], (std::pair<std::string, double>{"sort", 2}));
+  EXPECT_EQ(medians[2], (std::pair<std::string, double>{"validate", 0.01}));
+}
+
 class BenchEndToEnd : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { server_ = new testing::TestServer(testing::ShmConfig()); }
@@ -211,6 +265,61 @@ class BenchEndToEnd : public ::testing::Test {
   static testing::TestServer* server_;
 };
 testing::TestServer* BenchEndToEnd::server_ = nullptr;
+
+// Each row says the server's stage medians and every parameter; --keys-from takes the keys (and for
+// .npy the dtype and count) from a file.
+TEST_F(BenchEndToEnd, RowsCarryStagesParametersAndKeysFromAFile) {
+  BenchConfig c = Config(BenchMethod::kTopK, BenchTransport::kUnary);
+  c.k = 7;
+  c.seed = 42;
+  auto rows = RunBench(c);
+  ExpectClean(rows);
+  const BenchRow& row = rows->front();
+  EXPECT_EQ(row.k, 7u);
+  EXPECT_EQ(row.seed, 42u);
+  EXPECT_EQ(row.algorithm, "auto");
+  EXPECT_EQ(row.distribution, "uniform");
+  EXPECT_TRUE(row.check);
+  ASSERT_FALSE(row.stage_p50_ms.empty());
+  bool has_validate = false;
+  for (const auto& [stage, ms] : row.stage_p50_ms) {
+    EXPECT_GE(ms, 0) << stage;
+    has_validate |= stage == "validate";
+  }
+  EXPECT_TRUE(has_validate) << ::testing::PrintToString(row.stage_p50_ms);
+  uint64_t counted = 0;
+  for (const LatencyBucket& b : row.latency_histogram) counted += b.count;
+  EXPECT_EQ(counted, row.requests);
+
+  // An .npy of 300 int16 keys: dtype and count come from the file.
+  const std::string path = ::testing::TempDir() + "/bench_keys.npy";
+  std::string npy = std::string("\x93NUMPY\x01\x00", 8);
+  std::string header = "{'descr': '<i2', 'fortran_order': False, 'shape': (300,), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  npy += static_cast<char>(header.size() & 0xFF);
+  npy += static_cast<char>(header.size() >> 8);
+  npy += header;
+  for (int i = 0; i < 300; ++i) {
+    const int16_t v = static_cast<int16_t>((i * 7919) % 601 - 300);
+    npy.append(reinterpret_cast<const char*>(&v), 2);
+  }
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << npy;
+  }
+  BenchConfig from_file = Config(BenchMethod::kSort, BenchTransport::kUnary);
+  from_file.keys_from = path;
+  auto file_rows = RunBench(from_file);
+  ExpectClean(file_rows);
+  EXPECT_EQ(file_rows->front().dtype, "i16");
+  EXPECT_EQ(file_rows->front().count, 300u);
+  EXPECT_EQ(file_rows->front().distribution, "file");
+  EXPECT_EQ(file_rows->front().keys_from, path);
+  BenchConfig missing = from_file;
+  missing.keys_from = path + ".missing";
+  EXPECT_FALSE(RunBench(missing).ok());
+}
 
 TEST_F(BenchEndToEnd, SortUnaryStreamAndSharedMemoryAnswerRight) {
   for (BenchTransport t : {BenchTransport::kUnary, BenchTransport::kStream, BenchTransport::kShm}) {
