@@ -72,6 +72,14 @@ struct BenchConfig {
   std::vector<int> concurrency = {1};
   // Open loop when > 0: requests start at this rate on a fixed schedule, whatever the answers do.
   double rate = 0;
+  // Open loop at several rates, one row each, in this order (--rates, or --ramp FROM:TO:STEP: ghz's
+  // step schedule). Empty: `rate` alone.
+  std::vector<double> rates;
+  // > 0: each measurement is repeated until its p50 and p99 both move less than this many percent
+  // from the previous repetition (perf_analyzer's stability mode), at most stable_max times; the row is
+  // the last repetition's.
+  double stable_percent = 0;
+  int stable_max = 10;
   int max_inflight = 1024;  // open loop: a request due while this many are in flight is an error
 
   double duration_seconds = 10;  // each measurement's length, unless `requests` is set
@@ -111,6 +119,10 @@ inline absl::Status ValidateBenchConfig(const BenchConfig& c) {
   if (c.transport == BenchTransport::kDevice && c.shm_socket.empty())
     return invalid("--transport device needs --shm-socket: the path of the server's --shm-socket");
   if (c.rate < 0) return invalid("--rate must be positive");
+  for (double r : c.rates)
+    if (!(r > 0)) return invalid("every rate of --rates / --ramp must be above 0");
+  if (c.stable_percent < 0) return invalid("--stable must not be negative");
+  if (c.stable_max < 2) return invalid("--stable-max must be at least 2");
   if (c.rate > 0 && c.max_inflight < 1) return invalid("--max-inflight must be at least 1");
   if (c.rate == 0 && c.concurrency.empty()) return invalid("no concurrency level given");
   for (int level : c.concurrency)

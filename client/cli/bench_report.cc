@@ -72,7 +72,10 @@ Json RowJson(const BenchRow& r) {
   params["argsort"] = r.argsort;
   params["check"] = r.check;
   params["keys_from"] = r.keys_from;
+  params["stable_percent"] = r.stable_percent;
   row["params"] = params;
+  row["repetitions"] = r.repetitions;
+  row["stable"] = r.stable;
   return row;
 }
 
@@ -117,7 +120,10 @@ BenchRow RowFromJson(const Json& j) {
     r.argsort = p.at("argsort").get<bool>();
     r.check = p.at("check").get<bool>();
     r.keys_from = p.at("keys_from").get<std::string>();
+    r.stable_percent = p.value("stable_percent", 0.0);
   }
+  r.repetitions = j.value("repetitions", 1);
+  r.stable = j.value("stable", false);
   return r;
 }
 
@@ -195,7 +201,8 @@ std::string ToCsv(const std::vector<BenchRow>& rows) {
       "errors_by_code,requests_per_s,keys_per_s,mb_per_s";
   for (const auto& [name, field] : kLatencyFields) out += std::string(",latency_") + name + "_ms";
   // check (0 or 1) last: a row never ends in an empty field (keys_from and the stages may be empty).
-  out += ",server_stage_p50_ms,k,algorithm,distribution,seed,payloads,descending,argsort,keys_from,check\n";
+  out += ",server_stage_p50_ms,k,algorithm,distribution,seed,payloads,descending,argsort,keys_from,stable_percent,"
+         "repetitions,stable,check\n";
   for (const BenchRow& r : rows) {
     std::vector<std::string> cells = {
         r.method, r.transport, r.dtype, std::to_string(r.count),
@@ -207,7 +214,9 @@ std::string ToCsv(const std::vector<BenchRow>& rows) {
     for (const auto& [name, field] : kLatencyFields) cells.push_back(Format("%.6f", r.latency_ms.*field));
     for (std::string cell : {StagesField(r.stage_p50_ms, ";"), std::to_string(r.k), r.algorithm, r.distribution,
                              std::to_string(r.seed), std::to_string(r.payloads), std::string(r.descending ? "1" : "0"),
-                             std::string(r.argsort ? "1" : "0"), r.keys_from, std::string(r.check ? "1" : "0")}) {
+                             std::string(r.argsort ? "1" : "0"), r.keys_from, Format("%g", r.stable_percent),
+                             std::to_string(r.repetitions), std::string(r.stable ? "1" : "0"),
+                             std::string(r.check ? "1" : "0")}) {
       cells.push_back(std::move(cell));
     }
     for (std::size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + cells[i];
@@ -249,6 +258,11 @@ std::string ToTable(const std::vector<BenchRow>& rows) {
   out += "load: requests in flight (closed loop) or started per second (open loop). Latency in ms, "
          "successful requests only.\nMB/s: request + response array bytes, 1 MB = 1e6 bytes.\n";
   for (const BenchRow& r : rows) {
+    if (r.stable_percent > 0) {
+      out += r.method + "/" + r.transport + " at " + Load(r) + ": " + std::to_string(r.repetitions) +
+             " measurements; p50 and p99 " + (r.stable ? "settled within " : "still moved more than ") +
+             Format("%g", r.stable_percent) + "%\n";
+    }
     if (!r.stage_p50_ms.empty()) {
       out += r.method + "/" + r.transport + " at " + Load(r) + ": server stages, median ms: " +
              StagesField(r.stage_p50_ms, ", ") + "\n";

@@ -780,15 +780,40 @@ absl::Status ApplyKeysFrom(BenchConfig& config) {
 
 absl::StatusOr<std::vector<BenchRow>> RunBench(const BenchConfig& given, const ProgressFn& progress) {
   BenchConfig config = given;
+  if (!config.rates.empty()) config.rate = config.rates.front();  // open loop from the start
   if (absl::Status read = ApplyKeysFrom(config); !read.ok()) return read;
   if (absl::Status valid = ValidateBenchConfig(config); !valid.ok()) return valid;
   Runner runner(config, progress);
   if (absl::Status started = runner.Start(); !started.ok()) return started;
+  // One measurement, repeated under --stable until p50 and p99 settle.
+  auto measure = [&](int level) {
+    BenchRow row = runner.Measure(level);
+    if (!(config.stable_percent > 0)) return row;
+    row.stable_percent = config.stable_percent;
+    for (int repetition = 2; repetition <= config.stable_max; ++repetition) {
+      BenchRow next = runner.Measure(level);
+      auto moved = [&](double before, double after) {
+        return before <= 0 ? after > 0 : std::abs(after - before) / before * 100 >= config.stable_percent;
+      };
+      const bool settled = !moved(row.latency_ms.p50, next.latency_ms.p50) && !moved(row.latency_ms.p99, next.latency_ms.p99);
+      row = std::move(next);
+      row.stable_percent = config.stable_percent;
+      row.repetitions = repetition;
+      row.stable = settled;
+      if (settled) break;
+    }
+    return row;
+  };
   std::vector<BenchRow> rows;
-  if (config.rate > 0) {
-    rows.push_back(runner.Measure(0));
+  if (!config.rates.empty()) {
+    for (double rate : config.rates) {
+      config.rate = rate;  // the runner reads the configuration it was made with, this object
+      rows.push_back(measure(0));
+    }
+  } else if (config.rate > 0) {
+    rows.push_back(measure(0));
   } else {
-    for (int level : config.concurrency) rows.push_back(runner.Measure(level));
+    for (int level : config.concurrency) rows.push_back(measure(level));
   }
   return rows;
 }

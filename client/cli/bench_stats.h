@@ -100,6 +100,9 @@ struct BenchRow {
   int payloads = 0;
   bool descending = false, argsort = false, check = false;
   std::string keys_from;      // the --keys-from file, when the keys came from one
+  double stable_percent = 0;  // --stable: the bound p50 and p99 had to settle within; 0: off
+  int repetitions = 1;        // measurements made for this row (--stable); the row is the last
+  bool stable = false;        // --stable: whether p50 and p99 settled before stable_max
   bool operator==(const BenchRow&) const = default;
 };
 

@@ -140,6 +140,25 @@ absl::StatusOr<std::optional<Array>> ReadValues(const std::string& path, uint32_
   return std::optional<Array>(std::move(values));
 }
 
+// --ramp FROM:TO:STEP: FROM, FROM + STEP, ... up to TO (included when a step lands on it; descending
+// when TO < FROM). At most 1000 steps.
+absl::StatusOr<std::vector<double>> RampRates(const std::string& ramp) {
+  double from = 0, to = 0, step = 0;
+  char tail = 0;
+  if (std::sscanf(ramp.c_str(), "%lf:%lf:%lf%c", &from, &to, &step, &tail) != 3 || !(from > 0) || !(to > 0) ||
+      !(step > 0)) {
+    return absl::InvalidArgumentError("--ramp takes FROM:TO:STEP, three positive numbers (requests/s), not '" +
+                                      ramp + "'");
+  }
+  std::vector<double> rates;
+  const double direction = to >= from ? 1 : -1;
+  for (double r = from; direction * (to - r) >= -1e-9 * step; r += direction * step) {
+    rates.push_back(r);
+    if (rates.size() > 1000) return absl::InvalidArgumentError("--ramp makes more than 1000 steps");
+  }
+  return rates;
+}
+
 // `gpusort health`: every server of --server (a comma-separated list is checked one by one, not
 // balanced over), one line each; 0 only when every one is SERVING.
 int Health(const Connection& connection, const std::string& service) {
@@ -460,6 +479,20 @@ int main(int argc, char** argv) {
       ->check(AtLeastOne())
       ->excludes(concurrency_flag)
       ->excludes(sweep_flag);
+  std::string bench_ramp;
+  auto* rates_flag = bench->add_option("--rates", bench_config.rates, "open loop at each of these rates, a row each")
+                         ->delimiter(',')
+                         ->excludes(concurrency_flag)
+                         ->excludes(sweep_flag);
+  bench->add_option("--ramp", bench_ramp, "open loop stepping FROM:TO:STEP requests/s, a row a step (ghz's step)")
+      ->excludes(concurrency_flag)
+      ->excludes(sweep_flag)
+      ->excludes(rates_flag);
+  bench->add_option("--stable", bench_config.stable_percent,
+                    "repeat each measurement until p50 and p99 move less than this many percent")
+      ->check(AtLeastOne());
+  bench->add_option("--stable-max", bench_config.stable_max, "--stable: at most this many measurements a row")
+      ->capture_default_str();
   bench->add_option("--max-inflight", bench_config.max_inflight,
                     "open loop: a request due with this many in flight fails (CLIENT_SATURATED)")
       ->check(AtLeastOne())
@@ -614,6 +647,11 @@ int main(int argc, char** argv) {
     bench_config.transport = kTransports.at(bench_transport);
     bench_config.algorithm = ParseAlgorithmFlag(bench_algorithm);
     bench_config.dtype = *ParseDType(bench_dtype);
+    if (!bench_ramp.empty()) {
+      auto steps = RampRates(bench_ramp);
+      if (!steps.ok()) return Usage(steps.status());
+      bench_config.rates = *std::move(steps);
+    }
     bench_config.dtype_given = bench->count("--dtype") > 0;
     bench_config.concurrency = bench_sweep.empty() ? std::vector<int>{bench_concurrency} : bench_sweep;
     ClientOptions connection;

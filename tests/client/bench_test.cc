@@ -321,6 +321,41 @@ TEST_F(BenchEndToEnd, RowsCarryStagesParametersAndKeysFromAFile) {
   EXPECT_FALSE(RunBench(missing).ok());
 }
 
+// --rates (and --ramp, which expands into them): a row per rate, each in open loop at that rate.
+// --stable repeats a measurement until p50 and p99 settle, at most stable_max times.
+TEST_F(BenchEndToEnd, RateSweepsGiveARowPerRateAndStableRepeatsUntilSettled) {
+  BenchConfig c = Config(BenchMethod::kSort, BenchTransport::kUnary);
+  c.concurrency = {};
+  c.rates = {40, 80};
+  c.requests = 20;
+  auto rows = RunBench(c);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].rate, 40);
+  EXPECT_EQ((*rows)[1].rate, 80);
+  EXPECT_EQ((*rows)[0].concurrency, 0);
+  for (const BenchRow& row : *rows) EXPECT_EQ(row.requests, 20u);
+
+  BenchConfig loose = Config(BenchMethod::kSort, BenchTransport::kUnary);
+  loose.requests = 10;
+  loose.stable_percent = 1e9;  // any two measurements agree
+  rows = RunBench(loose);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->front().repetitions, 2);
+  EXPECT_TRUE(rows->front().stable);
+  BenchConfig strict = loose;
+  strict.stable_percent = 1e-9;  // no two measurements agree that closely
+  strict.stable_max = 3;
+  rows = RunBench(strict);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->front().repetitions, 3);
+  EXPECT_FALSE(rows->front().stable);
+  EXPECT_EQ(rows->front().stable_percent, 1e-9);
+  BenchConfig bad = c;
+  bad.rates = {10, 0};
+  EXPECT_FALSE(RunBench(bad).ok());
+}
+
 TEST_F(BenchEndToEnd, SortUnaryStreamAndSharedMemoryAnswerRight) {
   for (BenchTransport t : {BenchTransport::kUnary, BenchTransport::kStream, BenchTransport::kShm}) {
     SCOPED_TRACE(TransportName(t));

@@ -218,6 +218,10 @@ assert k.tolist() == [0, 1, 1, 2, 3] and v.tolist() == [0.5, 10.5, 11.5, 20.5, 3
 [ "$(od -An -tu1 "$work/vvs.bin" | tr -s ' ' | sed 's/^ //')" = "12 13 14 3 4 5 9 10 11 6 7 8 0 1 2" ] \
   || fail "raw values moved wrongly: $(od -An -tu1 "$work/vvs.bin")"
 [ "$(code "$cli" sort --in "$work/vk.npy" --out "$work/x.npy" --values "$work/vv.npy")" = 2 ] || fail "--values without --values-out"
+# bench: a step ramp is a row per rate; a ramp that is not FROM:TO:STEP is bad usage.
+"$cli" bench --ramp 40:120:40 --requests 8 --warmup 0 --count 100 --format csv >"$work/ramp.csv" || fail "bench --ramp failed"
+[ "$(tail -n +2 "$work/ramp.csv" | cut -d, -f6 | tr '\n' ' ')" = "40 80 120 " ] || fail "ramp rows: $(cat "$work/ramp.csv")"
+[ "$(code "$cli" bench --ramp 40:x --requests 8)" = 2 ] || fail "a bad --ramp is not exit 2"
 kill -TERM "$server_pid" && wait "$server_pid" || true
 server_pid=""
 [ ! -e "$work/shm.sock" ] || fail "the server left its shared-memory socket behind"
