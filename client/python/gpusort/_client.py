@@ -6,11 +6,12 @@ message limit. The channel itself has no message limit; the server's --max-messa
 default) is what max_unary_bytes stays under.
 """
 import os
+import threading
 
 import grpc
 import numpy as np
 
-from . import _arrays, _dtypes
+from . import _arrays, _dtypes, _shm
 from .errors import GpusortError
 from .v1 import sort_pb2 as pb
 from .v1 import sort_pb2_grpc as pb_grpc
@@ -53,6 +54,10 @@ class Client:
     target: "host:port" (port 50051 when left out) or "unix:/path"; default $GPUSORT_SERVER, else
     127.0.0.1:50051. token: a bearer token (servers started with --auth-tokens-file). tls: None/False for
     plaintext, True for TLS with the system's roots, or a CA certificate (PEM bytes or a file path).
+    shm_socket: the server's --shm-socket (default $GPUSORT_SHM_SOCKET): with it the arrays travel
+    through shared memory registered with that server instead of gRPC messages (same host only).
+    transport: "auto" (shared memory when shm_socket is set, else one message or a stream by size),
+    "grpc" (never shared memory) or "shm" (always; shm_socket required).
     timeout: seconds for each call (None: no deadline). nan: "total" (the service's IEEE totalOrder:
     -NaN first, -0.0 before +0.0, NaNs by payload) or "numpy" (as numpy orders floats: every NaN after
     +inf, equal to each other and kept in position order, -0.0 equal to +0.0; torch.topk takes NaN as the
@@ -60,9 +65,17 @@ class Client:
     """
 
     def __init__(self, target=None, *, token=None, tls=None, timeout=None, nan="total",
-                 max_unary_bytes=32 << 20, chunk_bytes=4 << 20):
+                 max_unary_bytes=32 << 20, chunk_bytes=4 << 20, shm_socket=None, transport="auto"):
         if nan not in NAN_ORDERS:
             raise ValueError("gpusort: nan must be one of %s, not %r" % (NAN_ORDERS, nan))
+        if transport not in ("auto", "grpc", "shm"):
+            raise ValueError("gpusort: transport must be auto, grpc or shm, not %r" % (transport,))
+        self.shm_socket = shm_socket or os.environ.get("GPUSORT_SHM_SOCKET") or None
+        if transport == "shm" and not self.shm_socket:
+            raise ValueError("gpusort: transport='shm' needs shm_socket (the server's --shm-socket)")
+        self.use_shm = transport == "shm" or (transport == "auto" and self.shm_socket is not None)
+        self._region = None  # one registered region, grown as needed, used by one call at a time
+        self._region_lock = threading.Lock()
         self.target = _target(target)
         self.timeout = timeout
         self.nan = nan
@@ -90,6 +103,10 @@ class Client:
         self._stub = pb_grpc.SortServiceStub(self._channel)
 
     def close(self):
+        with self._region_lock:
+            if self._region is not None:
+                self._region.close()
+                self._region = None
         self._channel.close()
 
     def __enter__(self):
@@ -259,12 +276,74 @@ class Client:
             pass
         return GpusortError(error.code(), error.details(), request_id)
 
+    # --- shared memory ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _align(offset):
+        return (offset + 63) // 64 * 64
+
+    def _region_of(self, size):
+        """The registered region, grown (a new registration) when `size` bytes do not fit. Caller holds
+        _region_lock."""
+        if self._region is None or self._region.size < size:
+            if self._region is not None:
+                self._region.close()
+                self._region = None
+            self._region = _shm.SharedRegion(self.shm_socket, max(size, 1 << 20))
+        return self._region
+
+    @staticmethod
+    def _put(region, offset, array):
+        np.frombuffer(region.buffer, dtype=np.uint8, count=array.nbytes, offset=offset)[:] = \
+            np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+
+    @staticmethod
+    def _get(region, offset, count, dtype):
+        return np.frombuffer(region.buffer, dtype=dtype, count=count, offset=offset).copy()
+
+    def _shm_sort(self, options, keys, key_dtype, with_indices):
+        n, width = keys.size, keys.dtype.itemsize
+        out = self._align(n * width)
+        index = self._align(out + n * width)
+        with self._region_lock:
+            region = self._region_of(index + (8 * n if with_indices else 0))
+            self._put(region, 0, keys)
+            request = pb.SortRequest(options=options, keys_region=region.ref(0, n * width),
+                                     output_region=region.ref(out, n * width))
+            if with_indices:
+                request.indices_region.CopyFrom(region.ref(index, 8 * n))
+            reply = self._stub.Sort(request, timeout=self.timeout, metadata=self._metadata)
+            self.last_info = reply.info
+            sorted_keys = self._get(region, out, n, keys.dtype.newbyteorder("<")).astype(key_dtype)
+            indices = self._get(region, index, n, "<i8").astype(np.int64) if with_indices else None
+        return sorted_keys, indices
+
+    def _shm_topk(self, options, keys, results, key_dtype):
+        n, width = keys.size, keys.dtype.itemsize
+        values_at = self._align(n * width)
+        index = self._align(values_at + results * width)
+        with self._region_lock:
+            region = self._region_of(index + 8 * results)
+            self._put(region, 0, keys)
+            request = pb.TopKRequest(options=options, keys_region=region.ref(0, n * width),
+                                     values_region=region.ref(values_at, results * width),
+                                     indices_region=region.ref(index, 8 * results))
+            reply = self._stub.TopK(request, timeout=self.timeout, metadata=self._metadata)
+            self.last_info = reply.info
+            values = self._get(region, values_at, results, keys.dtype.newbyteorder("<")).astype(key_dtype)
+            indices = self._get(region, index, results, "<i8").astype(np.int64)
+        return values, indices
+
+    # --- gRPC messages -----------------------------------------------------------------------------
+
     def _call_sort(self, options, keys, key_dtype):
         n = keys.size
         key_bytes = n * keys.dtype.itemsize
         with_indices = options.payload == pb.PAYLOAD_INDICES
         answer_bytes = key_bytes + (8 * n if with_indices else 0)
         try:
+            if self.use_shm:
+                return self._shm_sort(options, keys, key_dtype, with_indices)
             if max(key_bytes, answer_bytes) <= self.max_unary_bytes:
                 reply = self._stub.Sort(pb.SortRequest(options=options, keys=keys.tobytes()),
                                         timeout=self.timeout, metadata=self._metadata)
@@ -313,6 +392,8 @@ class Client:
         key_bytes = keys.size * keys.dtype.itemsize
         answer_bytes = results * (keys.dtype.itemsize + 8)
         try:
+            if self.use_shm:
+                return self._shm_topk(options, keys, results, key_dtype)
             if max(key_bytes, answer_bytes) <= self.max_unary_bytes:
                 reply = self._stub.TopK(pb.TopKRequest(options=options, keys=keys.tobytes()),
                                         timeout=self.timeout, metadata=self._metadata)

@@ -24,6 +24,17 @@ def _server_binary():
     return os.path.join(PACKAGE_ROOT, "..", "..", "build", "bin", "gpusort-server")
 
 
+_SHM = {}
+
+
+@pytest.fixture(scope="session")
+def shm_socket(server_target):
+    """The started server's --shm-socket (skips against $GPUSORT_TEST_SERVER, whose socket is unknown)."""
+    if "path" not in _SHM:
+        pytest.skip("the server under test was not started here: its --shm-socket is unknown")
+    return _SHM["path"]
+
+
 @pytest.fixture(scope="session")
 def server_target():
     if os.environ.get("GPUSORT_TEST_SERVER"):
@@ -34,8 +45,9 @@ def server_target():
         pytest.skip("no gpusort-server at %s (set GPUSORT_SERVER_BIN)" % binary)
     work = tempfile.mkdtemp(prefix="gpusort-py-")
     port_file = os.path.join(work, "port")
+    _SHM["path"] = os.path.join(work, "shm.sock")
     args = [binary, "--backend", "cpu", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-            "--port-file", port_file, "--log-level", "warn"]
+            "--port-file", port_file, "--log-level", "warn", "--shm-socket", _SHM["path"]]
     server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "log"), "w"))
     try:
         port = None
