@@ -21,6 +21,8 @@
 #include "client/cli/connection_flags.h"
 #include "client/cli/dtype_names.h"
 #include "client/cli/generate.h"
+#include "client/cli/rate_ramp.h"
+#include "client/cli/sort_values.h"
 #include "gpusort/client.h"
 
 namespace gpusort::cli {
@@ -99,64 +101,6 @@ absl::StatusOr<std::unique_ptr<Client>> MakeClient(const Connection& c) {
 int Usage(const absl::Status& status) {
   Fail(status);
   return kExitUsage;
-}
-
-// `gpusort sort --values`: the values file (a .npy of any dtype, one per key, kept as that dtype for
-// --values-out; or raw bytes, --value-width each), checked against the keys. nullopt without --values.
-absl::StatusOr<std::optional<Array>> ReadValues(const std::string& path, uint32_t width, const std::string& out,
-                                                std::size_t keys, bool with_indices) {
-  if (path.empty()) {
-    if (!out.empty() || width != 0) return absl::InvalidArgumentError("--values-out and --value-width need --values");
-    return std::optional<Array>();
-  }
-  if (out.empty()) return absl::InvalidArgumentError("--values needs --values-out: where the moved values go");
-  if (with_indices) {
-    return absl::InvalidArgumentError("--values moves values; --argsort and --indices-out ask for the permutation "
-                                      "instead (one payload a sort)");
-  }
-  auto format = ChooseReadFormat("", path);
-  if (!format.ok()) return format.status();
-  Array values;
-  if (*format == FileFormat::kNpy) {
-    auto read = ReadArray(path, FileFormat::kNpy, std::nullopt);
-    if (!read.ok()) return read.status();
-    values = *std::move(read);
-    if (values.count() != keys) {
-      return absl::InvalidArgumentError(path + " holds " + std::to_string(values.count()) + " values for " +
-                                        std::to_string(keys) + " keys");
-    }
-    return std::optional<Array>(std::move(values));
-  }
-  if (width < 1 || width > 256) {
-    return absl::InvalidArgumentError("a raw --values file needs --value-width, 1 to 256 bytes a value");
-  }
-  auto read = ReadArray(path, FileFormat::kRaw, v1::DTYPE_UINT8);
-  if (!read.ok()) return read.status();
-  values = *std::move(read);
-  if (values.bytes.size() != keys * width) {
-    return absl::InvalidArgumentError(path + " holds " + std::to_string(values.bytes.size()) + " bytes, not " +
-                                      std::to_string(keys) + " values of " + std::to_string(width));
-  }
-  return std::optional<Array>(std::move(values));
-}
-
-// --ramp FROM:TO:STEP: FROM, FROM + STEP, ... up to TO (included when a step lands on it; descending
-// when TO < FROM). At most 1000 steps.
-absl::StatusOr<std::vector<double>> RampRates(const std::string& ramp) {
-  double from = 0, to = 0, step = 0;
-  char tail = 0;
-  if (std::sscanf(ramp.c_str(), "%lf:%lf:%lf%c", &from, &to, &step, &tail) != 3 || !(from > 0) || !(to > 0) ||
-      !(step > 0)) {
-    return absl::InvalidArgumentError("--ramp takes FROM:TO:STEP, three positive numbers (requests/s), not '" +
-                                      ramp + "'");
-  }
-  std::vector<double> rates;
-  const double direction = to >= from ? 1 : -1;
-  for (double r = from; direction * (to - r) >= -1e-9 * step; r += direction * step) {
-    rates.push_back(r);
-    if (rates.size() > 1000) return absl::InvalidArgumentError("--ramp makes more than 1000 steps");
-  }
-  return rates;
 }
 
 // `gpusort health`: every server of --server (a comma-separated list is checked one by one, not

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "client/cli/dtype_names.h"
+#include "client/cli/sort_values.h"
 
 namespace gpusort::cli {
 namespace {
@@ -407,6 +408,36 @@ TEST(Format, ChosenByFlagThenExtension) {
   EXPECT_EQ(*ChooseFormat("", "a.bin"), FileFormat::kRaw);
   EXPECT_EQ(*ChooseFormat("text", "a.npy"), FileFormat::kText);
   EXPECT_FALSE(ChooseFormat("parquet", "a.npy").ok());
+}
+
+// `gpusort sort --values`: raw bytes of --value-width, or a typed .npy, one value per key; every
+// combination the command cannot use is refused before the server is asked.
+TEST(SortValues, RawAndNpyValuesAreCheckedAgainstTheKeys) {
+  const std::string raw = ::testing::TempDir() + "/values.bin";
+  {
+    std::ofstream out(raw, std::ios::binary);
+    out << std::string("abcdef");
+  }
+  auto none = ReadValues("", 0, "", 2, false);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  auto three = ReadValues(raw, 3, "out.bin", 2, false);
+  ASSERT_TRUE(three.ok()) << three.status();
+  ASSERT_TRUE(three->has_value());
+  EXPECT_EQ((*three)->bytes, "abcdef");
+  EXPECT_FALSE(ReadValues(raw, 4, "out.bin", 2, false).ok());    // 6 bytes are not 2 values of 4
+  EXPECT_FALSE(ReadValues(raw, 0, "out.bin", 2, false).ok());    // raw needs a width
+  EXPECT_FALSE(ReadValues(raw, 257, "out.bin", 1, false).ok());  // at most 256 bytes a value
+  EXPECT_FALSE(ReadValues(raw, 3, "", 2, false).ok());           // nowhere to write them
+  EXPECT_FALSE(ReadValues(raw, 3, "out.bin", 2, true).ok());     // with the permutation: one payload
+  EXPECT_FALSE(ReadValues("", 3, "", 2, false).ok());            // a width without values
+  const std::string npy = ::testing::TempDir() + "/values.npy";
+  Array doubles{.dtype = v1::DTYPE_FLOAT64, .bytes = std::string(3 * 8, '\0'), .shape = {3}};
+  ASSERT_TRUE(WriteArray(npy, FileFormat::kNpy, doubles).ok());
+  auto typed = ReadValues(npy, 0, "out.npy", 3, false);
+  ASSERT_TRUE(typed.ok()) << typed.status();
+  EXPECT_EQ((*typed)->dtype, v1::DTYPE_FLOAT64);
+  EXPECT_FALSE(ReadValues(npy, 0, "out.npy", 4, false).ok());  // 3 values for 4 keys
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "client/cli/bench_runner.h"
 #include "client/cli/bench_stats.h"
 #include "client/cli/dtype_names.h"
+#include "client/cli/rate_ramp.h"
 #include "tests/service/scripted_backend.h"
 #include "tests/service/test_server.h"
 
@@ -220,6 +221,17 @@ TEST(BenchStats, StageMediansSurviveMerging) {
   EXPECT_EQ(medians[0], (std::pair<std::string, double>{"queue", 0.2}));
   EXPECT_EQ(medians[1], (std::pair<std::string, double>{"sort", 2}));
   EXPECT_EQ(medians[2], (std::pair<std::string, double>{"validate", 0.01}));
+}
+
+TEST(BenchRamp, StepsFromOneRateToAnother) {
+  EXPECT_EQ(*RampRates("40:120:40"), (std::vector<double>{40, 80, 120}));
+  EXPECT_EQ(*RampRates("100:10:45"), (std::vector<double>{100, 55, 10}));  // downwards
+  EXPECT_EQ(*RampRates("10:30:15"), (std::vector<double>{10, 25}));       // TO not on a step: not passed
+  EXPECT_EQ(RampRates("0.1:0.3:0.1")->size(), 3u);                       // 0.30000000000000004 stays in
+  for (const char* bad : {"", "40", "40:120", "40:120:0", "-1:5:1", "1:5:1:2", "a:b:c", "1:5:1x"}) {
+    EXPECT_FALSE(RampRates(bad).ok()) << bad;
+  }
+  EXPECT_FALSE(RampRates("1:100000:1").ok());  // more than 1000 steps
 }
 
 class BenchEndToEnd : public ::testing::Test {
