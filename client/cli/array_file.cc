@@ -329,6 +329,26 @@ absl::StatusOr<std::string> ParseTextNumbers(std::string_view text, v1::DType dt
   return bytes;
 }
 
+// A raw or text file's whole content as an array of `dtype` (required: only .npy says its dtype).
+absl::StatusOr<Array> RawOrTextArray(std::string content, FileFormat format, std::optional<v1::DType> dtype,
+                                     const std::string& name) {
+  if (!dtype) return absl::InvalidArgumentError("--dtype is required to read " + name + " (only .npy files say their dtype)");
+  Array array;
+  array.dtype = *dtype;
+  if (format == FileFormat::kRaw) {
+    if (content.size() % ElementSize(array.dtype) != 0)
+      return absl::InvalidArgumentError(name + " has " + std::to_string(content.size()) +
+                                        " bytes, not a whole number of " + DTypeName(array.dtype) + " elements");
+    array.bytes = std::move(content);
+  } else {
+    auto bytes = ParseTextNumbers(content, array.dtype, name);
+    if (!bytes.ok()) return bytes.status();
+    array.bytes = std::move(*bytes);
+  }
+  array.shape = {array.count()};
+  return array;
+}
+
 // Standard input, read to its end (a pipe cannot be sized or sought), then parsed as a file would be.
 absl::StatusOr<Array> ReadStdin(FileFormat format, std::optional<v1::DType> dtype) {
   const std::string name = "standard input";
@@ -345,20 +365,7 @@ absl::StatusOr<Array> ReadStdin(FileFormat format, std::optional<v1::DType> dtyp
     array.bytes = content.substr(layout->data_offset, layout->data_bytes);
     return array;
   }
-  if (!dtype) return absl::InvalidArgumentError("--dtype is required to read " + name + " (only .npy says its dtype)");
-  array.dtype = *dtype;
-  if (format == FileFormat::kRaw) {
-    if (content.size() % ElementSize(array.dtype) != 0)
-      return absl::InvalidArgumentError(name + " has " + std::to_string(content.size()) +
-                                        " bytes, not a whole number of " + DTypeName(array.dtype) + " elements");
-    array.bytes = std::move(content);
-  } else {
-    auto bytes = ParseTextNumbers(content, array.dtype, name);
-    if (!bytes.ok()) return bytes.status();
-    array.bytes = std::move(*bytes);
-  }
-  array.shape = {array.count()};
-  return array;
+  return RawOrTextArray(std::move(content), format, dtype, name);
 }
 
 absl::StatusOr<Array> ReadArray(const std::string& path, FileFormat format,
@@ -392,26 +399,11 @@ absl::StatusOr<Array> ReadArray(const std::string& path, FileFormat format,
     return array;
   }
 
-  if (!dtype)
-    return absl::InvalidArgumentError("--dtype is required to read " + path +
-                                      " (only .npy files say their dtype)");
-  array.dtype = *dtype;
+  if (!dtype) return RawOrTextArray({}, format, dtype, path);  // says --dtype is needed, before any read
   std::string content;
   absl::Status read = ReadExactly(file->get(), *size, &content, path);
   if (!read.ok()) return read;
-  if (format == FileFormat::kRaw) {
-    if (content.size() % ElementSize(array.dtype) != 0)
-      return absl::InvalidArgumentError(path + " has " + std::to_string(content.size()) +
-                                        " bytes, not a whole number of " + DTypeName(array.dtype) +
-                                        " elements");
-    array.bytes = std::move(content);
-  } else {
-    auto bytes = ParseTextNumbers(content, array.dtype, path);
-    if (!bytes.ok()) return bytes.status();
-    array.bytes = std::move(*bytes);
-  }
-  array.shape = {array.count()};
-  return array;
+  return RawOrTextArray(std::move(content), format, dtype, path);
 }
 
 absl::Status CheckWritable(const std::string& path, FileFormat format, v1::DType dtype) {

@@ -360,33 +360,34 @@ class Client:
         for at in range(0, len(view), self.chunk_bytes):
             yield view[at:at + self.chunk_bytes]
 
-    def _stream_sort(self, options, keys, key_dtype, with_indices):
-        n = keys.size
+    def _stream(self, call, request_type, options, keys, outputs):
+        """One streaming call: the keys in chunks (options and the answer's chunk size on the first), the
+        answer's chunks copied to `outputs` ({reply field: numpy array}) at each chunk's offset."""
         raw = keys.tobytes()
 
         def requests():
-            first = True
-            for chunk in self._chunks(raw):
-                if first:
-                    yield pb.SortStreamRequest(options=options, keys=bytes(chunk),
-                                               response_chunk_bytes=self.chunk_bytes)
-                    first = False
+            for number, chunk in enumerate(self._chunks(raw)):
+                if number == 0:
+                    yield request_type(options=options, keys=bytes(chunk), response_chunk_bytes=self.chunk_bytes)
                 else:
-                    yield pb.SortStreamRequest(keys=bytes(chunk))
+                    yield request_type(keys=bytes(chunk))
 
-        out_keys = np.empty(n, dtype=keys.dtype)
-        out_indices = np.empty(n, dtype=np.int64) if with_indices else None
-        for reply in self._stub.SortStream(requests(), timeout=self.timeout, metadata=self._metadata):
-            at = reply.offset
-            if reply.keys:
-                chunk = np.frombuffer(reply.keys, dtype=keys.dtype.newbyteorder("<"))
-                out_keys[at:at + chunk.size] = chunk
-            if with_indices and reply.indices:
-                chunk = np.frombuffer(reply.indices, dtype="<i8")
-                out_indices[at:at + chunk.size] = chunk
+        wire = {name: np.dtype("<i8") if name == "indices" else keys.dtype.newbyteorder("<") for name in outputs}
+        for reply in call(requests(), timeout=self.timeout, metadata=self._metadata):
+            for name, out in outputs.items():
+                data = getattr(reply, name)
+                if data:
+                    chunk = np.frombuffer(data, dtype=wire[name])
+                    out[reply.offset:reply.offset + chunk.size] = chunk
             if reply.HasField("info"):
                 self.last_info = reply.info
-        return out_keys.astype(key_dtype), out_indices
+
+    def _stream_sort(self, options, keys, key_dtype, with_indices):
+        outputs = {"keys": np.empty(keys.size, dtype=keys.dtype)}
+        if with_indices:
+            outputs["indices"] = np.empty(keys.size, dtype=np.int64)
+        self._stream(self._stub.SortStream, pb.SortStreamRequest, options, keys, outputs)
+        return outputs["keys"].astype(key_dtype), outputs.get("indices")
 
     def _call_topk(self, options, keys, results, key_dtype):
         key_bytes = keys.size * keys.dtype.itemsize
@@ -405,28 +406,6 @@ class Client:
             raise self._fail(error) from None
 
     def _stream_topk(self, options, keys, results, key_dtype):
-        raw = keys.tobytes()
-
-        def requests():
-            first = True
-            for chunk in self._chunks(raw):
-                if first:
-                    yield pb.TopKStreamRequest(options=options, keys=bytes(chunk),
-                                               response_chunk_bytes=self.chunk_bytes)
-                    first = False
-                else:
-                    yield pb.TopKStreamRequest(keys=bytes(chunk))
-
-        values = np.empty(results, dtype=keys.dtype)
-        indices = np.empty(results, dtype=np.int64)
-        for reply in self._stub.TopKStream(requests(), timeout=self.timeout, metadata=self._metadata):
-            at = reply.offset
-            if reply.values:
-                chunk = np.frombuffer(reply.values, dtype=keys.dtype.newbyteorder("<"))
-                values[at:at + chunk.size] = chunk
-            if reply.indices:
-                chunk = np.frombuffer(reply.indices, dtype="<i8")
-                indices[at:at + chunk.size] = chunk
-            if reply.HasField("info"):
-                self.last_info = reply.info
-        return values.astype(key_dtype), indices
+        outputs = {"values": np.empty(results, dtype=keys.dtype), "indices": np.empty(results, dtype=np.int64)}
+        self._stream(self._stub.TopKStream, pb.TopKStreamRequest, options, keys, outputs)
+        return outputs["values"].astype(key_dtype), outputs["indices"]
