@@ -1,4 +1,4 @@
-"""gpusort: sort and top-k of numpy arrays (and torch CPU tensors) on a gpusort server.
+"""gpusort: sort and top-k of numpy arrays, torch and CuPy tensors on a gpusort server.
 
     import gpusort
     client = gpusort.Client("127.0.0.1:50051")
@@ -7,6 +7,10 @@
     keys, vals = client.sort_with(k, v) # v moved with its keys
     values, indices = client.topk(a, 10, axis=-1, largest=True)   # torch.topk(a, 10)
 
+CUDA arrays (torch, CuPy, anything with __cuda_array_interface__) stay on their GPU: with shm_socket=
+(the server's --shm-socket, same node) they go through device memory registered with the server and the
+answers come back as arrays of the same kind on the same GPU.
+
 The module-level functions use one client for $GPUSORT_SERVER (default 127.0.0.1:50051). Errors the
 service answers are GpusortError, carrying the gRPC status code.
 """
@@ -14,10 +18,11 @@ import os
 import threading
 
 from ._client import DEFAULT_TARGET, NAN_ORDERS, Client
+from ._device import DeviceArray
 from ._dtypes import SUPPORTED as SUPPORTED_DTYPES
 from .errors import GpusortError
 
-__all__ = ["Client", "GpusortError", "sort", "argsort", "sort_with", "topk", "default_client",
+__all__ = ["Client", "DeviceArray", "GpusortError", "sort", "argsort", "sort_with", "topk", "default_client",
            "SUPPORTED_DTYPES", "NAN_ORDERS", "DEFAULT_TARGET"]
 __version__ = "0.1.0"
 

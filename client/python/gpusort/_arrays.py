@@ -1,11 +1,13 @@
 """What callers pass -> numpy arrays the client sends, and the answers back in the caller's kind.
 
 numpy arrays of any byte order and memory layout; anything numpy can read through the array protocols
-(torch CPU tensors, lists); torch bfloat16 CPU tensors by their bits. CUDA arrays (torch, CuPy) would
-go through the service's device-memory regions; the Python client does not register device memory yet,
-so they are refused saying so rather than copied to the host behind the caller's back.
+(torch CPU tensors, lists); torch bfloat16 CPU tensors by their bits. CUDA arrays never come here: they
+go through the service's device-memory regions (_device.py); a CUDA array met here (values given with
+host keys) is refused rather than copied to the host behind the caller's back.
 """
 import numpy as np
+
+from ._device import is_cuda
 
 
 class Converted:
@@ -24,18 +26,10 @@ class Converted:
         return self._back(result)
 
 
-def _is_cuda(obj):
-    if hasattr(obj, "__cuda_array_interface__"):
-        return True
-    device = getattr(obj, "device", None)
-    return getattr(device, "type", None) == "cuda"
-
-
 def to_numpy(obj, dtype_name=None, keys=True):
-    if _is_cuda(obj):
-        raise NotImplementedError(
-            "gpusort: CUDA arrays are not taken by the Python client yet (the service's device regions "
-            "are reached from C++ only); copy to the host first (torch: t.cpu(), CuPy: a.get())")
+    if is_cuda(obj):
+        raise ValueError("gpusort: keys and values must both be on the host or both on a GPU; these values "
+                         "are a CUDA array and the keys are not")
     module = type(obj).__module__.split(".")[0]
     if module == "torch":
         import torch  # only when the caller already uses it

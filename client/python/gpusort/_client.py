@@ -11,7 +11,7 @@ import threading
 import grpc
 import numpy as np
 
-from . import _arrays, _dtypes, _shm
+from . import _arrays, _device, _device_calls, _dtypes, _shm
 from .errors import GpusortError
 from .v1 import sort_pb2 as pb
 from .v1 import sort_pb2_grpc as pb_grpc
@@ -76,6 +76,7 @@ class Client:
         self.use_shm = transport == "shm" or (transport == "auto" and self.shm_socket is not None)
         self._region = None  # one registered region, grown as needed, used by one call at a time
         self._region_lock = threading.Lock()
+        self._device_regions = _device_calls.DeviceRegions()  # CUDA arrays' regions, one per GPU
         self.target = _target(target)
         self.timeout = timeout
         self.nan = nan
@@ -107,6 +108,7 @@ class Client:
             if self._region is not None:
                 self._region.close()
                 self._region = None
+        self._device_regions.close()
         self._channel.close()
 
     def __enter__(self):
@@ -141,6 +143,8 @@ class Client:
         """(values, indices) of the k largest (or smallest) along `axis`, as torch.topk: shape with `axis`
         of length k; ties go to the earlier position. offsets: 1-D `a` in segments, each giving its own
         min(k, length) results, concatenated (flat arrays)."""
+        if _device.is_cuda(a):
+            return _device_calls.topk(self, a, k, axis, largest, sorted, algorithm, dtype, nan, offsets)
         converted = _arrays.to_numpy(a, dtype)
         array = converted.array
         data, shape = _arrays.little_endian_rows(array, axis)
@@ -209,6 +213,9 @@ class Client:
         return int(np.minimum(np.diff(np.asarray(offsets, dtype=np.int64)), k).sum())
 
     def _sort(self, a, axis, descending, stable, algorithm, dtype, nan, offsets, values, want_indices):
+        if _device.is_cuda(a):
+            return _device_calls.sort(self, a, axis, descending, stable, algorithm, dtype, nan, offsets, values,
+                                      want_indices)
         converted = _arrays.to_numpy(a, dtype)
         array = converted.array
         data, shape = _arrays.little_endian_rows(array, axis)
@@ -264,6 +271,17 @@ class Client:
             return np.repeat(np.arange(0, n, m, dtype=np.int64), m)
         o = np.asarray(offsets, dtype=np.int64)
         return np.repeat(o[:-1], np.diff(o))
+
+    _algorithm_of = staticmethod(_algorithm)
+
+    def _unary(self, method, request):
+        """One unary call (its ExecutionInfo kept in last_info); GpusortError when it fails."""
+        try:
+            reply = method(request, timeout=self.timeout, metadata=self._metadata)
+        except grpc.RpcError as error:
+            raise self._fail(error) from None
+        self.last_info = reply.info
+        return reply
 
     @staticmethod
     def _fail(error):

@@ -43,6 +43,12 @@ _FLOAT_BITS = {
 def dtype_of(array, name=None):
     """The proto DType for `array` (a numpy array), or for `name` ("bfloat16", ...) given with an array
     of the same width. ValueError naming the supported dtypes otherwise."""
+    return dtype_for(array.dtype, name)
+
+
+def dtype_for(np_dtype, name=None):
+    """dtype_of for arrays known by their numpy dtype only (CUDA arrays)."""
+    array = np.empty(0, dtype=np_dtype)
     if name is not None:
         key = str(name).lower()
         if key not in _BY_NAME:
@@ -63,6 +69,11 @@ def width(dtype):
     return {pb.DTYPE_INT8: 1, pb.DTYPE_UINT8: 1, pb.DTYPE_INT16: 2, pb.DTYPE_UINT16: 2, pb.DTYPE_FLOAT16: 2,
             pb.DTYPE_BFLOAT16: 2, pb.DTYPE_INT32: 4, pb.DTYPE_UINT32: 4, pb.DTYPE_FLOAT32: 4,
             pb.DTYPE_INT64: 8, pb.DTYPE_UINT64: 8, pb.DTYPE_FLOAT64: 8}[dtype]
+
+
+def float_bits(dtype):
+    """(bits dtype, sign bit, canonical quiet NaN, exponent mask) of a float DType; None for integers."""
+    return _FLOAT_BITS.get(dtype)
 
 
 def numpy_specials(bits_array, dtype):

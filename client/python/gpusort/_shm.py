@@ -17,6 +17,38 @@ _REQUEST = struct.Struct("<4sHHQQQ")
 _REPLY_HEAD = struct.Struct("<4sHHII")
 
 
+HOST_MEMORY = 1
+DEVICE_MEMORY = 2
+
+
+def register(socket_path, fd, size, kind, timeout):
+    """Registers `size` bytes of the memory behind `fd` (kind HOST_MEMORY: a sealed memfd; DEVICE_MEMORY:
+    an exported CUDA allocation) over the server's shared-memory socket. Returns (the open connection,
+    which keeps the region registered, and the region id); GpusortError with the server's code when it
+    refuses, UNAVAILABLE when the socket cannot be reached."""
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        connection.settimeout(timeout)
+        connection.connect(socket_path)
+        socket.send_fds(connection, [_REQUEST.pack(b"GSRQ", 1, kind, int(size), 0, 0)], [fd])
+        reply = connection.recv(512)
+    except OSError as error:
+        connection.close()
+        raise GpusortError(grpc.StatusCode.UNAVAILABLE,
+                           "shared memory through %s: %s" % (socket_path, error)) from None
+    if len(reply) < _REPLY_HEAD.size:
+        connection.close()
+        raise GpusortError(grpc.StatusCode.UNAVAILABLE, "the shared-memory socket closed without an answer")
+    magic, _, _, code, length = _REPLY_HEAD.unpack_from(reply)
+    text = reply[16:16 + min(length, 496)].decode("ascii", "replace")
+    if magic != b"GSRP" or code != 0:
+        connection.close()
+        status = next((s for s in grpc.StatusCode if s.value[0] == code), grpc.StatusCode.UNKNOWN)
+        what = "device memory" if kind == DEVICE_MEMORY else "shared memory"
+        raise GpusortError(status, "registering %s: %s" % (what, text))
+    return connection, text
+
+
 class SharedRegion:
     """`size` bytes of memory shared with the server; registered while this object lives (closing the
     socket unregisters it)."""
@@ -31,25 +63,14 @@ class SharedRegion:
             os.ftruncate(self._fd, self.size)
             fcntl.fcntl(self._fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
             self.buffer = mmap.mmap(self._fd, self.size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-            self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            self._socket.settimeout(timeout)
-            self._socket.connect(socket_path)
-            socket.send_fds(self._socket, [_REQUEST.pack(b"GSRQ", 1, 1, self.size, 0, 0)], [self._fd])
-            reply = self._socket.recv(512)
         except OSError as error:
             self.close()
-            raise GpusortError(grpc.StatusCode.UNAVAILABLE,
-                               "shared memory through %s: %s" % (socket_path, error)) from None
-        if len(reply) < _REPLY_HEAD.size:
+            raise GpusortError(grpc.StatusCode.UNAVAILABLE, "shared memory: %s" % error) from None
+        try:
+            self._socket, self.region_id = register(socket_path, self._fd, self.size, HOST_MEMORY, timeout)
+        except GpusortError:
             self.close()
-            raise GpusortError(grpc.StatusCode.UNAVAILABLE, "the shared-memory socket closed without an answer")
-        magic, _, _, code, length = _REPLY_HEAD.unpack_from(reply)
-        text = reply[16:16 + min(length, 496)].decode("ascii", "replace")
-        if magic != b"GSRP" or code != 0:
-            self.close()
-            status = next((s for s in grpc.StatusCode if s.value[0] == code), grpc.StatusCode.UNKNOWN)
-            raise GpusortError(status, "registering shared memory: " + text)
-        self.region_id = text
+            raise
 
     def ref(self, offset, length):
         return pb.RegionRef(region_id=self.region_id, offset=int(offset), length=int(length))

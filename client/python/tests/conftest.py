@@ -1,6 +1,6 @@
 """A gpusort server for the tests: $GPUSORT_TEST_SERVER (host:port) when set, else the checkout's
-gpusort-server ($GPUSORT_SERVER_BIN, or build/bin/gpusort-server) started on the CPU backend on a free
-port, stopped after the session. The package is imported from the checkout (stubs generated first)."""
+gpusort-server ($GPUSORT_SERVER_BIN, or build/bin/gpusort-server) started on the CPU backend (or
+$GPUSORT_TEST_BACKEND: cuda on a GPU machine) on a free port, stopped after the session. The package is imported from the checkout (stubs generated first)."""
 import os
 import subprocess
 import sys
@@ -46,7 +46,7 @@ def server_target():
     work = tempfile.mkdtemp(prefix="gpusort-py-")
     port_file = os.path.join(work, "port")
     _SHM["path"] = os.path.join(work, "shm.sock")
-    args = [binary, "--backend", "cpu", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+    args = [binary, "--backend", os.environ.get("GPUSORT_TEST_BACKEND", "cpu"), "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
             "--port-file", port_file, "--log-level", "warn", "--shm-socket", _SHM["path"]]
     server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "log"), "w"))
     try:
