@@ -223,8 +223,15 @@ __global__ void __launch_bounds__(kG * GroupsPerBlock(kG))
   if (take < length) {
     for (int i = t; i < kBins; i += kG) hist[i] = 0;
     GroupBarrier<kG>();
-    for (int shift = kBits - kDigitBits;; shift -= kDigitBits) {
-      if (mask == 0) {  // the first digit: every entry counts
+    // Unrolled (but for 64-bit keys, whose 8 digits would make the kernel large) so that each digit's
+    // shift is a constant: the profile of 16-bit rows showed the bin's address arithmetic with a
+    // variable shift as a large part of the issued instructions.
+    constexpr int kDigits = kBits / kDigitBits;
+    constexpr int kUnroll = sizeof(Key) == 8 ? 1 : kDigits;
+#pragma unroll kUnroll
+    for (int d = 0; d < kDigits; ++d) {
+      const int shift = kBits - kDigitBits * (d + 1);
+      if (d == 0) {  // the first digit: every entry counts
 #pragma unroll
         for (int r = 0; r < kR; ++r) atomicAdd(&hist[static_cast<std::uint32_t>(key[r] >> shift) & (kBins - 1)], 1u);
       } else {
@@ -241,28 +248,26 @@ __global__ void __launch_bounds__(kG * GroupsPerBlock(kG))
       need -= below;
       lo |= static_cast<Word>(bin) << shift;
       mask |= static_cast<Word>(kBins - 1) << shift;
-      if (in_bin == need || shift == 0) break;
+      if (in_bin == need) break;
     }
   }
 
   // 2. Compaction in position order. Counts of both kinds share a word: less << 16 | equal (a tile
   // holds at most 8192 entries, so neither half overflows). Most (register, warp) pairs hold nothing
-  // taken (k of a tile of 8k or more): one vote skips them, which the profile of 16-bit rows asked for
-  // (ncu: the select was bound by issued instructions, the compaction's ballots the largest part).
+  // taken (k of a tile of 8k or more), and an entry of either kind is a key <= hi (the prefix with its
+  // undecided bits set): one compare and one vote per register find the pairs that hold any, and only
+  // those pay for the ballots, which the profile of 16-bit rows asked for (ncu: the select was bound
+  // by issued instructions, the compaction's per-key tests and ballots a large part).
   const std::uint32_t lanes_before = (1u << lane) - 1u;
-  std::uint32_t less_regs = 0, equal_regs = 0;  // this thread's registers of each kind
-#pragma unroll
-  for (int r = 0; r < kR; ++r) {
-    if (key[r] < lo) less_regs |= 1u << r;
-    if ((key[r] & mask) == lo) equal_regs |= 1u << r;
-  }
+  constexpr Word kKeyBits = static_cast<Word>(static_cast<Key>(~Key{0}));
+  const Word hi = lo | (static_cast<Word>(~mask) & kKeyBits);
   std::uint32_t warp_regs = 0;  // registers where some lane of this warp holds an entry of either kind
 #pragma unroll
   for (int r = 0; r < kR; ++r) {
     std::uint32_t word = 0;
-    if (__any_sync(0xFFFFFFFFu, ((less_regs | equal_regs) >> r) & 1u)) {
-      const std::uint32_t less_bits = __ballot_sync(0xFFFFFFFFu, (less_regs >> r) & 1u);
-      const std::uint32_t equal_bits = __ballot_sync(0xFFFFFFFFu, (equal_regs >> r) & 1u);
+    if (__any_sync(0xFFFFFFFFu, key[r] <= hi)) {
+      const std::uint32_t less_bits = __ballot_sync(0xFFFFFFFFu, key[r] < lo);
+      const std::uint32_t equal_bits = __ballot_sync(0xFFFFFFFFu, (key[r] & mask) == lo);
       word = (static_cast<std::uint32_t>(__popc(less_bits)) << 16) | __popc(equal_bits);
       warp_regs |= 1u << r;
     }
@@ -276,8 +281,8 @@ __global__ void __launch_bounds__(kG * GroupsPerBlock(kG))
 #pragma unroll
   for (int r = 0; r < kR; ++r) {
     if (!((warp_regs >> r) & 1u)) continue;  // the same in every lane of the warp
-    const bool is_less = (less_regs >> r) & 1u;
-    const bool is_equal = (equal_regs >> r) & 1u;
+    const bool is_less = key[r] < lo;
+    const bool is_equal = (key[r] & mask) == lo;
     const std::uint32_t less_bits = __ballot_sync(0xFFFFFFFFu, is_less);
     const std::uint32_t equal_bits = __ballot_sync(0xFFFFFFFFu, is_equal);
     const std::uint32_t base = counts[r * kW + warp];
