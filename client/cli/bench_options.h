@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "gpusort/client.h"
-#include "gpusort/v1/sort.pb.h"
+#include "client/cli/client_types.h"
 
 namespace gpusort::cli {
 
@@ -39,8 +39,8 @@ inline std::string TransportName(BenchTransport t) {
 }
 
 // The --algorithm name of an Algorithm (ALGORITHM_RADIX_SELECT -> "radix_select").
-inline std::string AlgorithmFlagName(v1::Algorithm a) {
-  std::string name = v1::Algorithm_Name(a);
+inline std::string AlgorithmFlagName(Algorithm a) {
+  std::string name(WireName(a));
   if (name.rfind("ALGORITHM_", 0) == 0) name = name.substr(10);
   for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return name;
@@ -62,7 +62,7 @@ struct BenchConfig {
   uint64_t k = 10;              // topk: the k largest, in rank order
   bool descending = false;      // sort only
   bool argsort = false;         // sort: PAYLOAD_INDICES; topk: values and indices
-  v1::Algorithm algorithm = v1::ALGORITHM_AUTO;
+  Algorithm algorithm = Algorithm::kAuto;
   std::size_t chunk_bytes = ClientOptions{}.stream_chunk_bytes;  // streaming transports
   // sort over --transport stream: SortStream calls, each on its own connection, that carry one sort
   // whose keys reach ClientOptions::stream_parts_from_bytes (1: always one stream)
@@ -86,7 +86,7 @@ struct BenchConfig {
   uint64_t requests = 0;         // > 0: each measurement is exactly this many requests
   double warmup_seconds = 1;     // before each measurement, not counted
 
-  v1::DType dtype = v1::DTYPE_UINT32;
+  DType dtype = DType::kUint32;
   std::size_t count = 1000;  // keys per request
   std::string distribution = "uniform";
   uint64_t seed = 1;

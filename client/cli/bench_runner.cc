@@ -17,8 +17,7 @@
 
 #include <unistd.h>
 
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
+#include <grpcpp/grpcpp.h>
 
 #include "client/cli/array_file.h"
 #include "client/cli/bench_device_memory.h"
@@ -27,6 +26,7 @@
 #include "client/cli/key_order.h"
 #include "client/cli/server_address.h"
 #include "gpusort/client.h"
+#include "gpusort/grpc_interop.h"  // EchoService: a channel and call metadata as the Client's
 #include "gpusort/v1/echo.grpc.pb.h"
 
 namespace gpusort::cli {
@@ -115,9 +115,9 @@ struct Answer {
   StageTimes stages_ms;  // the server's stages (ExecutionInfo); none for echo
 };
 
-StageTimes StagesOf(const v1::ExecutionInfo& info) {
+StageTimes StagesOf(const ExecutionInfo& info) {
   StageTimes stages;
-  for (const auto& s : info.stages()) stages.emplace_back(s.stage(), s.seconds() * 1e3);
+  for (const auto& s : info.stages) stages.emplace_back(s.stage, s.seconds * 1e3);
   return stages;
 }
 using RequestFn = absl::StatusOr<Answer> (*)(const BenchConfig&, Connection&, std::string_view keys);
@@ -129,7 +129,7 @@ absl::StatusOr<Answer> RunSort(const BenchConfig& config, Connection& c, std::st
   request.keys = keys;
   request.options.descending = config.descending;
   request.options.algorithm = config.algorithm;
-  if (config.argsort) request.payload = v1::PAYLOAD_INDICES;
+  if (config.argsort) request.payload = Payload::kIndices;
   auto result = c.client->SortRaw(request);
   if (!result.ok()) return result.status();
   return Answer{std::move(result->keys), std::move(result->indices), StagesOf(result->info)};
@@ -140,7 +140,7 @@ absl::StatusOr<Answer> RunTopK(const BenchConfig& config, Connection& c, std::st
   options.k = config.k;
   options.largest = true;
   options.sorted = true;
-  options.output = config.argsort ? v1::TOPK_OUTPUT_VALUES_AND_INDICES : v1::TOPK_OUTPUT_VALUES;
+  options.output = config.argsort ? TopKOutput::kValuesAndIndices : TopKOutput::kValues;
   options.algorithm = config.algorithm;
   auto result = c.client->TopKRaw(config.dtype, keys, options);
   if (!result.ok()) return result.status();
@@ -257,22 +257,22 @@ RegionLayout LayoutFor(const BenchConfig& config, std::size_t key_bytes) {
 }
 
 // One Sort or TopK naming ranges of a registered region laid out as `l`.
-absl::StatusOr<v1::ExecutionInfo> CallOnRegion(const BenchConfig& config, Client& client, const RegionLayout& l,
-                                               const std::function<v1::RegionRef(std::size_t, std::size_t)>& ref) {
-  const v1::RegionRef in = ref(0, l.key_bytes);
-  const v1::RegionRef out = ref(l.out_offset, l.value_bytes);
-  const v1::RegionRef indices = ref(l.index_offset, l.index_bytes);
+absl::StatusOr<ExecutionInfo> CallOnRegion(const BenchConfig& config, Client& client, const RegionLayout& l,
+                                               const std::function<RegionRef(std::size_t, std::size_t)>& ref) {
+  const RegionRef in = ref(0, l.key_bytes);
+  const RegionRef out = ref(l.out_offset, l.value_bytes);
+  const RegionRef indices = ref(l.index_offset, l.index_bytes);
   if (config.method == BenchMethod::kTopK) {
     TopKOptions options;
     options.k = config.k;
-    options.output = config.argsort ? v1::TOPK_OUTPUT_VALUES_AND_INDICES : v1::TOPK_OUTPUT_VALUES;
+    options.output = config.argsort ? TopKOutput::kValuesAndIndices : TopKOutput::kValues;
     options.algorithm = config.algorithm;
     return client.TopKInRegion(config.dtype, options, in, &out, config.argsort ? &indices : nullptr);
   }
   SortOptions options;
   options.descending = config.descending;
   options.algorithm = config.algorithm;
-  return client.SortInRegion(config.dtype, options, config.argsort ? v1::PAYLOAD_INDICES : v1::PAYLOAD_NONE, in, out,
+  return client.SortInRegion(config.dtype, options, config.argsort ? Payload::kIndices : Payload::kNone, in, out,
                              config.argsort ? &indices : nullptr);
 }
 
@@ -311,7 +311,7 @@ absl::StatusOr<Answer> RunShmRequest(const BenchConfig& config, Connection& c, s
     slot.payload = keys.data();
     std::memcpy(slot.region->data(), keys.data(), keys.size());
   }
-  const absl::StatusOr<v1::ExecutionInfo> info =
+  const absl::StatusOr<ExecutionInfo> info =
       CallOnRegion(config, *c.client, l, [&](std::size_t offset, std::size_t length) {
         return slot.region->Ref(offset, length);
       });
@@ -354,7 +354,7 @@ absl::StatusOr<Answer> RunDeviceRequest(const BenchConfig& config, Connection& c
     if (!fresh.ok()) return fresh.status();
     slot = *std::move(fresh);
   }
-  const absl::StatusOr<v1::ExecutionInfo> info =
+  const absl::StatusOr<ExecutionInfo> info =
       CallOnRegion(config, *c.client, l, [&](std::size_t offset, std::size_t length) {
         return slot.registration->Ref(offset, length);
       });
@@ -765,7 +765,7 @@ class Runner {
 
 absl::Status ApplyKeysFrom(BenchConfig& config) {
   if (config.keys_from.empty()) return absl::OkStatus();
-  std::optional<v1::DType> dtype;
+  std::optional<DType> dtype;
   if (config.dtype_given) dtype = config.dtype;
   auto format = ChooseReadFormat("", config.keys_from);
   if (!format.ok()) return format.status();

@@ -377,14 +377,14 @@ TEST_F(BenchEndToEnd, SortUnaryStreamAndSharedMemoryAnswerRight) {
 
 TEST_F(BenchEndToEnd, ArgsortDescendingAndTopKOfEveryFloatBitPattern) {
   BenchConfig argsort = Config(BenchMethod::kSort, BenchTransport::kUnary);
-  argsort.dtype = v1::DTYPE_FLOAT32;
+  argsort.dtype = DType::kFloat32;
   argsort.distribution = "bits";  // NaNs, infinities, -0.0: the checker's totalOrder
   argsort.descending = true;
   argsort.argsort = true;
   ExpectClean(RunBench(argsort));
 
   BenchConfig topk = Config(BenchMethod::kTopK, BenchTransport::kStream);
-  topk.dtype = v1::DTYPE_FLOAT64;
+  topk.dtype = DType::kFloat64;
   topk.distribution = "bits";
   topk.k = 25;
   topk.argsort = true;
@@ -394,14 +394,14 @@ TEST_F(BenchEndToEnd, ArgsortDescendingAndTopKOfEveryFloatBitPattern) {
 TEST_F(BenchEndToEnd, EveryNarrowDTypeInTheProtosOrder) {
   // Every bit pattern (float16 and bfloat16 NaNs, infinities, -0.0): the checker's totalOrder on 16 and
   // 8 bits, sorted both ways with argsort and as top-k, whole and in several streamed chunks.
-  for (v1::DType dtype : {v1::DTYPE_FLOAT16, v1::DTYPE_BFLOAT16, v1::DTYPE_INT16, v1::DTYPE_UINT16,
-                          v1::DTYPE_INT8, v1::DTYPE_UINT8}) {
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16, DType::kInt16, DType::kUint16,
+                          DType::kInt8, DType::kUint8}) {
     for (BenchTransport t : {BenchTransport::kUnary, BenchTransport::kStream}) {
       SCOPED_TRACE(DTypeName(dtype) + " " + TransportName(t));
       BenchConfig sort = Config(BenchMethod::kSort, t);
       sort.dtype = dtype;
       sort.distribution = "bits";
-      sort.descending = dtype == v1::DTYPE_FLOAT16 || dtype == v1::DTYPE_INT8;
+      sort.descending = dtype == DType::kFloat16 || dtype == DType::kInt8;
       sort.argsort = true;
       sort.requests = 10;
       ExpectClean(RunBench(sort), 10);
@@ -417,7 +417,7 @@ TEST_F(BenchEndToEnd, ArgsortAndTopKOverSharedMemoryAnswerRight) {
   BenchConfig argsort = Config(BenchMethod::kSort, BenchTransport::kShm);
   argsort.argsort = true;
   argsort.descending = true;
-  argsort.dtype = v1::DTYPE_INT64;
+  argsort.dtype = DType::kInt64;
   ExpectClean(RunBench(argsort));
   BenchConfig topk = Config(BenchMethod::kTopK, BenchTransport::kShm);
   topk.argsort = true;
@@ -431,7 +431,7 @@ TEST_F(BenchEndToEnd, ArgsortAndTopKOverSharedMemoryAnswerRight) {
 TEST_F(BenchEndToEnd, DeviceMemoryAnswersRightOnAGpuServerAndSaysWhyElsewhere) {
   BenchConfig argsort = Config(BenchMethod::kSort, BenchTransport::kDevice);
   argsort.argsort = true;
-  argsort.dtype = v1::DTYPE_FLOAT32;
+  argsort.dtype = DType::kFloat32;
   argsort.distribution = "bits";
   BenchConfig topk = Config(BenchMethod::kTopK, BenchTransport::kDevice);
   topk.argsort = true;
@@ -506,7 +506,7 @@ TEST_F(BenchEndToEnd, OpenLoopStartsRequestsAtTheRate) {
 TEST_F(BenchEndToEnd, AnAlgorithmTheServerLacksFailsUpFront) {
   if (testing::TestingCuda()) GTEST_SKIP() << "the CUDA backend has the GPU algorithms";
   BenchConfig c = Config(BenchMethod::kSort, BenchTransport::kUnary);
-  c.algorithm = v1::ALGORITHM_RADIX;
+  c.algorithm = Algorithm::kRadix;
   auto rows = RunBench(c);
   EXPECT_EQ(rows.status().code(), absl::StatusCode::kUnimplemented) << rows.status();
   EXPECT_THAT(rows.status().message(), HasSubstr("the first request failed"));
