@@ -75,6 +75,12 @@ struct BenchConfig {
   // Open loop at several rates, one row each, in this order (--rates, or --ramp FROM:TO:STEP: ghz's
   // step schedule). Empty: `rate` alone.
   std::vector<double> rates;
+  // Open loop whose rate moves in a straight line from linear_ramp_from to linear_ramp_to requests/s
+  // over duration_seconds (--ramp-linear FROM:TO; rate_ramp.h), reported as a row per
+  // ramp_interval_seconds of it. Both 0: off.
+  double linear_ramp_from = 0, linear_ramp_to = 0;
+  double ramp_interval_seconds = 1;
+  bool linear_ramp() const { return linear_ramp_from != 0 || linear_ramp_to != 0; }
   // > 0: each measurement is repeated until its p50 and p99 both move less than this many percent
   // from the previous repetition (perf_analyzer's stability mode), at most stable_max times; the row is
   // the last repetition's.
@@ -123,8 +129,19 @@ inline absl::Status ValidateBenchConfig(const BenchConfig& c) {
     if (!(r > 0)) return invalid("every rate of --rates / --ramp must be above 0");
   if (c.stable_percent < 0) return invalid("--stable must not be negative");
   if (c.stable_max < 2) return invalid("--stable-max must be at least 2");
-  if (c.rate > 0 && c.max_inflight < 1) return invalid("--max-inflight must be at least 1");
-  if (c.rate == 0 && c.concurrency.empty()) return invalid("no concurrency level given");
+  if (c.linear_ramp()) {
+    if (!(c.linear_ramp_from > 0) || !(c.linear_ramp_to > 0)) return invalid("--ramp-linear rates must be above 0");
+    if (c.rate > 0 || !c.rates.empty())
+      return invalid("--ramp-linear sets the rate itself: not with --rate, --rates or --ramp");
+    if (c.requests > 0) return invalid("--ramp-linear runs for --duration, not for a number of --requests");
+    if (c.stable_percent > 0) return invalid("--stable repeats a measurement at one rate; --ramp-linear has none");
+    if (!(c.ramp_interval_seconds > 0)) return invalid("--ramp-interval must be positive");
+    if (c.duration_seconds / c.ramp_interval_seconds > 10000)
+      return invalid("--ramp-linear would make more than 10000 rows: raise --ramp-interval");
+  }
+  const bool open_loop = c.rate > 0 || c.linear_ramp();
+  if (open_loop && c.max_inflight < 1) return invalid("--max-inflight must be at least 1");
+  if (!open_loop && c.concurrency.empty()) return invalid("no concurrency level given");
   for (int level : c.concurrency)
     if (level < 1) return invalid("concurrency levels must be at least 1");
   if (c.requests == 0 && !(c.duration_seconds > 0))

@@ -418,22 +418,40 @@ int main(int argc, char** argv) {
                          ->delimiter(',')
                          ->check(AtLeastOne())
                          ->excludes(concurrency_flag);
-  bench->add_option("--rate", bench_config.rate, "open loop: requests started per second")
-      ->check(AtLeastOne())
-      ->excludes(concurrency_flag)
-      ->excludes(sweep_flag);
+  auto* rate_flag = bench->add_option("--rate", bench_config.rate, "open loop: requests started per second")
+                       ->check(AtLeastOne())
+                       ->excludes(concurrency_flag)
+                       ->excludes(sweep_flag);
   std::string bench_ramp;
   auto* rates_flag = bench->add_option("--rates", bench_config.rates, "open loop at each of these rates, a row each")
                          ->delimiter(',')
                          ->excludes(concurrency_flag)
                          ->excludes(sweep_flag);
-  bench->add_option("--ramp", bench_ramp, "open loop stepping FROM:TO:STEP requests/s, a row a step (ghz's step)")
-      ->excludes(concurrency_flag)
-      ->excludes(sweep_flag)
-      ->excludes(rates_flag);
+  auto* ramp_flag =
+      bench->add_option("--ramp", bench_ramp, "open loop stepping FROM:TO:STEP requests/s, a row a step (ghz's step)")
+          ->excludes(concurrency_flag)
+          ->excludes(sweep_flag)
+          ->excludes(rates_flag);
+  std::string bench_ramp_linear;
+  auto* ramp_linear_flag =
+      bench
+          ->add_option("--ramp-linear", bench_ramp_linear,
+                       "open loop whose rate rises (or falls) in a straight line from FROM to TO requests/s "
+                       "over --duration (FROM:TO; ghz's line schedule, continuous), a row per --ramp-interval")
+          ->excludes(concurrency_flag)
+          ->excludes(sweep_flag)
+          ->excludes(rate_flag)
+          ->excludes(rates_flag)
+          ->excludes(ramp_flag);
+  bench->add_option("--ramp-interval", bench_config.ramp_interval_seconds,
+                    "--ramp-linear: seconds of the ramp each row covers")
+      ->check(AtLeastOne())
+      ->needs(ramp_linear_flag)
+      ->capture_default_str();
   bench->add_option("--stable", bench_config.stable_percent,
                     "repeat each measurement until p50 and p99 move less than this many percent")
-      ->check(AtLeastOne());
+      ->check(AtLeastOne())
+      ->excludes(ramp_linear_flag);
   bench->add_option("--stable-max", bench_config.stable_max, "--stable: at most this many measurements a row")
       ->capture_default_str();
   bench->add_option("--max-inflight", bench_config.max_inflight,
@@ -446,7 +464,8 @@ int main(int argc, char** argv) {
           ->capture_default_str();
   bench->add_option("--requests", bench_config.requests, "each measurement is this many requests")
       ->check(AtLeastOne())
-      ->excludes(duration_flag);
+      ->excludes(duration_flag)
+      ->excludes(ramp_linear_flag);
   bench->add_option("--warmup", bench_config.warmup_seconds, "seconds before each measurement, not counted")
       ->check(ZeroOrMore())
       ->capture_default_str();
@@ -594,6 +613,12 @@ int main(int argc, char** argv) {
       auto steps = RampRates(bench_ramp);
       if (!steps.ok()) return Usage(steps.status());
       bench_config.rates = *std::move(steps);
+    }
+    if (!bench_ramp_linear.empty()) {
+      auto ramp = ParseLinearRamp(bench_ramp_linear, bench_config.duration_seconds);
+      if (!ramp.ok()) return Usage(ramp.status());
+      bench_config.linear_ramp_from = ramp->from;
+      bench_config.linear_ramp_to = ramp->to;
     }
     bench_config.dtype_given = bench->count("--dtype") > 0;
     bench_config.concurrency = bench_sweep.empty() ? std::vector<int>{bench_concurrency} : bench_sweep;
