@@ -86,7 +86,13 @@ struct Region {
     if (!r.ok()) Die("registering: " + std::string(r.status().message()));
     registration = *std::move(r);
   }
-  v1::RegionRef Whole() const { return registration->Ref(0, memory.size()); }
+  // The whole region, as the raw requests below name it.
+  v1::RegionRef Whole() const {
+    v1::RegionRef ref;
+    ref.set_region_id(registration->id());
+    ref.set_length(memory.size());
+    return ref;
+  }
 };
 
 double Median(std::vector<double> v) {

@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
                      sorted.ok() ? "wrong answer" : std::string(sorted.status().message()).c_str());
         std::exit(1);
       }
-      for (const auto& s : sorted->info.stages()) stages[s.stage()].push_back(s.seconds() * 1e3);
+      for (const auto& s : sorted->info.stages) stages[s.stage].push_back(s.seconds * 1e3);
     });
 
     gpusort::v1::EchoMessage request;

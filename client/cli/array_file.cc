@@ -58,15 +58,15 @@ std::string_view Trim(std::string_view s) {
 // Little-endian only (the wire's byte order). Each dtype's first entry is what NumPy writes for it; a
 // 1-byte type has no byte order, so '<' and '>' mean the same as NumPy's '|'. bfloat16 has no NumPy
 // dtype, hence no entry: CheckWritable says so.
-struct NpyType { std::string_view descr; v1::DType dtype; };
+struct NpyType { std::string_view descr; DType dtype; };
 constexpr NpyType kNpyTypes[] = {
-    {"<i4", v1::DTYPE_INT32},   {"<u4", v1::DTYPE_UINT32},  {"<i8", v1::DTYPE_INT64},
-    {"<u8", v1::DTYPE_UINT64},  {"<f4", v1::DTYPE_FLOAT32}, {"<f8", v1::DTYPE_FLOAT64},
-    {"<f2", v1::DTYPE_FLOAT16}, {"<i2", v1::DTYPE_INT16},   {"<u2", v1::DTYPE_UINT16},
-    {"|i1", v1::DTYPE_INT8},    {"<i1", v1::DTYPE_INT8},    {">i1", v1::DTYPE_INT8},
-    {"|u1", v1::DTYPE_UINT8},   {"<u1", v1::DTYPE_UINT8},   {">u1", v1::DTYPE_UINT8}};
+    {"<i4", DType::kInt32},   {"<u4", DType::kUint32},  {"<i8", DType::kInt64},
+    {"<u8", DType::kUint64},  {"<f4", DType::kFloat32}, {"<f8", DType::kFloat64},
+    {"<f2", DType::kFloat16}, {"<i2", DType::kInt16},   {"<u2", DType::kUint16},
+    {"|i1", DType::kInt8},    {"<i1", DType::kInt8},    {">i1", DType::kInt8},
+    {"|u1", DType::kUint8},   {"<u1", DType::kUint8},   {">u1", DType::kUint8}};
 
-std::string_view NpyDescr(v1::DType dtype) {
+std::string_view NpyDescr(DType dtype) {
   for (const auto& t : kNpyTypes)
     if (t.dtype == dtype) return t.descr;
   return {};
@@ -130,7 +130,10 @@ std::optional<std::string_view> DictValue(std::string_view header, std::string_v
 
 }  // namespace
 
-std::size_t Array::count() const { return bytes.size() / ElementSize(dtype); }
+std::size_t Array::count() const {
+  const std::size_t width = ElementSize(dtype);
+  return width == 0 ? 0 : bytes.size() / width;  // an Array whose dtype is not set yet holds none
+}
 
 absl::StatusOr<FileFormat> ChooseFormat(const std::string& flag, const std::string& path) {
   if (flag == "raw") return FileFormat::kRaw;
@@ -179,7 +182,7 @@ absl::StatusOr<FileFormat> ChooseWriteFormat(const std::string& flag, const std:
                                     "; pass --format raw|text|npy to choose");
 }
 
-absl::Status AppendParsedNumber(v1::DType dtype, std::string_view text, std::string* bytes) {
+absl::Status AppendParsedNumber(DType dtype, std::string_view text, std::string* bytes) {
   return VisitDType(dtype, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     T value{};
@@ -203,7 +206,7 @@ absl::Status AppendParsedNumber(v1::DType dtype, std::string_view text, std::str
   });
 }
 
-std::string FormatNumber(v1::DType dtype, const char* element) {
+std::string FormatNumber(DType dtype, const char* element) {
   return VisitDType(dtype, [&](auto tag) {
     using T = decltype(tag);
     T value;
@@ -218,7 +221,7 @@ std::string FormatNumber(v1::DType dtype, const char* element) {
   });
 }
 
-std::string NpyHeader(v1::DType dtype, const std::vector<std::size_t>& shape) {
+std::string NpyHeader(DType dtype, const std::vector<std::size_t>& shape) {
   const std::string descr(NpyDescr(dtype));
   std::string dims;
   for (std::size_t d : shape) dims += std::to_string(d) + ",";
@@ -234,7 +237,7 @@ std::string NpyHeader(v1::DType dtype, const std::vector<std::size_t>& shape) {
   return header + dict;
 }
 
-absl::Status ParseNpyHeader(std::string_view data, v1::DType* dtype,
+absl::Status ParseNpyHeader(std::string_view data, DType* dtype,
                             std::vector<std::size_t>* shape, std::size_t* data_offset) {
   if (data.size() < 10 || data.substr(0, 6) != std::string_view("\x93NUMPY", 6))
     return absl::InvalidArgumentError("not a .npy file (no \\x93NUMPY magic)");
@@ -257,10 +260,10 @@ absl::Status ParseNpyHeader(std::string_view data, v1::DType* dtype,
   auto descr = DictValue(header, "descr");
   if (!descr || descr->size() < 2) return absl::InvalidArgumentError(".npy header has no descr");
   const std::string_view d = descr->substr(1, descr->size() - 2);  // strip the quotes
-  *dtype = v1::DTYPE_UNSPECIFIED;
+  *dtype = DType::kUnspecified;
   for (const auto& t : kNpyTypes)
     if (t.descr == d) *dtype = t.dtype;
-  if (*dtype == v1::DTYPE_UNSPECIFIED)
+  if (*dtype == DType::kUnspecified)
     return absl::InvalidArgumentError("unsupported .npy dtype '" + std::string(d) +
                                       "' (little-endian i1, u1, i2, u2, i4, u4, i8, u8, f2, f4, f8 only)");
   auto fortran = DictValue(header, "fortran_order");
@@ -292,7 +295,7 @@ absl::Status ParseNpyHeader(std::string_view data, v1::DType* dtype,
 }
 
 absl::StatusOr<NpyLayout> CheckNpyFile(std::string_view head, std::size_t file_size,
-                                       std::optional<v1::DType> dtype, const std::string& name) {
+                                       std::optional<DType> dtype, const std::string& name) {
   NpyLayout layout;
   absl::Status parsed = ParseNpyHeader(head, &layout.dtype, &layout.shape, &layout.data_offset);
   if (!parsed.ok()) return absl::InvalidArgumentError(name + ": " + std::string(parsed.message()));
@@ -311,7 +314,7 @@ absl::StatusOr<NpyLayout> CheckNpyFile(std::string_view head, std::size_t file_s
   return layout;
 }
 
-absl::StatusOr<std::string> ParseTextNumbers(std::string_view text, v1::DType dtype, const std::string& name) {
+absl::StatusOr<std::string> ParseTextNumbers(std::string_view text, DType dtype, const std::string& name) {
   std::string bytes;
   bytes.reserve(text.size() / 2);
   std::size_t line_number = 0, pos = 0;
@@ -330,7 +333,7 @@ absl::StatusOr<std::string> ParseTextNumbers(std::string_view text, v1::DType dt
 }
 
 // A raw or text file's whole content as an array of `dtype` (required: only .npy says its dtype).
-absl::StatusOr<Array> RawOrTextArray(std::string content, FileFormat format, std::optional<v1::DType> dtype,
+absl::StatusOr<Array> RawOrTextArray(std::string content, FileFormat format, std::optional<DType> dtype,
                                      const std::string& name) {
   if (!dtype) return absl::InvalidArgumentError("--dtype is required to read " + name + " (only .npy files say their dtype)");
   Array array;
@@ -350,7 +353,7 @@ absl::StatusOr<Array> RawOrTextArray(std::string content, FileFormat format, std
 }
 
 // Standard input, read to its end (a pipe cannot be sized or sought), then parsed as a file would be.
-absl::StatusOr<Array> ReadStdin(FileFormat format, std::optional<v1::DType> dtype) {
+absl::StatusOr<Array> ReadStdin(FileFormat format, std::optional<DType> dtype) {
   const std::string name = "standard input";
   std::string content;
   char buffer[1 << 16];
@@ -369,7 +372,7 @@ absl::StatusOr<Array> ReadStdin(FileFormat format, std::optional<v1::DType> dtyp
 }
 
 absl::StatusOr<Array> ReadArray(const std::string& path, FileFormat format,
-                                std::optional<v1::DType> dtype) {
+                                std::optional<DType> dtype) {
   if (path == kStdio) return ReadStdin(format, dtype);
   auto file = Open(path, "rb");
   if (!file.ok()) return file.status();
@@ -406,9 +409,9 @@ absl::StatusOr<Array> ReadArray(const std::string& path, FileFormat format,
   return RawOrTextArray(std::move(content), format, dtype, path);
 }
 
-absl::Status CheckWritable(const std::string& path, FileFormat format, v1::DType dtype) {
+absl::Status CheckWritable(const std::string& path, FileFormat format, DType dtype) {
   if (format != FileFormat::kNpy || !NpyDescr(dtype).empty()) return absl::OkStatus();
-  if (dtype == v1::DTYPE_BFLOAT16)
+  if (dtype == DType::kBFloat16)
     return absl::InvalidArgumentError(
         "cannot write " + path + ": NumPy has no bfloat16 dtype, so bf16 keys have no .npy form; write them "
         "raw (.bin, --format raw) or as text (.txt), or use f16 or f32 where .npy is needed");

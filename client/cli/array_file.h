@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "gpusort/v1/sort.pb.h"
+#include "client/cli/client_types.h"
 
 namespace gpusort::cli {
 
@@ -31,7 +31,7 @@ absl::StatusOr<FileFormat> ChooseReadFormat(const std::string& flag, const std::
 absl::StatusOr<FileFormat> ChooseWriteFormat(const std::string& flag, const std::string& path);
 
 struct Array {
-  v1::DType dtype = v1::DTYPE_UNSPECIFIED;
+  DType dtype = DType::kUnspecified;
   std::string bytes;                 // little-endian elements
   std::vector<std::size_t> shape;    // npy: as stored; raw/text: {n}
   std::size_t count() const;
@@ -39,18 +39,18 @@ struct Array {
 
 // `dtype` is required for raw and text; for npy it is checked against the file when given.
 absl::StatusOr<Array> ReadArray(const std::string& path, FileFormat format,
-                                std::optional<v1::DType> dtype);
+                                std::optional<DType> dtype);
 absl::Status WriteArray(const std::string& path, FileFormat format, const Array& array);
 // WriteArray's refusal of what `format` cannot hold (bf16 as .npy: NumPy has no bfloat16), checked
 // without the data, so that a command can refuse before it does the work.
-absl::Status CheckWritable(const std::string& path, FileFormat format, v1::DType dtype);
+absl::Status CheckWritable(const std::string& path, FileFormat format, DType dtype);
 
 // Parsing and printing of one number as text. Floats round-trip exactly (shortest form; nan, -nan,
 // inf, -inf, -0 included) except that NaN payload bits are not kept. f16 and bf16 text is a decimal
 // rounded once to the dtype, to nearest even (narrow_float_text.h). A number outside the dtype's range
 // (a nonzero float that would round to zero or infinity) is an error naming it.
-absl::Status AppendParsedNumber(v1::DType dtype, std::string_view text, std::string* bytes);
-std::string FormatNumber(v1::DType dtype, const char* element);
+absl::Status AppendParsedNumber(DType dtype, std::string_view text, std::string* bytes);
+std::string FormatNumber(DType dtype, const char* element);
 
 // ReadArray's checks without the file, so that the fuzzers (tests/fuzz) can drive them from memory.
 // `name` names the file in errors.
@@ -58,20 +58,20 @@ std::string FormatNumber(v1::DType dtype, const char* element);
 // first kNpyHeadBytes (or the whole file, if shorter) into `head` and then the data bytes.
 inline constexpr std::size_t kNpyHeadBytes = 65536 + 12;
 struct NpyLayout {
-  v1::DType dtype = v1::DTYPE_UNSPECIFIED;
+  DType dtype = DType::kUnspecified;
   std::vector<std::size_t> shape;
   std::size_t data_offset = 0;  // the data are the file's bytes from here to its end
   std::size_t data_bytes = 0;
 };
 absl::StatusOr<NpyLayout> CheckNpyFile(std::string_view head, std::size_t file_size,
-                                       std::optional<v1::DType> dtype, const std::string& name);
+                                       std::optional<DType> dtype, const std::string& name);
 // Text (one number per line; blank lines and '#' comments skipped) as little-endian elements.
-absl::StatusOr<std::string> ParseTextNumbers(std::string_view text, v1::DType dtype, const std::string& name);
+absl::StatusOr<std::string> ParseTextNumbers(std::string_view text, DType dtype, const std::string& name);
 
 // .npy header: the description of `array` as NumPy writes it, and its parser.
-std::string NpyHeader(v1::DType dtype, const std::vector<std::size_t>& shape);
+std::string NpyHeader(DType dtype, const std::vector<std::size_t>& shape);
 // Parses the header at the start of `data`; on success sets dtype, shape and the data offset.
-absl::Status ParseNpyHeader(std::string_view data, v1::DType* dtype,
+absl::Status ParseNpyHeader(std::string_view data, DType* dtype,
                             std::vector<std::size_t>* shape, std::size_t* data_offset);
 
 }  // namespace gpusort::cli

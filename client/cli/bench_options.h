@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "gpusort/client.h"
-#include "gpusort/v1/sort.pb.h"
+#include "client/cli/client_types.h"
 
 namespace gpusort::cli {
 
@@ -39,8 +39,8 @@ inline std::string TransportName(BenchTransport t) {
 }
 
 // The --algorithm name of an Algorithm (ALGORITHM_RADIX_SELECT -> "radix_select").
-inline std::string AlgorithmFlagName(v1::Algorithm a) {
-  std::string name = v1::Algorithm_Name(a);
+inline std::string AlgorithmFlagName(Algorithm a) {
+  std::string name(WireName(a));
   if (name.rfind("ALGORITHM_", 0) == 0) name = name.substr(10);
   for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return name;
@@ -62,7 +62,7 @@ struct BenchConfig {
   uint64_t k = 10;              // topk: the k largest, in rank order
   bool descending = false;      // sort only
   bool argsort = false;         // sort: PAYLOAD_INDICES; topk: values and indices
-  v1::Algorithm algorithm = v1::ALGORITHM_AUTO;
+  Algorithm algorithm = Algorithm::kAuto;
   std::size_t chunk_bytes = ClientOptions{}.stream_chunk_bytes;  // streaming transports
   // sort over --transport stream: SortStream calls, each on its own connection, that carry one sort
   // whose keys reach ClientOptions::stream_parts_from_bytes (1: always one stream)
@@ -75,6 +75,12 @@ struct BenchConfig {
   // Open loop at several rates, one row each, in this order (--rates, or --ramp FROM:TO:STEP: ghz's
   // step schedule). Empty: `rate` alone.
   std::vector<double> rates;
+  // Open loop whose rate moves in a straight line from linear_ramp_from to linear_ramp_to requests/s
+  // over duration_seconds (--ramp-linear FROM:TO; rate_ramp.h), reported as a row per
+  // ramp_interval_seconds of it. Both 0: off.
+  double linear_ramp_from = 0, linear_ramp_to = 0;
+  double ramp_interval_seconds = 1;
+  bool linear_ramp() const { return linear_ramp_from != 0 || linear_ramp_to != 0; }
   // > 0: each measurement is repeated until its p50 and p99 both move less than this many percent
   // from the previous repetition (perf_analyzer's stability mode), at most stable_max times; the row is
   // the last repetition's.
@@ -86,7 +92,7 @@ struct BenchConfig {
   uint64_t requests = 0;         // > 0: each measurement is exactly this many requests
   double warmup_seconds = 1;     // before each measurement, not counted
 
-  v1::DType dtype = v1::DTYPE_UINT32;
+  DType dtype = DType::kUint32;
   std::size_t count = 1000;  // keys per request
   std::string distribution = "uniform";
   uint64_t seed = 1;
@@ -123,8 +129,19 @@ inline absl::Status ValidateBenchConfig(const BenchConfig& c) {
     if (!(r > 0)) return invalid("every rate of --rates / --ramp must be above 0");
   if (c.stable_percent < 0) return invalid("--stable must not be negative");
   if (c.stable_max < 2) return invalid("--stable-max must be at least 2");
-  if (c.rate > 0 && c.max_inflight < 1) return invalid("--max-inflight must be at least 1");
-  if (c.rate == 0 && c.concurrency.empty()) return invalid("no concurrency level given");
+  if (c.linear_ramp()) {
+    if (!(c.linear_ramp_from > 0) || !(c.linear_ramp_to > 0)) return invalid("--ramp-linear rates must be above 0");
+    if (c.rate > 0 || !c.rates.empty())
+      return invalid("--ramp-linear sets the rate itself: not with --rate, --rates or --ramp");
+    if (c.requests > 0) return invalid("--ramp-linear runs for --duration, not for a number of --requests");
+    if (c.stable_percent > 0) return invalid("--stable repeats a measurement at one rate; --ramp-linear has none");
+    if (!(c.ramp_interval_seconds > 0)) return invalid("--ramp-interval must be positive");
+    if (c.duration_seconds / c.ramp_interval_seconds > 10000)
+      return invalid("--ramp-linear would make more than 10000 rows: raise --ramp-interval");
+  }
+  const bool open_loop = c.rate > 0 || c.linear_ramp();
+  if (open_loop && c.max_inflight < 1) return invalid("--max-inflight must be at least 1");
+  if (!open_loop && c.concurrency.empty()) return invalid("no concurrency level given");
   for (int level : c.concurrency)
     if (level < 1) return invalid("concurrency levels must be at least 1");
   if (c.requests == 0 && !(c.duration_seconds > 0))

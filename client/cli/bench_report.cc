@@ -44,6 +44,7 @@ Json RowJson(const BenchRow& r) {
   row["count"] = r.count;
   row["concurrency"] = r.concurrency > 0 ? Json(r.concurrency) : Json(nullptr);
   row["rate"] = r.rate > 0 ? Json(r.rate) : Json(nullptr);
+  row["ramp_at_s"] = r.linear_ramp ? Json(r.ramp_at_s) : Json(nullptr);
   row["connections"] = r.connections;
   row["duration_s"] = r.duration_s;
   row["requests"] = r.requests;
@@ -87,6 +88,11 @@ BenchRow RowFromJson(const Json& j) {
   r.count = j.at("count").get<uint64_t>();
   r.concurrency = j.at("concurrency").is_null() ? 0 : j.at("concurrency").get<int>();
   r.rate = j.at("rate").is_null() ? 0 : j.at("rate").get<double>();
+  // Fields added after version 1's first rows are absent in older files (as below).
+  if (j.contains("ramp_at_s") && !j.at("ramp_at_s").is_null()) {
+    r.linear_ramp = true;
+    r.ramp_at_s = j.at("ramp_at_s").get<double>();
+  }
   r.connections = j.at("connections").get<int>();
   r.duration_s = j.at("duration_s").get<double>();
   r.requests = j.at("requests").get<uint64_t>();
@@ -155,8 +161,10 @@ std::string CodesField(const std::map<std::string, uint64_t>& errors_by_code) {
   return out;
 }
 
-// Closed loop: the concurrency; open loop: the rate.
+// Closed loop: the concurrency; open loop: the rate; a linear ramp's interval: its mean rate and
+// where it starts ("25/s@1.5s").
 std::string Load(const BenchRow& r) {
+  if (r.linear_ramp) return Format("%.4g/s", r.rate) + Format("@%gs", r.ramp_at_s);
   return r.rate > 0 ? Format("%g/s", r.rate) : std::to_string(r.concurrency);
 }
 
@@ -202,7 +210,7 @@ std::string ToCsv(const std::vector<BenchRow>& rows) {
   for (const auto& [name, field] : kLatencyFields) out += std::string(",latency_") + name + "_ms";
   // check (0 or 1) last: a row never ends in an empty field (keys_from and the stages may be empty).
   out += ",server_stage_p50_ms,k,algorithm,distribution,seed,payloads,descending,argsort,keys_from,stable_percent,"
-         "repetitions,stable,check\n";
+         "repetitions,stable,ramp_at_s,check\n";
   for (const BenchRow& r : rows) {
     std::vector<std::string> cells = {
         r.method, r.transport, r.dtype, std::to_string(r.count),
@@ -216,7 +224,7 @@ std::string ToCsv(const std::vector<BenchRow>& rows) {
                              std::to_string(r.seed), std::to_string(r.payloads), std::string(r.descending ? "1" : "0"),
                              std::string(r.argsort ? "1" : "0"), r.keys_from, Format("%g", r.stable_percent),
                              std::to_string(r.repetitions), std::string(r.stable ? "1" : "0"),
-                             std::string(r.check ? "1" : "0")}) {
+                             r.linear_ramp ? Format("%.6f", r.ramp_at_s) : "", std::string(r.check ? "1" : "0")}) {
       cells.push_back(std::move(cell));
     }
     for (std::size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + cells[i];
@@ -257,6 +265,9 @@ std::string ToTable(const std::vector<BenchRow>& rows) {
   }
   out += "load: requests in flight (closed loop) or started per second (open loop). Latency in ms, "
          "successful requests only.\nMB/s: request + response array bytes, 1 MB = 1e6 bytes.\n";
+  if (std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.linear_ramp; })) {
+    out += "--ramp-linear: a row per interval of the ramp (rate/s@start), its requests those due in it.\n";
+  }
   for (const BenchRow& r : rows) {
     if (r.stable_percent > 0) {
       out += r.method + "/" + r.transport + " at " + Load(r) + ": " + std::to_string(r.repetitions) +

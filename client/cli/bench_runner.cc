@@ -17,16 +17,17 @@
 
 #include <unistd.h>
 
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
+#include <grpcpp/grpcpp.h>
 
 #include "client/cli/array_file.h"
 #include "client/cli/bench_device_memory.h"
 #include "client/cli/dtype_names.h"
 #include "client/cli/generate.h"
 #include "client/cli/key_order.h"
+#include "client/cli/rate_ramp.h"
 #include "client/cli/server_address.h"
 #include "gpusort/client.h"
+#include "gpusort/grpc_interop.h"  // EchoService: a channel and call metadata as the Client's
 #include "gpusort/v1/echo.grpc.pb.h"
 
 namespace gpusort::cli {
@@ -115,9 +116,9 @@ struct Answer {
   StageTimes stages_ms;  // the server's stages (ExecutionInfo); none for echo
 };
 
-StageTimes StagesOf(const v1::ExecutionInfo& info) {
+StageTimes StagesOf(const ExecutionInfo& info) {
   StageTimes stages;
-  for (const auto& s : info.stages()) stages.emplace_back(s.stage(), s.seconds() * 1e3);
+  for (const auto& s : info.stages) stages.emplace_back(s.stage, s.seconds * 1e3);
   return stages;
 }
 using RequestFn = absl::StatusOr<Answer> (*)(const BenchConfig&, Connection&, std::string_view keys);
@@ -129,7 +130,7 @@ absl::StatusOr<Answer> RunSort(const BenchConfig& config, Connection& c, std::st
   request.keys = keys;
   request.options.descending = config.descending;
   request.options.algorithm = config.algorithm;
-  if (config.argsort) request.payload = v1::PAYLOAD_INDICES;
+  if (config.argsort) request.payload = Payload::kIndices;
   auto result = c.client->SortRaw(request);
   if (!result.ok()) return result.status();
   return Answer{std::move(result->keys), std::move(result->indices), StagesOf(result->info)};
@@ -140,7 +141,7 @@ absl::StatusOr<Answer> RunTopK(const BenchConfig& config, Connection& c, std::st
   options.k = config.k;
   options.largest = true;
   options.sorted = true;
-  options.output = config.argsort ? v1::TOPK_OUTPUT_VALUES_AND_INDICES : v1::TOPK_OUTPUT_VALUES;
+  options.output = config.argsort ? TopKOutput::kValuesAndIndices : TopKOutput::kValues;
   options.algorithm = config.algorithm;
   auto result = c.client->TopKRaw(config.dtype, keys, options);
   if (!result.ok()) return result.status();
@@ -257,22 +258,22 @@ RegionLayout LayoutFor(const BenchConfig& config, std::size_t key_bytes) {
 }
 
 // One Sort or TopK naming ranges of a registered region laid out as `l`.
-absl::StatusOr<v1::ExecutionInfo> CallOnRegion(const BenchConfig& config, Client& client, const RegionLayout& l,
-                                               const std::function<v1::RegionRef(std::size_t, std::size_t)>& ref) {
-  const v1::RegionRef in = ref(0, l.key_bytes);
-  const v1::RegionRef out = ref(l.out_offset, l.value_bytes);
-  const v1::RegionRef indices = ref(l.index_offset, l.index_bytes);
+absl::StatusOr<ExecutionInfo> CallOnRegion(const BenchConfig& config, Client& client, const RegionLayout& l,
+                                               const std::function<RegionRef(std::size_t, std::size_t)>& ref) {
+  const RegionRef in = ref(0, l.key_bytes);
+  const RegionRef out = ref(l.out_offset, l.value_bytes);
+  const RegionRef indices = ref(l.index_offset, l.index_bytes);
   if (config.method == BenchMethod::kTopK) {
     TopKOptions options;
     options.k = config.k;
-    options.output = config.argsort ? v1::TOPK_OUTPUT_VALUES_AND_INDICES : v1::TOPK_OUTPUT_VALUES;
+    options.output = config.argsort ? TopKOutput::kValuesAndIndices : TopKOutput::kValues;
     options.algorithm = config.algorithm;
     return client.TopKInRegion(config.dtype, options, in, &out, config.argsort ? &indices : nullptr);
   }
   SortOptions options;
   options.descending = config.descending;
   options.algorithm = config.algorithm;
-  return client.SortInRegion(config.dtype, options, config.argsort ? v1::PAYLOAD_INDICES : v1::PAYLOAD_NONE, in, out,
+  return client.SortInRegion(config.dtype, options, config.argsort ? Payload::kIndices : Payload::kNone, in, out,
                              config.argsort ? &indices : nullptr);
 }
 
@@ -311,7 +312,7 @@ absl::StatusOr<Answer> RunShmRequest(const BenchConfig& config, Connection& c, s
     slot.payload = keys.data();
     std::memcpy(slot.region->data(), keys.data(), keys.size());
   }
-  const absl::StatusOr<v1::ExecutionInfo> info =
+  const absl::StatusOr<ExecutionInfo> info =
       CallOnRegion(config, *c.client, l, [&](std::size_t offset, std::size_t length) {
         return slot.region->Ref(offset, length);
       });
@@ -354,7 +355,7 @@ absl::StatusOr<Answer> RunDeviceRequest(const BenchConfig& config, Connection& c
     if (!fresh.ok()) return fresh.status();
     slot = *std::move(fresh);
   }
-  const absl::StatusOr<v1::ExecutionInfo> info =
+  const absl::StatusOr<ExecutionInfo> info =
       CallOnRegion(config, *c.client, l, [&](std::size_t offset, std::size_t length) {
         return slot.registration->Ref(offset, length);
       });
@@ -531,12 +532,15 @@ class ProgressTicker {
 };
 
 // The open loop's threads, started as the load needs them: a synchronous call holds its thread, so
-// there are as many threads as requests were ever in flight at once (at most --max-inflight).
+// there are as many threads as requests were ever in flight at once (at most --max-inflight). Each job
+// is counted in its bucket (a linear ramp's interval; else bucket 0), each thread keeping a recorder
+// per bucket, so that recording still takes no lock.
 class GrowingPool {
  public:
   struct Job {
     uint64_t ticket;
     Clock::time_point due;
+    std::size_t bucket = 0;
   };
   using RunFn = std::function<void(const Job&, Recorder&)>;
 
@@ -553,21 +557,22 @@ class GrowingPool {
     threads_.emplace_back(&GrowingPool::Work, this, &recorders_.back());
   }
 
-  // Waits for every job submitted; their counts, merged.
-  Recorder Join() {
+  // Waits for every job submitted; their counts, merged per bucket (jobs' buckets are below `buckets`).
+  std::vector<Recorder> Join(std::size_t buckets) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       closing_ = true;
     }
     cv_.notify_all();
     for (std::thread& t : threads_) t.join();
-    Recorder all;
-    for (Recorder& r : recorders_) all.Merge(std::move(r));
+    std::vector<Recorder> all(buckets);
+    for (std::vector<Recorder>& thread_recorders : recorders_)
+      for (std::size_t b = 0; b < thread_recorders.size(); ++b) all[b].Merge(std::move(thread_recorders[b]));
     return all;
   }
 
  private:
-  void Work(Recorder* recorder) {
+  void Work(std::vector<Recorder>* recorders) {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       ++idle_;
@@ -577,7 +582,8 @@ class GrowingPool {
       const Job job = queue_.front();
       queue_.pop_front();
       lock.unlock();
-      run_(job, *recorder);
+      if (recorders->size() <= job.bucket) recorders->resize(job.bucket + 1);
+      run_(job, (*recorders)[job.bucket]);
       lock.lock();
     }
   }
@@ -588,7 +594,7 @@ class GrowingPool {
   std::deque<Job> queue_;
   int idle_ = 0;
   bool closing_ = false;
-  std::deque<Recorder> recorders_;  // one per thread; a deque, so that their addresses stay put
+  std::deque<std::vector<Recorder>> recorders_;  // one set per thread; a deque, so that addresses stay put
   std::vector<std::thread> threads_;
 };
 
@@ -599,6 +605,29 @@ struct Limits {
 
 struct Phase {
   Recorder recorder;
+  double seconds = 0;
+};
+
+// When the open loop's requests are due, and which bucket of the report each one counts in.
+struct Arrivals {
+  std::function<double(uint64_t)> due_s;  // request i's start, in seconds from the loop's start
+  double bucket_s = 0;                    // > 0: a bucket per this many seconds of due times; else one
+  std::size_t buckets = 1;
+  std::size_t BucketOf(double due_s) const {
+    if (!(bucket_s > 0)) return 0;
+    return std::min(buckets - 1, static_cast<std::size_t>(due_s / bucket_s));
+  }
+};
+
+// Requests at a fixed rate: request i is due at i / rate.
+Arrivals ConstantRate(double rate) {
+  const double interval = 1.0 / rate;
+  return {.due_s = [interval](uint64_t i) { return static_cast<double>(i) * interval; }};
+}
+
+// The open loop's counts, per bucket, and how long it ran (the last answer included).
+struct OpenPhase {
+  std::vector<Recorder> buckets;
   double seconds = 0;
 };
 
@@ -634,12 +663,64 @@ class Runner {
     return Row(concurrency, phase);
   }
 
+  // --ramp-linear: a warm-up at the ramp's first rate, then the ramp over --duration, its requests
+  // counted in the --ramp-interval they were due in: a row per interval, so that latency shows as the
+  // load rises.
+  std::vector<BenchRow> MeasureLinearRamp() {
+    const LinearRamp ramp{
+        .from = config_.linear_ramp_from, .to = config_.linear_ramp_to, .seconds = config_.duration_seconds};
+    const std::string label = Format("ramp %g", ramp.from) + Format("-%g/s", ramp.to);
+    if (config_.warmup_seconds > 0) {
+      RunOpen({config_.warmup_seconds, 0}, ConstantRate(ramp.from), "warmup " + label);
+    }
+    const double interval = config_.ramp_interval_seconds;
+    // A last interval shorter than the others when --duration is not a multiple of it (and none for
+    // the last bits of a division that should have come out even).
+    const auto buckets = static_cast<std::size_t>(std::max(1.0, std::ceil(ramp.seconds / interval - 1e-9)));
+    OpenPhase phase = RunOpen({ramp.seconds, 0},
+                              {.due_s = [&ramp](uint64_t i) { return ramp.DueAt(i); },
+                               .bucket_s = interval,
+                               .buckets = buckets},
+                              label);
+    std::vector<BenchRow> rows;
+    for (std::size_t b = 0; b < buckets; ++b) {
+      const double begin = static_cast<double>(b) * interval;
+      const double end = std::min(ramp.seconds, begin + interval);
+      BenchRow row = Row(0, {std::move(phase.buckets[b]), end - begin});
+      row.rate = (ramp.ArrivalsBy(end) - ramp.ArrivalsBy(begin)) / (end - begin);
+      row.linear_ramp = true;
+      row.ramp_at_s = begin;
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+
  private:
-  Phase Run(int concurrency, Limits limits, const std::string& label) {
+  static std::string Format(const char* format, double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, format, value);
+    return text;
+  }
+
+  void ResetLiveCounters() {
     live_.ok = 0;
     live_.errors = 0;
+  }
+
+  Phase Run(int concurrency, Limits limits, const std::string& label) {
+    if (concurrency > 0) {
+      ResetLiveCounters();
+      ProgressTicker ticker(progress_, label, live_);
+      return ClosedLoop(concurrency, limits);
+    }
+    OpenPhase open = RunOpen(limits, ConstantRate(config_.rate), label);
+    return {std::move(open.buckets.front()), open.seconds};
+  }
+
+  OpenPhase RunOpen(Limits limits, const Arrivals& arrivals, const std::string& label) {
+    ResetLiveCounters();
     ProgressTicker ticker(progress_, label, live_);
-    return concurrency > 0 ? ClosedLoop(concurrency, limits) : OpenLoop(limits);
+    return OpenLoop(limits, arrivals);
   }
 
   // One request: request number `ticket` takes payload ticket % P over connection ticket % C.
@@ -689,32 +770,34 @@ class Runner {
     return phase;
   }
 
-  Phase OpenLoop(Limits limits) {
+  // Requests start when `arrivals` says, whatever the answers do, until limits.seconds (or
+  // limits.requests of them).
+  OpenPhase OpenLoop(Limits limits, const Arrivals& arrivals) {
     std::atomic<int> inflight{0};
     GrowingPool pool([&](const GrowingPool::Job& job, Recorder& recorder) {
       Issue(job.ticket, job.due, recorder);
       --inflight;
     });
-    Recorder saturated;
+    std::vector<Recorder> saturated(arrivals.buckets);
     const Clock::time_point start = Clock::now();
-    const std::chrono::duration<double> interval(1.0 / config_.rate);
     for (uint64_t i = 0; limits.requests == 0 || i < limits.requests; ++i) {
-      const std::chrono::duration<double> offset = static_cast<double>(i) * interval;
+      const std::chrono::duration<double> offset(arrivals.due_s(i));
       if (limits.requests == 0 && offset.count() >= limits.seconds) break;
       const Clock::time_point due = start + std::chrono::duration_cast<Clock::duration>(offset);
+      const std::size_t bucket = arrivals.BucketOf(offset.count());
       std::this_thread::sleep_until(due);  // when behind schedule, start at once
       if (inflight.load() >= config_.max_inflight) {
-        saturated.Error(kClientSaturated, "client saturated: --max-inflight requests in flight");
+        saturated[bucket].Error(kClientSaturated, "client saturated: --max-inflight requests in flight");
         ++live_.errors;
         continue;
       }
       ++inflight;
-      pool.Submit({i, due});
+      pool.Submit({i, due, bucket});
     }
-    Phase phase;
-    phase.recorder = pool.Join();
+    OpenPhase phase;
+    phase.buckets = pool.Join(arrivals.buckets);
     phase.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    phase.recorder.Merge(std::move(saturated));
+    for (std::size_t b = 0; b < arrivals.buckets; ++b) phase.buckets[b].Merge(std::move(saturated[b]));
     return phase;
   }
 
@@ -765,7 +848,7 @@ class Runner {
 
 absl::Status ApplyKeysFrom(BenchConfig& config) {
   if (config.keys_from.empty()) return absl::OkStatus();
-  std::optional<v1::DType> dtype;
+  std::optional<DType> dtype;
   if (config.dtype_given) dtype = config.dtype;
   auto format = ChooseReadFormat("", config.keys_from);
   if (!format.ok()) return format.status();
@@ -785,6 +868,7 @@ absl::StatusOr<std::vector<BenchRow>> RunBench(const BenchConfig& given, const P
   if (absl::Status valid = ValidateBenchConfig(config); !valid.ok()) return valid;
   Runner runner(config, progress);
   if (absl::Status started = runner.Start(); !started.ok()) return started;
+  if (config.linear_ramp()) return runner.MeasureLinearRamp();
   // One measurement, repeated under --stable until p50 and p99 settle.
   auto measure = [&](int level) {
     BenchRow row = runner.Measure(level);

@@ -72,7 +72,7 @@ std::vector<LatencyBucket> Histogram(const std::vector<double>& latencies_ms);
 // The median of each stage's times (StageTimes order): what the server spent where, per request.
 StageTimes StageMedians(const std::vector<std::pair<std::string, std::vector<double>>>& stages_ms);
 
-// One measurement: one concurrency level, or the open-loop rate.
+// One measurement: one concurrency level, or the open-loop rate, or one interval of a linear ramp.
 struct BenchRow {
   std::string method, transport, dtype;
   uint64_t count = 0;   // keys per request
@@ -103,6 +103,10 @@ struct BenchRow {
   double stable_percent = 0;  // --stable: the bound p50 and p99 had to settle within; 0: off
   int repetitions = 1;        // measurements made for this row (--stable); the row is the last
   bool stable = false;        // --stable: whether p50 and p99 settled before stable_max
+  // --ramp-linear: the row is one interval of a linear ramp, from ramp_at_s seconds into it for
+  // duration_s; `rate` is the interval's mean scheduled rate, and its requests are those due in it.
+  bool linear_ramp = false;
+  double ramp_at_s = 0;
   bool operator==(const BenchRow&) const = default;
 };
 

@@ -3,26 +3,26 @@
 namespace gpusort::cli {
 namespace {
 // Each dtype's short name first (DTypeName), then its long forms.
-struct Name { std::string_view name; v1::DType dtype; };
+struct Name { std::string_view name; DType dtype; };
 constexpr Name kNames[] = {
-    {"i32", v1::DTYPE_INT32},       {"int32", v1::DTYPE_INT32},     {"u32", v1::DTYPE_UINT32},
-    {"uint32", v1::DTYPE_UINT32},   {"i64", v1::DTYPE_INT64},       {"int64", v1::DTYPE_INT64},
-    {"u64", v1::DTYPE_UINT64},      {"uint64", v1::DTYPE_UINT64},   {"f32", v1::DTYPE_FLOAT32},
-    {"float32", v1::DTYPE_FLOAT32}, {"float", v1::DTYPE_FLOAT32},   {"f64", v1::DTYPE_FLOAT64},
-    {"float64", v1::DTYPE_FLOAT64}, {"double", v1::DTYPE_FLOAT64},  {"f16", v1::DTYPE_FLOAT16},
-    {"float16", v1::DTYPE_FLOAT16}, {"half", v1::DTYPE_FLOAT16},    {"bf16", v1::DTYPE_BFLOAT16},
-    {"bfloat16", v1::DTYPE_BFLOAT16}, {"i16", v1::DTYPE_INT16},     {"int16", v1::DTYPE_INT16},
-    {"u16", v1::DTYPE_UINT16},      {"uint16", v1::DTYPE_UINT16},   {"i8", v1::DTYPE_INT8},
-    {"int8", v1::DTYPE_INT8},       {"u8", v1::DTYPE_UINT8},        {"uint8", v1::DTYPE_UINT8}};
+    {"i32", DType::kInt32},       {"int32", DType::kInt32},     {"u32", DType::kUint32},
+    {"uint32", DType::kUint32},   {"i64", DType::kInt64},       {"int64", DType::kInt64},
+    {"u64", DType::kUint64},      {"uint64", DType::kUint64},   {"f32", DType::kFloat32},
+    {"float32", DType::kFloat32}, {"float", DType::kFloat32},   {"f64", DType::kFloat64},
+    {"float64", DType::kFloat64}, {"double", DType::kFloat64},  {"f16", DType::kFloat16},
+    {"float16", DType::kFloat16}, {"half", DType::kFloat16},    {"bf16", DType::kBFloat16},
+    {"bfloat16", DType::kBFloat16}, {"i16", DType::kInt16},     {"int16", DType::kInt16},
+    {"u16", DType::kUint16},      {"uint16", DType::kUint16},   {"i8", DType::kInt8},
+    {"int8", DType::kInt8},       {"u8", DType::kUint8},        {"uint8", DType::kUint8}};
 }  // namespace
 
-std::optional<v1::DType> ParseDType(std::string_view name) {
+std::optional<DType> ParseDType(std::string_view name) {
   for (const Name& n : kNames)
     if (n.name == name) return n.dtype;
   return std::nullopt;
 }
 
-absl::StatusOr<v1::DType> ParseDTypeFlag(std::string_view name) {
+absl::StatusOr<DType> ParseDTypeFlag(std::string_view name) {
   if (auto d = ParseDType(name)) return *d;
   return absl::InvalidArgumentError("unknown --dtype '" + std::string(name) + "' (valid: " + DTypeNameList() + ")");
 }
@@ -37,25 +37,10 @@ std::string DTypeNameList() {
   return list;
 }
 
-std::string DTypeName(v1::DType d) {
+std::string DTypeName(DType d) {
   for (const Name& n : kNames)
     if (n.dtype == d) return std::string(n.name);
   return "unknown";
-}
-
-std::size_t ElementSize(v1::DType d) {
-  switch (d) {
-    case v1::DTYPE_INT8:
-    case v1::DTYPE_UINT8: return 1;
-    case v1::DTYPE_FLOAT16:
-    case v1::DTYPE_BFLOAT16:
-    case v1::DTYPE_INT16:
-    case v1::DTYPE_UINT16: return 2;
-    case v1::DTYPE_INT64:
-    case v1::DTYPE_UINT64:
-    case v1::DTYPE_FLOAT64: return 8;
-    default: return 4;
-  }
 }
 
 }  // namespace gpusort::cli

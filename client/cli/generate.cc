@@ -95,7 +95,7 @@ const std::vector<std::string>& Distributions() {
   return kNames;
 }
 
-absl::StatusOr<std::string> Generate(v1::DType dtype, std::size_t count,
+absl::StatusOr<std::string> Generate(DType dtype, std::size_t count,
                                      const std::string& distribution, uint64_t seed) {
   if (std::find(Distributions().begin(), Distributions().end(), distribution) ==
       Distributions().end())

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "gpusort/v1/sort.pb.h"
+#include "client/cli/client_types.h"
 
 namespace gpusort::cli {
 
@@ -16,7 +16,7 @@ namespace gpusort::cli {
 // few-distinct (16 values), all-equal, bits (every bit pattern, so floats include NaN, inf and -0.0).
 // float16 and bfloat16 values are drawn as float and rounded to nearest even.
 const std::vector<std::string>& Distributions();
-absl::StatusOr<std::string> Generate(v1::DType dtype, std::size_t count,
+absl::StatusOr<std::string> Generate(DType dtype, std::size_t count,
                                      const std::string& distribution, uint64_t seed);
 
 }  // namespace gpusort::cli

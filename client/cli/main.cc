@@ -128,14 +128,13 @@ int Health(const Connection& connection, const std::string& service) {
   return all_serving ? 0 : 1;
 }
 
-void PrintInfo(const v1::ExecutionInfo& info, bool streamed, const std::string& transport) {
+void PrintInfo(const ExecutionInfo& info, bool streamed, const std::string& transport) {
   std::fprintf(stderr, "algorithm %s, backend %s, device %s, request %s, %s\n",
-               v1::Algorithm_Name(info.algorithm()).c_str(), v1::Backend_Name(info.backend()).c_str(),
-               info.device().c_str(), info.request_id().c_str(),
+               std::string(WireName(info.algorithm)).c_str(), std::string(WireName(info.backend)).c_str(),
+               info.device.c_str(), info.request_id.c_str(),
                streamed ? "streamed" : transport == "shm" ? "shared memory" : "unary");
-  for (const auto& s : info.stages())
-    std::fprintf(stderr, "  %-10s %10.3f ms\n", s.stage().c_str(), s.seconds() * 1e3);
-  std::fprintf(stderr, "  %-10s %10.3f ms\n", "server", info.server_seconds() * 1e3);
+  for (const auto& s : info.stages) std::fprintf(stderr, "  %-10s %10.3f ms\n", s.stage.c_str(), s.seconds * 1e3);
+  std::fprintf(stderr, "  %-10s %10.3f ms\n", "server", info.server_seconds * 1e3);
 }
 
 
@@ -156,7 +155,7 @@ void AddFileFlags(CLI::App* app, InputFlags* f) {
 }
 
 absl::StatusOr<Array> ReadInput(const InputFlags& f) {
-  std::optional<v1::DType> dtype;
+  std::optional<DType> dtype;
   if (!f.dtype.empty()) {
     auto parsed = ParseDTypeFlag(f.dtype);
     if (!parsed.ok()) return parsed.status();
@@ -174,7 +173,7 @@ absl::Status WriteOutput(const InputFlags& f, const std::string& path, const Arr
 }
 
 // WriteOutput's refusals that do not need the answer (bf16 as .npy), before the server is asked.
-absl::Status CheckOutput(const InputFlags& f, const std::string& path, v1::DType dtype) {
+absl::Status CheckOutput(const InputFlags& f, const std::string& path, DType dtype) {
   auto format = ChooseWriteFormat(f.out_format.empty() ? f.format : f.out_format, path);
   if (!format.ok()) return format.status();
   return CheckWritable(path, *format, dtype);
@@ -220,13 +219,13 @@ CLI::Validator ScientificCount() {
       "", "scientific count");
 }
 
-v1::Algorithm ParseAlgorithmFlag(const std::string& name) {
-  static const std::map<std::string, v1::Algorithm> kNames = {
-      {"auto", v1::ALGORITHM_AUTO},       {"radix", v1::ALGORITHM_RADIX},
-      {"merge", v1::ALGORITHM_MERGE},     {"bitonic", v1::ALGORITHM_BITONIC},
-      {"odd_even", v1::ALGORITHM_ODD_EVEN}, {"quicksort", v1::ALGORITHM_QUICKSORT},
-      {"cpu", v1::ALGORITHM_CPU},         {"radix_select", v1::ALGORITHM_RADIX_SELECT},
-      {"small_k", v1::ALGORITHM_SMALL_K}, {"thread_lists", v1::ALGORITHM_THREAD_LISTS}};
+Algorithm ParseAlgorithmFlag(const std::string& name) {
+  static const std::map<std::string, Algorithm> kNames = {
+      {"auto", Algorithm::kAuto},       {"radix", Algorithm::kRadix},
+      {"merge", Algorithm::kMerge},     {"bitonic", Algorithm::kBitonic},
+      {"odd_even", Algorithm::kOddEven}, {"quicksort", Algorithm::kQuicksort},
+      {"cpu", Algorithm::kCpu},         {"radix_select", Algorithm::kRadixSelect},
+      {"small_k", Algorithm::kSmallK}, {"thread_lists", Algorithm::kThreadLists}};
   return kNames.at(name);
 }
 const std::vector<std::string> kAlgorithmNames = {"auto",     "radix",     "merge", "bitonic",      "odd_even",
@@ -419,22 +418,40 @@ int main(int argc, char** argv) {
                          ->delimiter(',')
                          ->check(AtLeastOne())
                          ->excludes(concurrency_flag);
-  bench->add_option("--rate", bench_config.rate, "open loop: requests started per second")
-      ->check(AtLeastOne())
-      ->excludes(concurrency_flag)
-      ->excludes(sweep_flag);
+  auto* rate_flag = bench->add_option("--rate", bench_config.rate, "open loop: requests started per second")
+                       ->check(AtLeastOne())
+                       ->excludes(concurrency_flag)
+                       ->excludes(sweep_flag);
   std::string bench_ramp;
   auto* rates_flag = bench->add_option("--rates", bench_config.rates, "open loop at each of these rates, a row each")
                          ->delimiter(',')
                          ->excludes(concurrency_flag)
                          ->excludes(sweep_flag);
-  bench->add_option("--ramp", bench_ramp, "open loop stepping FROM:TO:STEP requests/s, a row a step (ghz's step)")
-      ->excludes(concurrency_flag)
-      ->excludes(sweep_flag)
-      ->excludes(rates_flag);
+  auto* ramp_flag =
+      bench->add_option("--ramp", bench_ramp, "open loop stepping FROM:TO:STEP requests/s, a row a step (ghz's step)")
+          ->excludes(concurrency_flag)
+          ->excludes(sweep_flag)
+          ->excludes(rates_flag);
+  std::string bench_ramp_linear;
+  auto* ramp_linear_flag =
+      bench
+          ->add_option("--ramp-linear", bench_ramp_linear,
+                       "open loop whose rate rises (or falls) in a straight line from FROM to TO requests/s "
+                       "over --duration (FROM:TO; ghz's line schedule, continuous), a row per --ramp-interval")
+          ->excludes(concurrency_flag)
+          ->excludes(sweep_flag)
+          ->excludes(rate_flag)
+          ->excludes(rates_flag)
+          ->excludes(ramp_flag);
+  bench->add_option("--ramp-interval", bench_config.ramp_interval_seconds,
+                    "--ramp-linear: seconds of the ramp each row covers")
+      ->check(AtLeastOne())
+      ->needs(ramp_linear_flag)
+      ->capture_default_str();
   bench->add_option("--stable", bench_config.stable_percent,
                     "repeat each measurement until p50 and p99 move less than this many percent")
-      ->check(AtLeastOne());
+      ->check(AtLeastOne())
+      ->excludes(ramp_linear_flag);
   bench->add_option("--stable-max", bench_config.stable_max, "--stable: at most this many measurements a row")
       ->capture_default_str();
   bench->add_option("--max-inflight", bench_config.max_inflight,
@@ -447,7 +464,8 @@ int main(int argc, char** argv) {
           ->capture_default_str();
   bench->add_option("--requests", bench_config.requests, "each measurement is this many requests")
       ->check(AtLeastOne())
-      ->excludes(duration_flag);
+      ->excludes(duration_flag)
+      ->excludes(ramp_linear_flag);
   bench->add_option("--warmup", bench_config.warmup_seconds, "seconds before each measurement, not counted")
       ->check(ZeroOrMore())
       ->capture_default_str();
@@ -506,7 +524,7 @@ int main(int argc, char** argv) {
     // A 2-D array (R x C) sorts each of its R rows, like numpy.sort(a, axis=-1); its indices count
     // from each row's start, and the output keeps the shape.
     const bool two_d = input->shape.size() == 2;
-    if (absl::Status s = CheckOutput(sort_files, sort_files.out, argsort ? v1::DTYPE_INT64 : input->dtype); !s.ok())
+    if (absl::Status s = CheckOutput(sort_files, sort_files.out, argsort ? DType::kInt64 : input->dtype); !s.ok())
       return Fail(s);
     auto values = ReadValues(values_in, value_width, values_out, input->count(), argsort || !indices_out.empty());
     if (!values.ok()) return Usage(values.status());
@@ -521,9 +539,9 @@ int main(int argc, char** argv) {
     request.options.algorithm = ParseAlgorithmFlag(sort_algorithm);
     request.options.rows = two_d ? input->shape[0] : 1;
     const bool want_indices = argsort || !indices_out.empty();
-    if (want_indices) request.payload = v1::PAYLOAD_INDICES;
+    if (want_indices) request.payload = Payload::kIndices;
     if (values->has_value()) {
-      request.payload = v1::PAYLOAD_VALUES;
+      request.payload = Payload::kValues;
       request.values = (*values)->bytes;
       request.value_width = static_cast<uint32_t>((*values)->bytes.size() / std::max<std::size_t>(1, input->count()));
     }
@@ -532,7 +550,7 @@ int main(int argc, char** argv) {
     if (sort_connection.verbose) PrintInfo(result->info, result->streamed, sort_connection.transport);
     const std::vector<std::size_t> shape = two_d ? input->shape : std::vector<std::size_t>{input->count()};
     Array keys{.dtype = input->dtype, .bytes = std::move(result->keys), .shape = shape};
-    Array indices{.dtype = v1::DTYPE_INT64, .bytes = std::move(result->indices), .shape = shape};
+    Array indices{.dtype = DType::kInt64, .bytes = std::move(result->indices), .shape = shape};
     absl::Status s = WriteOutput(sort_files, sort_files.out, argsort ? indices : keys);
     if (s.ok() && !indices_out.empty()) s = WriteOutput(sort_files, indices_out, indices);
     if (s.ok() && values->has_value()) {
@@ -553,7 +571,7 @@ int main(int argc, char** argv) {
     if (rows == 0) rows = input->shape.size() == 2 ? input->shape[0] : 1;
     if (topk_output == "both" && topk_indices_out.empty())
       return Usage(absl::InvalidArgumentError("--output both needs --indices-out"));
-    const v1::DType out_dtype = topk_output == "indices" ? v1::DTYPE_INT64 : input->dtype;
+    const DType out_dtype = topk_output == "indices" ? DType::kInt64 : input->dtype;
     if (absl::Status s = CheckOutput(topk_files, topk_files.out, out_dtype); !s.ok()) return Fail(s);
     auto made = MakeClient(topk_connection);
     if (!made.ok()) return Fail(made.status());
@@ -564,9 +582,9 @@ int main(int argc, char** argv) {
     options.sorted = !unsorted;
     options.rows = rows;
     options.algorithm = ParseAlgorithmFlag(topk_algorithm);
-    options.output = topk_output == "values"    ? v1::TOPK_OUTPUT_VALUES
-                     : topk_output == "indices" ? v1::TOPK_OUTPUT_INDICES
-                                                : v1::TOPK_OUTPUT_VALUES_AND_INDICES;
+    options.output = topk_output == "values"    ? TopKOutput::kValues
+                     : topk_output == "indices" ? TopKOutput::kIndices
+                                                : TopKOutput::kValuesAndIndices;
     auto result = client.TopKRaw(input->dtype, input->bytes, options);
     if (!result.ok()) return Fail(result.status());
     if (topk_connection.verbose) PrintInfo(result->info, result->streamed, topk_connection.transport);
@@ -574,7 +592,7 @@ int main(int argc, char** argv) {
                                          ? std::vector<std::size_t>{rows, k}
                                          : std::vector<std::size_t>{k};
     Array values{.dtype = input->dtype, .bytes = std::move(result->values), .shape = shape};
-    Array indices{.dtype = v1::DTYPE_INT64, .bytes = std::move(result->indices), .shape = shape};
+    Array indices{.dtype = DType::kInt64, .bytes = std::move(result->indices), .shape = shape};
     absl::Status s = WriteOutput(topk_files, topk_files.out,
                                  topk_output == "indices" ? indices : values);
     if (s.ok() && topk_output == "both") s = WriteOutput(topk_files, topk_indices_out, indices);
@@ -595,6 +613,12 @@ int main(int argc, char** argv) {
       auto steps = RampRates(bench_ramp);
       if (!steps.ok()) return Usage(steps.status());
       bench_config.rates = *std::move(steps);
+    }
+    if (!bench_ramp_linear.empty()) {
+      auto ramp = ParseLinearRamp(bench_ramp_linear, bench_config.duration_seconds);
+      if (!ramp.ok()) return Usage(ramp.status());
+      bench_config.linear_ramp_from = ramp->from;
+      bench_config.linear_ramp_to = ramp->to;
     }
     bench_config.dtype_given = bench->count("--dtype") > 0;
     bench_config.concurrency = bench_sweep.empty() ? std::vector<int>{bench_concurrency} : bench_sweep;

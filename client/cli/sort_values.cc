@@ -33,7 +33,7 @@ absl::StatusOr<std::optional<Array>> ReadValues(const std::string& path, uint32_
   if (width < 1 || width > 256) {
     return absl::InvalidArgumentError("a raw --values file needs --value-width, 1 to 256 bytes a value");
   }
-  auto read = ReadArray(path, FileFormat::kRaw, v1::DTYPE_UINT8);
+  auto read = ReadArray(path, FileFormat::kRaw, DType::kUint8);
   if (!read.ok()) return read.status();
   values = *std::move(read);
   if (values.bytes.size() != keys * width) {

@@ -172,8 +172,9 @@ std::string ServiceConfigJson(const std::string& policy, const RetryOptions& ret
   return json + "}";
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const ClientOptions& options) {
-  if (options.credentials) return options.credentials;
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const ClientOptions& options, const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
+  if (credentials) return credentials;
   const TlsOptions& tls = options.tls;
   if (!tls.on()) return grpc::InsecureChannelCredentials();
   grpc::SslCredentialsOptions ssl;
@@ -191,10 +192,10 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
   return grpc::SslCredentials(ssl);
 }
 
-absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannelTo(const ClientOptions& options,
-                                                               const ChannelTarget& target,
-                                                               const grpc::ChannelArguments& extra) {
-  auto credentials = MakeChannelCredentials(options);
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannelTo(
+    const ClientOptions& options, const ChannelTarget& target, const grpc::ChannelArguments& extra,
+    const std::shared_ptr<grpc::ChannelCredentials>& given_credentials) {
+  auto credentials = MakeChannelCredentials(options, given_credentials);
   if (!credentials.ok()) return credentials.status();
   grpc::ChannelArguments args = extra;
   args.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes + kMessageHeadroom));
@@ -224,24 +225,6 @@ std::vector<std::string> SplitServerList(std::string_view servers) {
     start = comma + 1;
   }
   return out;
-}
-
-absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(const ClientOptions& options) {
-  auto target = client_internal::ResolveTarget(options);
-  if (!target.ok()) return target.status();
-  return client_internal::CreateChannelTo(options, *target, grpc::ChannelArguments());
-}
-
-void AddCallMetadata(const ClientOptions& options, grpc::ClientContext& context) {
-  if (!options.request_id.empty()) context.AddMetadata("x-request-id", options.request_id);
-  if (!options.bearer_token.empty()) context.AddMetadata("authorization", "Bearer " + options.bearer_token);
-}
-
-std::unique_ptr<grpc::ClientContext> NewCallContext(const ClientOptions& options) {
-  auto context = std::make_unique<grpc::ClientContext>();
-  if (options.timeout.count() > 0) context->set_deadline(std::chrono::system_clock::now() + options.timeout);
-  AddCallMetadata(options, *context);
-  return context;
 }
 
 }  // namespace gpusort

@@ -33,12 +33,14 @@ std::string LoadBalancingPolicy(const ClientOptions& options, int servers);
 std::string ServiceConfigJson(const std::string& policy, const RetryOptions& retry);
 
 // The channel to `target` for `options` (service config, credentials, limits, arguments), with the
-// arguments in `extra` added.
-absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannelTo(const ClientOptions& options,
-                                                               const ChannelTarget& target,
-                                                               const grpc::ChannelArguments& extra);
+// arguments in `extra` added; `credentials` as MakeChannelCredentials takes them.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannelTo(
+    const ClientOptions& options, const ChannelTarget& target, const grpc::ChannelArguments& extra,
+    const std::shared_ptr<grpc::ChannelCredentials>& credentials);
 
-// Insecure, options.credentials, or TLS credentials built from options.tls (files read here).
-absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const ClientOptions& options);
+// `credentials` when set (ClientWithCredentials), else insecure or TLS credentials built from
+// options.tls (files read here).
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const ClientOptions& options, const std::shared_ptr<grpc::ChannelCredentials>& credentials);
 
 }  // namespace gpusort::client_internal

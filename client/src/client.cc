@@ -1,3 +1,5 @@
+// Client::Impl over gRPC: construction (names resolved once, the channel and stub), unary calls, streamed
+// calls, a large Sort split over several connections (SplitSort), and the health check.
 #include "gpusort/client.h"
 
 #include <algorithm>
@@ -8,60 +10,21 @@
 #include <grpcpp/grpcpp.h>
 
 #include "client/src/channel_config.h"
+#include "client/src/client_impl.h"
+#include "client/src/proto_convert.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace gpusort {
 namespace {
 
+using client_internal::FillSortOptions;
+using client_internal::FillTopKOptions;
+using client_internal::FromProto;
+using client_internal::KeyBytes;
+using client_internal::ToAbsl;
+
 // Room for options and framing beside the arrays in one message.
 constexpr std::size_t kMessageHeadroom = 64u << 10;
-
-absl::Status ToAbsl(const grpc::Status& s) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-}
-
-std::size_t ElementBytes(v1::DType d) {
-  switch (d) {
-    case v1::DTYPE_INT8:
-    case v1::DTYPE_UINT8: return 1;
-    case v1::DTYPE_FLOAT16:
-    case v1::DTYPE_BFLOAT16:
-    case v1::DTYPE_INT16:
-    case v1::DTYPE_UINT16: return 2;
-    case v1::DTYPE_INT64:
-    case v1::DTYPE_UINT64:
-    case v1::DTYPE_FLOAT64: return 8;
-    default: return 4;
-  }
-}
-
-void FillSortOptions(const RawSortRequest& r, v1::SortOptions* o) {
-  o->set_dtype(r.dtype);
-  o->set_order(r.options.descending ? v1::ORDER_DESCENDING : v1::ORDER_ASCENDING);
-  o->set_stable(r.options.stable);
-  o->set_payload(r.payload);
-  o->set_value_width(r.value_width);
-  o->set_algorithm(r.options.algorithm);
-  o->set_rows(r.options.rows);
-  if (!r.options.segment_offsets.empty()) {
-    o->set_segment_offsets(reinterpret_cast<const char*>(r.options.segment_offsets.data()),
-                           r.options.segment_offsets.size_bytes());
-  }
-}
-
-void FillTopKOptions(v1::DType dtype, const TopKOptions& t, v1::TopKOptions* o) {
-  o->set_dtype(dtype);
-  o->set_k(t.k);
-  o->set_largest(t.largest);
-  o->set_sorted(t.sorted);
-  o->set_output(t.output);
-  o->set_rows(t.rows);
-  o->set_algorithm(t.algorithm);
-  if (!t.segment_offsets.empty()) {
-    o->set_segment_offsets(reinterpret_cast<const char*>(t.segment_offsets.data()), t.segment_offsets.size_bytes());
-  }
-}
 
 // The server (or gRPC) refused a unary message for its size: the streaming RPC will carry it. The
 // server's limit may be lower than this client's max_message_bytes, which the caller need not know.
@@ -71,20 +34,20 @@ bool TooLargeForOneMessage(const grpc::Status& s) {
           s.error_message().find("message limit") != std::string::npos);
 }
 
-std::size_t TopKResultBytes(v1::DType dtype, v1::TopKOutput output) {
+std::size_t TopKResultBytes(client::DType dtype, client::TopKOutput output) {
   std::size_t bytes = 0;
-  if (output != v1::TOPK_OUTPUT_INDICES) bytes += ElementBytes(dtype);
-  if (output != v1::TOPK_OUTPUT_VALUES) bytes += sizeof(int64_t);
+  if (output != client::TopKOutput::kIndices) bytes += KeyBytes(dtype);
+  if (output != client::TopKOutput::kValues) bytes += sizeof(int64_t);
   return bytes;
 }
 
-std::size_t TopKAnswerBytes(v1::DType dtype, const TopKOptions& o) {
+std::size_t TopKAnswerBytes(client::DType dtype, const TopKOptions& o) {
   return TopKResultCount(o) * TopKResultBytes(dtype, o.output);
 }
 
 std::size_t SortAnswerBytes(const RawSortRequest& r) {
   std::size_t bytes = r.keys.size() + r.values.size();
-  if (r.payload == v1::PAYLOAD_INDICES) bytes += r.keys.size() / ElementBytes(r.dtype) * sizeof(int64_t);
+  if (r.payload == client::Payload::kIndices) bytes += r.keys.size() / KeyBytes(r.dtype) * sizeof(int64_t);
   return bytes;
 }
 
@@ -126,12 +89,12 @@ class SplitSort {
         options_(options),
         job_(RandomJobId()),
         count_(count),
-        width_(ElementBytes(request.dtype)),
+        width_(KeyBytes(request.dtype)),
         total_keys_(request.keys.size() / width_),
         answer_bytes_(SortAnswerBytes(request)),
         result_(result) {
     result_->keys.resize(request.keys.size());
-    if (request.payload == v1::PAYLOAD_INDICES) result_->indices.resize(total_keys_ * sizeof(int64_t));
+    if (request.payload == client::Payload::kIndices) result_->indices.resize(total_keys_ * sizeof(int64_t));
     contexts_.resize(count);
     cancelled_.resize(count);
   }
@@ -170,7 +133,7 @@ class SplitSort {
     absl::Status placed;
     while (placed.ok() && call->Read(&in)) {
       placed = Place(in, &next, end);
-      if (in.has_info() && index == 0) result_->info = std::move(*in.mutable_info());
+      if (in.has_info() && index == 0) result_->info = FromProto(in.info());
     }
     if (!placed.ok()) context.TryCancel();
     grpc::Status status = call->Finish();
@@ -218,7 +181,7 @@ class SplitSort {
                                  std::to_string(in.keys().size()) + " key bytes; the part ends at element " +
                                  std::to_string(end));
     }
-    const bool indices = request_.payload == v1::PAYLOAD_INDICES;
+    const bool indices = request_.payload == client::Payload::kIndices;
     if (indices && in.indices().size() != n * sizeof(int64_t)) {
       return absl::DataLossError("the server's answer chunk at " + std::to_string(in.offset()) + " holds " +
                                  std::to_string(n) + " keys but " + std::to_string(in.indices().size()) +
@@ -293,7 +256,8 @@ std::size_t TopKResultCount(const TopKOptions& o) {
   return results;
 }
 
-Client::Client(ClientOptions options) : options_(std::move(options)) {
+Client::Impl::Impl(ClientOptions options, std::shared_ptr<grpc::ChannelCredentials> credentials)
+    : options_(std::move(options)), credentials_(std::move(credentials)) {
   // Names resolve once, here: the part channels made later dial the same addresses.
   auto target = client_internal::ResolveTarget(options_);
   if (!target.ok()) {
@@ -313,36 +277,16 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   stub_ = v1::SortService::NewStub(channel_);
 }
 
-absl::StatusOr<std::shared_ptr<grpc::Channel>> Client::MakeChannel(
+absl::StatusOr<std::shared_ptr<grpc::Channel>> Client::Impl::MakeChannel(
     const std::pair<std::string, int>* extra_argument) const {
   grpc::ChannelArguments args;
   if (extra_argument != nullptr) args.SetInt(extra_argument->first, extra_argument->second);
   return client_internal::CreateChannelTo(
-      options_, {.uri = target_uri_, .authority = target_authority_, .servers = target_servers_}, args);
+      options_, {.uri = target_uri_, .authority = target_authority_, .servers = target_servers_}, args,
+      credentials_);
 }
 
-absl::Status Client::SharedMemoryAllowed() const {
-  if (balancing_) {
-    return absl::FailedPreconditionError(
-        "shared memory needs one server (a region lives on the server that registered it); this client "
-        "balances its calls over several");
-  }
-  if (options_.shm_socket.empty()) {
-    return absl::FailedPreconditionError(
-        "shared memory needs ClientOptions::shm_socket: the path of the server's --shm-socket");
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> Client::NewRegion(std::size_t bytes) const {
-  // Registering pins the memory on a GPU server, which takes a while for large regions: at least a
-  // minute, or the call deadline when that is longer.
-  const std::chrono::milliseconds timeout =
-      std::max<std::chrono::milliseconds>(options_.timeout, std::chrono::minutes(1));
-  return SharedMemoryRegion::Create(options_.shm_socket, bytes, timeout);
-}
-
-absl::StatusOr<std::vector<v1::SortService::Stub*>> Client::PartStubs(std::size_t count) {
+absl::StatusOr<std::vector<v1::SortService::Stub*>> Client::Impl::PartStubs(std::size_t count) {
   std::lock_guard lock(part_stubs_mutex_);
   while (part_stubs_.size() < count) {
     const std::pair<std::string, int> argument{kStreamPartArgument, static_cast<int>(part_stubs_.size())};
@@ -371,13 +315,13 @@ absl::StatusOr<std::vector<v1::SortService::Stub*>> Client::PartStubs(std::size_
   return stubs;
 }
 
-std::unique_ptr<grpc::ClientContext> Client::NewContext() const { return NewCallContext(options_); }
+std::unique_ptr<grpc::ClientContext> Client::Impl::NewContext() const { return NewCallContext(options_); }
 
-std::size_t Client::UnaryLimit() const {
+std::size_t Client::Impl::UnaryLimit() const {
   return options_.max_message_bytes - std::min(options_.max_message_bytes / 2, kMessageHeadroom);
 }
 
-bool Client::ShouldStream(std::size_t request_bytes, std::size_t answer_bytes) const {
+bool Client::Impl::ShouldStream(std::size_t request_bytes, std::size_t answer_bytes) const {
   switch (options_.transport) {
     case Transport::kUnary: return false;
     case Transport::kStream: return true;
@@ -388,7 +332,7 @@ bool Client::ShouldStream(std::size_t request_bytes, std::size_t answer_bytes) c
   return largest > UnaryLimit() || largest >= options_.stream_from_bytes;
 }
 
-absl::StatusOr<RawSortResult> Client::SortRaw(const RawSortRequest& r) {
+absl::StatusOr<RawSortResult> Client::Impl::SortRaw(const RawSortRequest& r) {
   if (!init_status_.ok()) return init_status_;
   if (options_.transport == Transport::kSharedMemory) return SortThroughRegion(r);
   if (ShouldStream(r.keys.size() + r.values.size(), SortAnswerBytes(r))) return SortStreamed(r);
@@ -405,19 +349,19 @@ absl::StatusOr<RawSortResult> Client::SortRaw(const RawSortRequest& r) {
   result.keys = std::move(*response.mutable_keys());
   result.values = std::move(*response.mutable_values());
   result.indices = std::move(*response.mutable_indices());
-  result.info = std::move(*response.mutable_info());
+  result.info = FromProto(response.info());
   return result;
 }
 
-bool Client::ShouldSplit(const RawSortRequest& r) const {
+bool Client::Impl::ShouldSplit(const RawSortRequest& r) const {
   // Every part must carry at least one key; values would need their own ranges (the proto has none).
   // While balancing, the parts could reach different servers, and all must reach one.
-  return !balancing_ && options_.stream_parts > 1 && r.payload != v1::PAYLOAD_VALUES &&
+  return !balancing_ && options_.stream_parts > 1 && r.payload != client::Payload::kValues &&
          r.keys.size() >= options_.stream_parts_from_bytes &&
-         r.keys.size() / ElementBytes(r.dtype) >= static_cast<std::size_t>(options_.stream_parts);
+         r.keys.size() / KeyBytes(r.dtype) >= static_cast<std::size_t>(options_.stream_parts);
 }
 
-absl::StatusOr<RawSortResult> Client::SortStreamedInParts(const RawSortRequest& r) {
+absl::StatusOr<RawSortResult> Client::Impl::SortStreamedInParts(const RawSortRequest& r) {
   RawSortResult result;
   result.streamed = true;
   const auto count = static_cast<uint32_t>(std::min(options_.stream_parts, kMaxStreamParts));
@@ -436,7 +380,7 @@ absl::StatusOr<RawSortResult> Client::SortStreamedInParts(const RawSortRequest& 
   return result;
 }
 
-absl::StatusOr<RawSortResult> Client::SortStreamed(const RawSortRequest& r) {
+absl::StatusOr<RawSortResult> Client::Impl::SortStreamed(const RawSortRequest& r) {
   if (ShouldSplit(r)) return SortStreamedInParts(r);
   const std::size_t answer_bytes = SortAnswerBytes(r);
   RawSortResult result;
@@ -469,7 +413,7 @@ absl::StatusOr<RawSortResult> Client::SortStreamed(const RawSortRequest& r) {
 
   v1::SortStreamResponse chunk_in;
   std::size_t received = 0;
-  const std::size_t key_bytes = ElementBytes(r.dtype);
+  const std::size_t key_bytes = KeyBytes(r.dtype);
   while (call->Read(&chunk_in)) {
     absl::Status offset_ok = CheckOffset(chunk_in.offset(), result.keys.size() / key_bytes);
     if (!offset_ok.ok()) {
@@ -481,7 +425,7 @@ absl::StatusOr<RawSortResult> Client::SortStreamed(const RawSortRequest& r) {
     result.values += chunk_in.values();
     result.indices += chunk_in.indices();
     received += chunk_in.keys().size() + chunk_in.values().size() + chunk_in.indices().size();
-    if (chunk_in.has_info()) result.info = std::move(*chunk_in.mutable_info());
+    if (chunk_in.has_info()) result.info = FromProto(chunk_in.info());
     if (options_.progress) options_.progress("receive", received, answer_bytes);
   }
   grpc::Status status = call->Finish();
@@ -489,7 +433,7 @@ absl::StatusOr<RawSortResult> Client::SortStreamed(const RawSortRequest& r) {
   return result;
 }
 
-absl::StatusOr<RawTopKResult> Client::TopKRaw(v1::DType dtype, std::string_view keys,
+absl::StatusOr<RawTopKResult> Client::Impl::TopKRaw(client::DType dtype, std::string_view keys,
                                               const TopKOptions& o) {
   if (!init_status_.ok()) return init_status_;
   if (options_.transport == Transport::kSharedMemory) return TopKThroughRegion(dtype, keys, o);
@@ -505,11 +449,11 @@ absl::StatusOr<RawTopKResult> Client::TopKRaw(v1::DType dtype, std::string_view 
   RawTopKResult result;
   result.values = std::move(*response.mutable_values());
   result.indices = std::move(*response.mutable_indices());
-  result.info = std::move(*response.mutable_info());
+  result.info = FromProto(response.info());
   return result;
 }
 
-absl::StatusOr<RawTopKResult> Client::TopKStreamed(v1::DType dtype, std::string_view keys,
+absl::StatusOr<RawTopKResult> Client::Impl::TopKStreamed(client::DType dtype, std::string_view keys,
                                                    const TopKOptions& o) {
   const std::size_t per_result = TopKResultBytes(dtype, o.output);
   RawTopKResult result;
@@ -545,14 +489,14 @@ absl::StatusOr<RawTopKResult> Client::TopKStreamed(v1::DType dtype, std::string_
                : (chunk_in.values().size() + chunk_in.indices().size()) / per_result;
     result.values += chunk_in.values();
     result.indices += chunk_in.indices();
-    if (chunk_in.has_info()) result.info = std::move(*chunk_in.mutable_info());
+    if (chunk_in.has_info()) result.info = FromProto(chunk_in.info());
   }
   grpc::Status status = call->Finish();
   if (!status.ok()) return ToAbsl(status);
   return result;
 }
 
-absl::StatusOr<bool> Client::Health(const std::string& service) {
+absl::StatusOr<bool> Client::Impl::Health(const std::string& service) {
   if (!init_status_.ok()) return init_status_;
   auto stub = grpc::health::v1::Health::NewStub(channel_);
   grpc::health::v1::HealthCheckRequest request;
@@ -566,131 +510,5 @@ absl::StatusOr<bool> Client::Health(const std::string& service) {
   return response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
 }
 
-}  // namespace gpusort
-
-namespace gpusort {
-
-absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> Client::CreateSharedMemory(std::size_t bytes) {
-  if (!init_status_.ok()) return init_status_;
-  if (absl::Status allowed = SharedMemoryAllowed(); !allowed.ok()) return allowed;
-  return NewRegion(bytes);
-}
-
-absl::StatusOr<v1::ExecutionInfo> Client::SortInRegion(v1::DType dtype, const SortOptions& options,
-                                                       v1::Payload payload, const v1::RegionRef& keys,
-                                                       const v1::RegionRef& output, const v1::RegionRef* indices) {
-  if (!init_status_.ok()) return init_status_;
-  if (absl::Status allowed = SharedMemoryAllowed(); !allowed.ok()) return allowed;
-  v1::SortRequest request;
-  RawSortRequest raw;
-  raw.dtype = dtype;
-  raw.options = options;
-  raw.payload = payload;
-  FillSortOptions(raw, request.mutable_options());
-  *request.mutable_keys_region() = keys;
-  *request.mutable_output_region() = output;
-  if (indices != nullptr) *request.mutable_indices_region() = *indices;
-  v1::SortResponse response;
-  auto context = NewContext();
-  grpc::Status status = stub_->Sort(context.get(), request, &response);
-  if (!status.ok()) return ToAbsl(status);
-  return std::move(*response.mutable_info());
-}
-
-absl::StatusOr<v1::ExecutionInfo> Client::TopKInRegion(v1::DType dtype, const TopKOptions& options,
-                                                       const v1::RegionRef& keys, const v1::RegionRef* values,
-                                                       const v1::RegionRef* indices) {
-  if (!init_status_.ok()) return init_status_;
-  if (absl::Status allowed = SharedMemoryAllowed(); !allowed.ok()) return allowed;
-  v1::TopKRequest request;
-  FillTopKOptions(dtype, options, request.mutable_options());
-  *request.mutable_keys_region() = keys;
-  if (values != nullptr) *request.mutable_values_region() = *values;
-  if (indices != nullptr) *request.mutable_indices_region() = *indices;
-  v1::TopKResponse response;
-  auto context = NewContext();
-  grpc::Status status = stub_->TopK(context.get(), request, &response);
-  if (!status.ok()) return ToAbsl(status);
-  return std::move(*response.mutable_info());
-}
-
-absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> Client::TakeRegion(std::size_t bytes) {
-  {
-    std::lock_guard lock(regions_mutex_);
-    for (auto it = free_regions_.begin(); it != free_regions_.end(); ++it) {
-      if ((*it)->size() >= bytes) {
-        auto region = std::move(*it);
-        free_regions_.erase(it);
-        return region;
-      }
-    }
-  }
-  // Rounded up to a power of two so that a few sizes serve many calls; registering costs milliseconds.
-  std::size_t size = 1u << 20;
-  while (size < bytes) size *= 2;
-  return NewRegion(size);
-}
-
-void Client::ReleaseRegion(std::unique_ptr<SharedMemoryRegion> region) {
-  std::lock_guard lock(regions_mutex_);
-  free_regions_.push_back(std::move(region));
-}
-
-absl::StatusOr<RawSortResult> Client::SortThroughRegion(const RawSortRequest& r) {
-  if (absl::Status allowed = SharedMemoryAllowed(); !allowed.ok()) return allowed;
-  if (r.payload == v1::PAYLOAD_VALUES) {
-    return absl::InvalidArgumentError("the shared-memory transport does not carry values; use unary or streaming");
-  }
-  const std::size_t n = r.keys.size() / ElementBytes(r.dtype);
-  const std::size_t index_bytes = r.payload == v1::PAYLOAD_INDICES ? n * sizeof(int64_t) : 0;
-  // Layout: [keys, sorted in place][indices], the indices 8-byte aligned.
-  const std::size_t index_offset = (r.keys.size() + 7) / 8 * 8;
-  auto region = TakeRegion(std::max<std::size_t>(1, index_offset + index_bytes));
-  if (!region.ok()) return region.status();
-  std::memcpy((*region)->data(), r.keys.data(), r.keys.size());
-  const v1::RegionRef keys = (*region)->Ref(0, r.keys.size());
-  const v1::RegionRef indices = (*region)->Ref(index_offset, index_bytes);
-  auto info = SortInRegion(r.dtype, r.options, r.payload, keys, keys,
-                           r.payload == v1::PAYLOAD_INDICES ? &indices : nullptr);
-  RawSortResult result;
-  if (info.ok()) {
-    result.keys.assign(reinterpret_cast<const char*>((*region)->data()), r.keys.size());
-    result.indices.assign(reinterpret_cast<const char*>((*region)->data()) + index_offset, index_bytes);
-    result.info = std::move(*info);
-  }
-  ReleaseRegion(std::move(*region));
-  if (!info.ok()) return info.status();
-  return result;
-}
-
-absl::StatusOr<RawTopKResult> Client::TopKThroughRegion(v1::DType dtype, std::string_view keys,
-                                                        const TopKOptions& o) {
-  if (absl::Status allowed = SharedMemoryAllowed(); !allowed.ok()) return allowed;
-  const std::size_t results = TopKResultCount(o);
-  const bool want_values = o.output != v1::TOPK_OUTPUT_INDICES;
-  const bool want_indices = o.output != v1::TOPK_OUTPUT_VALUES;
-  const std::size_t value_offset = (keys.size() + 7) / 8 * 8;
-  const std::size_t value_bytes = want_values ? results * ElementBytes(dtype) : 0;
-  const std::size_t index_offset = (value_offset + value_bytes + 7) / 8 * 8;
-  const std::size_t index_bytes = want_indices ? results * sizeof(int64_t) : 0;
-  auto region = TakeRegion(std::max<std::size_t>(1, index_offset + index_bytes));
-  if (!region.ok()) return region.status();
-  std::memcpy((*region)->data(), keys.data(), keys.size());
-  const v1::RegionRef keys_ref = (*region)->Ref(0, keys.size());
-  const v1::RegionRef values_ref = (*region)->Ref(value_offset, value_bytes);
-  const v1::RegionRef indices_ref = (*region)->Ref(index_offset, index_bytes);
-  auto info = TopKInRegion(dtype, o, keys_ref, want_values ? &values_ref : nullptr,
-                           want_indices ? &indices_ref : nullptr);
-  RawTopKResult result;
-  if (info.ok()) {
-    const char* base = reinterpret_cast<const char*>((*region)->data());
-    result.values.assign(base + value_offset, value_bytes);
-    result.indices.assign(base + index_offset, index_bytes);
-    result.info = std::move(*info);
-  }
-  ReleaseRegion(std::move(*region));
-  if (!info.ok()) return info.status();
-  return result;
-}
 
 }  // namespace gpusort

@@ -10,6 +10,8 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include "gpusort/v1/region_socket.h"
 
@@ -82,29 +84,14 @@ absl::StatusOr<v1::region_socket::Reply> ReceiveReply(int connection, std::chron
   return *reply;
 }
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<SharedMemoryRegistration>> SharedMemoryRegistration::Register(
-    const std::string& socket_path, int fd, std::size_t size, std::chrono::milliseconds timeout) {
-  return RegisterKind(socket_path, fd, size, v1::region_socket::RegionKind::kHostMemory, timeout);
-}
-
-absl::StatusOr<std::unique_ptr<SharedMemoryRegistration>> SharedMemoryRegistration::RegisterDeviceMemory(
-    const std::string& socket_path, int fd, std::size_t size, std::chrono::milliseconds timeout) {
-  return RegisterKind(socket_path, fd, size, v1::region_socket::RegionKind::kDeviceMemory, timeout);
-}
-
-v1::RegionRef SharedMemoryRegistration::Ref(std::size_t offset, std::size_t length) const {
-  v1::RegionRef ref;
-  ref.set_region_id(id_);
-  ref.set_offset(offset);
-  ref.set_length(length);
-  return ref;
-}
-
-absl::StatusOr<std::unique_ptr<SharedMemoryRegistration>> SharedMemoryRegistration::RegisterKind(
-    const std::string& socket_path, int fd, std::size_t size, v1::region_socket::RegionKind kind,
-    std::chrono::milliseconds timeout) {
+// Registers `size` bytes of `fd` as a region of `kind` on the socket at `socket_path`: the open
+// connection that keeps the region registered, and the region's id.
+struct Registered {
+  int connection;
+  std::string id;
+};
+absl::StatusOr<Registered> RegisterOnSocket(const std::string& socket_path, int fd, std::size_t size,
+                                            v1::region_socket::RegionKind kind, std::chrono::milliseconds timeout) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (socket_path.empty() || socket_path.size() >= sizeof(address.sun_path)) {
@@ -131,8 +118,29 @@ absl::StatusOr<std::unique_ptr<SharedMemoryRegistration>> SharedMemoryRegistrati
   if (reply->code != 0) {
     return absl::Status(static_cast<absl::StatusCode>(reply->code), "registering shared memory: " + reply->text);
   }
+  return Registered{connection.release(), std::move(reply->text)};
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SharedMemoryRegistration>> SharedMemoryRegistration::Register(
+    const std::string& socket_path, int fd, std::size_t size, std::chrono::milliseconds timeout) {
+  auto registered = RegisterOnSocket(socket_path, fd, size, v1::region_socket::RegionKind::kHostMemory, timeout);
+  if (!registered.ok()) return registered.status();
   return std::unique_ptr<SharedMemoryRegistration>(
-      new SharedMemoryRegistration(connection.release(), std::move(reply->text)));
+      new SharedMemoryRegistration(registered->connection, std::move(registered->id)));
+}
+
+absl::StatusOr<std::unique_ptr<SharedMemoryRegistration>> SharedMemoryRegistration::RegisterDeviceMemory(
+    const std::string& socket_path, int fd, std::size_t size, std::chrono::milliseconds timeout) {
+  auto registered = RegisterOnSocket(socket_path, fd, size, v1::region_socket::RegionKind::kDeviceMemory, timeout);
+  if (!registered.ok()) return registered.status();
+  return std::unique_ptr<SharedMemoryRegistration>(
+      new SharedMemoryRegistration(registered->connection, std::move(registered->id)));
+}
+
+client::RegionRef SharedMemoryRegistration::Ref(std::size_t offset, std::size_t length) const {
+  return client::RegionRef{.region_id = id_, .offset = offset, .length = length};
 }
 
 SharedMemoryRegistration::~SharedMemoryRegistration() {
@@ -168,12 +176,8 @@ SharedMemoryRegion::~SharedMemoryRegion() {
   if (fd_ >= 0) close(fd_);
 }
 
-v1::RegionRef SharedMemoryRegion::Ref(std::size_t offset, std::size_t length) const {
-  v1::RegionRef ref;
-  ref.set_region_id(id());
-  ref.set_offset(offset);
-  ref.set_length(length);
-  return ref;
+client::RegionRef SharedMemoryRegion::Ref(std::size_t offset, std::size_t length) const {
+  return registration_->Ref(offset, length);
 }
 
 }  // namespace gpusort

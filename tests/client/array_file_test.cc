@@ -32,18 +32,18 @@ void WriteFile(const std::string& path, const std::string& bytes) {
 
 TEST(Npy, HeaderIsWhatNumpyWrites) {
   // np.save of np.arange(3, dtype='<u4') writes exactly this 128-byte-aligned v1.0 header.
-  const std::string header = NpyHeader(v1::DTYPE_UINT32, {3});
+  const std::string header = NpyHeader(DType::kUint32, {3});
   EXPECT_EQ(header.size() % 64, 0u);
   EXPECT_EQ(header.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
   EXPECT_THAT(header, HasSubstr("{'descr': '<u4', 'fortran_order': False, 'shape': (3,), }"));
   EXPECT_EQ(header.back(), '\n');
-  EXPECT_THAT(NpyHeader(v1::DTYPE_FLOAT64, {4, 5}), HasSubstr("'shape': (4,5)"));
+  EXPECT_THAT(NpyHeader(DType::kFloat64, {4, 5}), HasSubstr("'shape': (4,5)"));
 }
 
 // An .npy renamed .bin (or with no extension) is still read as .npy, by its magic, unless --format says
 // otherwise; a raw file is not mistaken for one.
 TEST(FileFormats, AnNpyFileIsKnownByItsMagicWhateverItsName) {
-  Array a{.dtype = v1::DTYPE_FLOAT32, .bytes = {}, .shape = {3}};
+  Array a{.dtype = DType::kFloat32, .bytes = {}, .shape = {3}};
   for (float v : {1.5f, -2.0f, 0.25f}) a.bytes.append(reinterpret_cast<const char*>(&v), 4);
   const std::string npy = TempPath("renamed.npy");
   ASSERT_TRUE(WriteArray(npy, FileFormat::kNpy, a).ok());
@@ -82,12 +82,12 @@ TEST(FileFormats, WritingAnExtensionTheCliDoesNotWriteIsRefused) {
 // A directory used to "size" as 2^63 bytes and end the CLI with std::bad_alloc; a pipe could not be
 // sized at all. Both are refused saying what they are.
 TEST(FileFormats, ADirectoryOrAPipeIsRefusedSayingWhatItIs) {
-  auto dir = ReadArray(::testing::TempDir(), FileFormat::kRaw, v1::DTYPE_UINT32);
+  auto dir = ReadArray(::testing::TempDir(), FileFormat::kRaw, DType::kUint32);
   EXPECT_EQ(dir.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(dir.status().message()), HasSubstr("is a directory"));
   auto npy_dir = ReadArray(::testing::TempDir(), FileFormat::kNpy, std::nullopt);
   EXPECT_THAT(std::string(npy_dir.status().message()), HasSubstr("is a directory"));
-  auto device = ReadArray("/dev/null", FileFormat::kRaw, v1::DTYPE_UINT32);
+  auto device = ReadArray("/dev/null", FileFormat::kRaw, DType::kUint32);
   EXPECT_EQ(device.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(device.status().message()), HasSubstr("not a regular file"));
 }
@@ -95,7 +95,7 @@ TEST(FileFormats, ADirectoryOrAPipeIsRefusedSayingWhatItIs) {
 TEST(Npy, RoundTripOneAndTwoDimensions) {
   for (auto shape : {std::vector<std::size_t>{7}, std::vector<std::size_t>{3, 4},
                      std::vector<std::size_t>{0}}) {
-    Array a{.dtype = v1::DTYPE_INT64, .bytes = {}, .shape = shape};
+    Array a{.dtype = DType::kInt64, .bytes = {}, .shape = shape};
     std::size_t n = 1;
     for (auto d : shape) n *= d;
     for (std::size_t i = 0; i < n; ++i) {
@@ -106,7 +106,7 @@ TEST(Npy, RoundTripOneAndTwoDimensions) {
     ASSERT_TRUE(WriteArray(path, FileFormat::kNpy, a).ok());
     auto b = ReadArray(path, FileFormat::kNpy, std::nullopt);
     ASSERT_TRUE(b.ok()) << b.status();
-    EXPECT_EQ(b->dtype, v1::DTYPE_INT64);
+    EXPECT_EQ(b->dtype, DType::kInt64);
     EXPECT_EQ(b->shape, shape);
     EXPECT_EQ(b->bytes, a.bytes);
   }
@@ -114,12 +114,12 @@ TEST(Npy, RoundTripOneAndTwoDimensions) {
 
 TEST(Npy, BadFilesAreRefusedWithAReason) {
   struct Case { std::string bytes, reason; };
-  const std::string good = NpyHeader(v1::DTYPE_FLOAT32, {2}) + std::string(8, '\0');
+  const std::string good = NpyHeader(DType::kFloat32, {2}) + std::string(8, '\0');
   std::string big_endian = good;
   big_endian.replace(big_endian.find("<f4"), 3, ">f4");
   std::string fortran = good;
   fortran.replace(fortran.find("False"), 5, "True ");
-  std::string three_d = NpyHeader(v1::DTYPE_FLOAT32, {1, 1, 2}) + std::string(8, '\0');
+  std::string three_d = NpyHeader(DType::kFloat32, {1, 1, 2}) + std::string(8, '\0');
   for (const Case& c : {Case{"not numpy at all", "magic"}, Case{big_endian, "unsupported .npy dtype"},
                         Case{fortran, "Fortran"}, Case{good.substr(0, good.size() - 1), "data bytes"},
                         Case{three_d, "dimensions"}, Case{good.substr(0, 20), "truncated"}}) {
@@ -131,15 +131,16 @@ TEST(Npy, BadFilesAreRefusedWithAReason) {
   }
   const std::string path = TempPath("f32.npy");
   WriteFile(path, good);
-  auto mismatch = ReadArray(path, FileFormat::kNpy, v1::DTYPE_INT32);
+  auto mismatch = ReadArray(path, FileFormat::kNpy, DType::kInt32);
   EXPECT_THAT(std::string(mismatch.status().message()), HasSubstr("holds f32 but --dtype says i32"));
 }
 
 TEST(Npy, ShapeWhoseByteCountOverflowsIsRefused) {
   // npy_reader_fuzzer: 2^63 i8 elements are 2^66 bytes, which wrapped to 0, so a file of the header alone
   // was read as an array of that shape (and (2^62 + 1) x 4 f4 wrapped to 16 bytes).
-  for (const auto& [dtype, shape] : {std::pair{v1::DTYPE_INT64, std::vector<std::size_t>{std::size_t{1} << 63}},
-                                     std::pair{v1::DTYPE_FLOAT32, std::vector<std::size_t>{(std::size_t{1} << 62) + 1, 4}}}) {
+  for (const auto& [dtype, shape] :
+       {std::pair{DType::kInt64, std::vector<std::size_t>{std::size_t{1} << 63}},
+        std::pair{DType::kFloat32, std::vector<std::size_t>{(std::size_t{1} << 62) + 1, 4}}}) {
     std::size_t wrapped = ElementSize(dtype);
     for (std::size_t d : shape) wrapped *= d;
     const std::string path = TempPath("huge.npy");
@@ -154,11 +155,11 @@ TEST(Text, SpecialFloatsRoundTripExactly) {
   const double values[] = {-std::numeric_limits<double>::infinity(), -0.0, 0.0, 0.1, 1e-310,
                            std::numeric_limits<double>::max(), std::numeric_limits<double>::infinity(),
                            std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::quiet_NaN()};
-  Array a{.dtype = v1::DTYPE_FLOAT64, .bytes = {}, .shape = {}};
+  Array a{.dtype = DType::kFloat64, .bytes = {}, .shape = {}};
   for (double v : values) a.bytes.append(reinterpret_cast<const char*>(&v), 8);
   const std::string path = TempPath("special.txt");
   ASSERT_TRUE(WriteArray(path, FileFormat::kText, a).ok());
-  auto b = ReadArray(path, FileFormat::kText, v1::DTYPE_FLOAT64);
+  auto b = ReadArray(path, FileFormat::kText, DType::kFloat64);
   ASSERT_TRUE(b.ok()) << b.status();
   ASSERT_EQ(b->bytes.size(), a.bytes.size());
   for (std::size_t i = 0; i < std::size(values); ++i) {
@@ -176,15 +177,15 @@ TEST(Text, SpecialFloatsRoundTripExactly) {
 TEST(Text, IntegersAtTheirLimitsAndBadLines) {
   const std::string path = TempPath("ints.txt");
   WriteFile(path, "18446744073709551615\n0\n\n# a comment\n  42  \n");
-  auto a = ReadArray(path, FileFormat::kText, v1::DTYPE_UINT64);
+  auto a = ReadArray(path, FileFormat::kText, DType::kUint64);
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ(a->count(), 3u);
   WriteFile(path, "1\n2\n18446744073709551616\n");
-  auto overflow = ReadArray(path, FileFormat::kText, v1::DTYPE_UINT64);
+  auto overflow = ReadArray(path, FileFormat::kText, DType::kUint64);
   EXPECT_THAT(std::string(overflow.status().message()), HasSubstr(":3: "));
   EXPECT_THAT(std::string(overflow.status().message()), HasSubstr("out of range"));
   WriteFile(path, "1\nseven\n");
-  auto junk = ReadArray(path, FileFormat::kText, v1::DTYPE_INT32);
+  auto junk = ReadArray(path, FileFormat::kText, DType::kInt32);
   EXPECT_THAT(std::string(junk.status().message()), HasSubstr("'seven' is not a i32 number"));
   EXPECT_THAT(std::string(ReadArray(path, FileFormat::kText, std::nullopt).status().message()),
               HasSubstr("--dtype is required"));
@@ -194,9 +195,9 @@ TEST(Text, OneSignAtMost) {
   // text_reader_fuzzer: "--0" read as 0 (the float path takes one '-' off, from_chars took another), and
   // "+-5" as -5.
   const std::string path = TempPath("signs.txt");
-  for (v1::DType dtype : {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64, v1::DTYPE_INT32, v1::DTYPE_INT64, v1::DTYPE_UINT32,
-                          v1::DTYPE_FLOAT16, v1::DTYPE_BFLOAT16, v1::DTYPE_INT16, v1::DTYPE_UINT16, v1::DTYPE_INT8,
-                          v1::DTYPE_UINT8}) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64, DType::kUint32,
+                          DType::kFloat16, DType::kBFloat16, DType::kInt16, DType::kUint16, DType::kInt8,
+                          DType::kUint8}) {
     for (const char* text : {"--0", "+-5", "-+5", "++5", "--nan", "+-inf"}) {
       WriteFile(path, std::string("1\n") + text + "\n");
       auto a = ReadArray(path, FileFormat::kText, dtype);
@@ -204,7 +205,7 @@ TEST(Text, OneSignAtMost) {
       EXPECT_THAT(std::string(a.status().message()), HasSubstr(":2: '" + std::string(text) + "' is not a"));
     }
     WriteFile(path, "+5\n-5\n");
-    const bool is_unsigned = dtype == v1::DTYPE_UINT32 || dtype == v1::DTYPE_UINT16 || dtype == v1::DTYPE_UINT8;
+    const bool is_unsigned = dtype == DType::kUint32 || dtype == DType::kUint16 || dtype == DType::kUint8;
     EXPECT_EQ(ReadArray(path, FileFormat::kText, dtype).ok(), !is_unsigned) << DTypeName(dtype);
   }
 }
@@ -212,19 +213,19 @@ TEST(Text, OneSignAtMost) {
 // Adversarial keys of every 8- and 16-bit dtype, as bit patterns: NaNs of both signs and several payloads
 // (quiet, signaling, all ones), +-0.0, +-inf, the smallest and largest subnormals and normals, extremes.
 struct NarrowCase {
-  v1::DType dtype;
+  DType dtype;
   std::vector<uint16_t> bits;  // each one element; 8-bit dtypes use the low byte
 };
 const std::vector<NarrowCase>& NarrowCases() {
   static const std::vector<NarrowCase> kCases = {
-      {v1::DTYPE_FLOAT16, {0x7C01, 0x7E00, 0x7FFF, 0x7D55, 0xFC01, 0xFE00, 0xFFFF, 0x0000, 0x8000, 0x7C00, 0xFC00,
+      {DType::kFloat16, {0x7C01, 0x7E00, 0x7FFF, 0x7D55, 0xFC01, 0xFE00, 0xFFFF, 0x0000, 0x8000, 0x7C00, 0xFC00,
                            0x0001, 0x8001, 0x03FF, 0x83FF, 0x0400, 0x7BFF, 0xFBFF, 0x3C00, 0x3555, 0x2E66, 0x2400}},
-      {v1::DTYPE_BFLOAT16, {0x7F81, 0x7FC0, 0x7FFF, 0xFF81, 0xFFC0, 0xFFFF, 0x0000, 0x8000, 0x7F80, 0xFF80, 0x0001,
+      {DType::kBFloat16, {0x7F81, 0x7FC0, 0x7FFF, 0xFF81, 0xFFC0, 0xFFFF, 0x0000, 0x8000, 0x7F80, 0xFF80, 0x0001,
                             0x8001, 0x007F, 0x0080, 0x7F7F, 0xFF7F, 0x3F80, 0x4049, 0x3DCD}},
-      {v1::DTYPE_INT16, {0x8000, 0xFFFF, 0x0000, 0x0001, 0x7FFF, 0xCFC7}},  // INT16_MIN, -1, 0, 1, INT16_MAX, -12345
-      {v1::DTYPE_UINT16, {0x0000, 0x0001, 0x7FFF, 0x8000, 0xFFFF}},
-      {v1::DTYPE_INT8, {0x80, 0xFF, 0x00, 0x01, 0x7F}},  // INT8_MIN, -1, 0, 1, INT8_MAX
-      {v1::DTYPE_UINT8, {0x00, 0x01, 0x7F, 0x80, 0xFF}}};
+      {DType::kInt16, {0x8000, 0xFFFF, 0x0000, 0x0001, 0x7FFF, 0xCFC7}},  // INT16_MIN, -1, 0, 1, INT16_MAX, -12345
+      {DType::kUint16, {0x0000, 0x0001, 0x7FFF, 0x8000, 0xFFFF}},
+      {DType::kInt8, {0x80, 0xFF, 0x00, 0x01, 0x7F}},  // INT8_MIN, -1, 0, 1, INT8_MAX
+      {DType::kUint8, {0x00, 0x01, 0x7F, 0x80, 0xFF}}};
   return kCases;
 }
 
@@ -234,24 +235,24 @@ Array NarrowArray(const NarrowCase& c) {
   return a;
 }
 
-bool IsNarrowNaN(v1::DType dtype, uint16_t bits) {
-  if (dtype == v1::DTYPE_FLOAT16) return (bits & 0x7C00) == 0x7C00 && (bits & 0x03FF) != 0;
-  return dtype == v1::DTYPE_BFLOAT16 && (bits & 0x7F80) == 0x7F80 && (bits & 0x007F) != 0;
+bool IsNarrowNaN(DType dtype, uint16_t bits) {
+  if (dtype == DType::kFloat16) return (bits & 0x7C00) == 0x7C00 && (bits & 0x03FF) != 0;
+  return dtype == DType::kBFloat16 && (bits & 0x7F80) == 0x7F80 && (bits & 0x007F) != 0;
 }
 
 TEST(NarrowDTypes, NpyHeadersAreWhatNumpyWrites) {
   // np.dtype(t).str for float16, int16, uint16, int8, uint8 (numpy 1.24.2); np.save writes it as descr.
-  for (const auto& [dtype, descr] : {std::pair{v1::DTYPE_FLOAT16, "<f2"}, std::pair{v1::DTYPE_INT16, "<i2"},
-                                     std::pair{v1::DTYPE_UINT16, "<u2"}, std::pair{v1::DTYPE_INT8, "|i1"},
-                                     std::pair{v1::DTYPE_UINT8, "|u1"}}) {
+  for (const auto& [dtype, descr] : {std::pair{DType::kFloat16, "<f2"}, std::pair{DType::kInt16, "<i2"},
+                                     std::pair{DType::kUint16, "<u2"}, std::pair{DType::kInt8, "|i1"},
+                                     std::pair{DType::kUint8, "|u1"}}) {
     const std::string header = NpyHeader(dtype, {3});
     EXPECT_EQ(header.size() % 64, 0u);
     EXPECT_THAT(header, HasSubstr("{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': (3,), }"));
   }
   // A 1-byte type has no byte order: '<i1' and '>u1' (which other writers may use) are i8 and u8.
-  for (const auto& [descr, dtype] : {std::pair{"<i1", v1::DTYPE_INT8}, std::pair{">u1", v1::DTYPE_UINT8}}) {
+  for (const auto& [descr, dtype] : {std::pair{"<i1", DType::kInt8}, std::pair{">u1", DType::kUint8}}) {
     std::string file = NpyHeader(dtype, {2}) + std::string(2, '\x05');
-    file.replace(file.find(dtype == v1::DTYPE_INT8 ? "|i1" : "|u1"), 3, descr);
+    file.replace(file.find(dtype == DType::kInt8 ? "|i1" : "|u1"), 3, descr);
     const std::string path = TempPath("alias.npy");
     WriteFile(path, file);
     auto a = ReadArray(path, FileFormat::kNpy, std::nullopt);
@@ -260,7 +261,7 @@ TEST(NarrowDTypes, NpyHeadersAreWhatNumpyWrites) {
     EXPECT_EQ(a->bytes, "\x05\x05");
   }
   // Big-endian 2-byte keys are refused, as big-endian 4- and 8-byte ones are.
-  std::string big = NpyHeader(v1::DTYPE_FLOAT16, {1}) + "ab";
+  std::string big = NpyHeader(DType::kFloat16, {1}) + "ab";
   big.replace(big.find("<f2"), 3, ">f2");
   WriteFile(TempPath("big.npy"), big);
   EXPECT_THAT(std::string(ReadArray(TempPath("big.npy"), FileFormat::kNpy, std::nullopt).status().message()),
@@ -282,7 +283,7 @@ TEST(NarrowDTypes, AdversarialValuesRoundTripThroughEveryFormat) {
     SCOPED_TRACE(DTypeName(c.dtype));
     const Array a = NarrowArray(c);
     for (FileFormat format : {FileFormat::kNpy, FileFormat::kRaw, FileFormat::kText}) {
-      if (format == FileFormat::kNpy && c.dtype == v1::DTYPE_BFLOAT16) continue;
+      if (format == FileFormat::kNpy && c.dtype == DType::kBFloat16) continue;
       const std::string path = TempPath("narrow.any");
       ASSERT_TRUE(WriteArray(path, format, a).ok());
       auto b = ReadArray(path, format, format == FileFormat::kNpy ? std::nullopt : std::optional(c.dtype));
@@ -307,8 +308,8 @@ TEST(NarrowDTypes, AdversarialValuesRoundTripThroughEveryFormat) {
 }
 
 TEST(NarrowDTypes, EveryPatternPrintsAsTextThatReadsBackToIt) {
-  for (v1::DType dtype : {v1::DTYPE_FLOAT16, v1::DTYPE_BFLOAT16, v1::DTYPE_INT16, v1::DTYPE_UINT16, v1::DTYPE_INT8,
-                          v1::DTYPE_UINT8}) {
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16, DType::kInt16, DType::kUint16, DType::kInt8,
+                          DType::kUint8}) {
     const uint32_t patterns = ElementSize(dtype) == 1 ? 256 : 65536;
     for (uint32_t p = 0; p < patterns; ++p) {
       const auto bits = static_cast<uint16_t>(p);
@@ -329,11 +330,11 @@ TEST(NarrowDTypes, EveryPatternPrintsAsTextThatReadsBackToIt) {
   for (const auto& [bits, text] : {std::pair<uint16_t, std::string>{0x2E66, "0.1"}, {0x3555, "0.3333"},
                                    {0x2400, "0.01563"}, {0x0001, "6e-08"}, {0x8001, "-6e-08"}, {0x0400, "6.104e-05"},
                                    {0x3C01, "1.001"}, {0xC248, "-3.14"}, {0x7BFF, "65500"}, {0x8000, "-0"}}) {
-    EXPECT_EQ(FormatNumber(v1::DTYPE_FLOAT16, reinterpret_cast<const char*>(&bits)), text);
+    EXPECT_EQ(FormatNumber(DType::kFloat16, reinterpret_cast<const char*>(&bits)), text);
   }
 }
 
-uint16_t ParseNarrow(v1::DType dtype, const std::string& text) {
+uint16_t ParseNarrow(DType dtype, const std::string& text) {
   std::string bytes;
   const absl::Status s = AppendParsedNumber(dtype, text, &bytes);
   EXPECT_TRUE(s.ok()) << text << ": " << s;
@@ -353,7 +354,7 @@ TEST(NarrowDTypes, Float16TextRoundsToNearestEvenAsNumpyDoes) {
       {"0.00006103515625", 0x0400}, {"1e-7", 0x0002}, {"3e-8", 0x0001}, {"123.456", 0x57B7},
       {"-7.8125e-3", 0xA000}, {"0.5e-4", 0x0347}, {"1E+2", 0x5640}, {"+2.5", 0x4100}, {"-0", 0x8000},
       {"nan", 0x7E00},    {"-nan", 0xFE00},     {"inf", 0x7C00},    {"-inf", 0xFC00}};
-  for (const auto& [text, bits] : numpy) EXPECT_EQ(ParseNarrow(v1::DTYPE_FLOAT16, text), bits) << text;
+  for (const auto& [text, bits] : numpy) EXPECT_EQ(ParseNarrow(DType::kFloat16, text), bits) << text;
   // Ties decided by digits past a double's precision, derived by hand: 1.00048828125 is exactly halfway
   // between 1 (0x3C00) and 1.0009765625 (0x3C01), 65520 between 65504 and infinity, 2^-25 between 0 and
   // the smallest subnormal. A double reads each longer text below as the tie itself, so numpy (through
@@ -363,39 +364,39 @@ TEST(NarrowDTypes, Float16TextRoundsToNearestEvenAsNumpyDoes) {
       {"1.00146484375", 0x3C02},  // exactly halfway between 0x3C01 and 0x3C02: to the even one
       {"65519.999999999999999", 0x7BFF}, {"2.98023223876953125000001e-8", 0x0001},
       {"-2.98023223876953125000001e-8", 0x8001}};
-  for (const auto& [text, bits] : ties) EXPECT_EQ(ParseNarrow(v1::DTYPE_FLOAT16, text), bits) << text;
+  for (const auto& [text, bits] : ties) EXPECT_EQ(ParseNarrow(DType::kFloat16, text), bits) << text;
 }
 
 TEST(NarrowDTypes, TextOutOfRangeIsAnErrorNamingTheValue) {
-  const std::pair<v1::DType, const char*> bad[] = {
-      {v1::DTYPE_INT16, "32768"},  {v1::DTYPE_INT16, "-32769"}, {v1::DTYPE_UINT16, "65536"},
-      {v1::DTYPE_INT8, "128"},     {v1::DTYPE_INT8, "-129"},    {v1::DTYPE_UINT8, "256"},
-      {v1::DTYPE_FLOAT16, "65520"}, {v1::DTYPE_FLOAT16, "-1e5"}, {v1::DTYPE_FLOAT16, "1e-8"},
-      {v1::DTYPE_FLOAT16, "2.98023223876953125e-8"},  // the tie between 0 and 2^-24: to 0, even
-      {v1::DTYPE_BFLOAT16, "1e39"}, {v1::DTYPE_BFLOAT16, "-1e-41"}};
+  const std::pair<DType, const char*> bad[] = {
+      {DType::kInt16, "32768"},  {DType::kInt16, "-32769"}, {DType::kUint16, "65536"},
+      {DType::kInt8, "128"},     {DType::kInt8, "-129"},    {DType::kUint8, "256"},
+      {DType::kFloat16, "65520"}, {DType::kFloat16, "-1e5"}, {DType::kFloat16, "1e-8"},
+      {DType::kFloat16, "2.98023223876953125e-8"},  // the tie between 0 and 2^-24: to 0, even
+      {DType::kBFloat16, "1e39"}, {DType::kBFloat16, "-1e-41"}};
   for (const auto& [dtype, text] : bad) {
     std::string bytes;
     const absl::Status s = AppendParsedNumber(dtype, text, &bytes);
     EXPECT_THAT(std::string(s.message()),
                 HasSubstr("'" + std::string(text) + "' is out of range for " + DTypeName(dtype)));
   }
-  const std::pair<v1::DType, const char*> edges[] = {
-      {v1::DTYPE_INT16, "-32768"}, {v1::DTYPE_INT16, "32767"}, {v1::DTYPE_UINT16, "65535"}, {v1::DTYPE_INT8, "-128"},
-      {v1::DTYPE_UINT8, "255"}};
+  const std::pair<DType, const char*> edges[] = {
+      {DType::kInt16, "-32768"}, {DType::kInt16, "32767"}, {DType::kUint16, "65535"}, {DType::kInt8, "-128"},
+      {DType::kUint8, "255"}};
   for (const auto& [dtype, text] : edges) {
     std::string bytes;
     EXPECT_TRUE(AppendParsedNumber(dtype, text, &bytes).ok()) << text;
   }
-  EXPECT_EQ(ParseNarrow(v1::DTYPE_BFLOAT16, "3.3895313892515355e38"), 0x7F7F);  // the largest
-  EXPECT_EQ(ParseNarrow(v1::DTYPE_BFLOAT16, "9.2e-41"), 0x0001);                // the smallest subnormal
+  EXPECT_EQ(ParseNarrow(DType::kBFloat16, "3.3895313892515355e38"), 0x7F7F);  // the largest
+  EXPECT_EQ(ParseNarrow(DType::kBFloat16, "9.2e-41"), 0x0001);                // the smallest subnormal
   std::string bytes;
-  EXPECT_THAT(std::string(AppendParsedNumber(v1::DTYPE_UINT8, "-1", &bytes).message()), HasSubstr("not a u8 number"));
+  EXPECT_THAT(std::string(AppendParsedNumber(DType::kUint8, "-1", &bytes).message()), HasSubstr("not a u8 number"));
 }
 
 TEST(Raw, SizeMustBeWholeElements) {
   const std::string path = TempPath("odd.bin");
   WriteFile(path, std::string(10, 'x'));
-  EXPECT_THAT(std::string(ReadArray(path, FileFormat::kRaw, v1::DTYPE_UINT64).status().message()),
+  EXPECT_THAT(std::string(ReadArray(path, FileFormat::kRaw, DType::kUint64).status().message()),
               HasSubstr("not a whole number"));
   auto ok = ReadArray(path, FileFormat::kRaw, std::nullopt);
   EXPECT_FALSE(ok.ok());
@@ -432,11 +433,11 @@ TEST(SortValues, RawAndNpyValuesAreCheckedAgainstTheKeys) {
   EXPECT_FALSE(ReadValues(raw, 3, "out.bin", 2, true).ok());     // with the permutation: one payload
   EXPECT_FALSE(ReadValues("", 3, "", 2, false).ok());            // a width without values
   const std::string npy = ::testing::TempDir() + "/values.npy";
-  Array doubles{.dtype = v1::DTYPE_FLOAT64, .bytes = std::string(3 * 8, '\0'), .shape = {3}};
+  Array doubles{.dtype = DType::kFloat64, .bytes = std::string(3 * 8, '\0'), .shape = {3}};
   ASSERT_TRUE(WriteArray(npy, FileFormat::kNpy, doubles).ok());
   auto typed = ReadValues(npy, 0, "out.npy", 3, false);
   ASSERT_TRUE(typed.ok()) << typed.status();
-  EXPECT_EQ((*typed)->dtype, v1::DTYPE_FLOAT64);
+  EXPECT_EQ((*typed)->dtype, DType::kFloat64);
   EXPECT_FALSE(ReadValues(npy, 0, "out.npy", 4, false).ok());  // 3 values for 4 keys
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -234,6 +235,74 @@ TEST(BenchRamp, StepsFromOneRateToAnother) {
   EXPECT_FALSE(RampRates("1:100000:1").ok());  // more than 1000 steps
 }
 
+// --ramp-linear: request i is due when the integral of the rate reaches i, up or down the ramp, and the
+// gap between two requests is the inverse of the rate halfway between them (a linear rate's integral
+// over the gap is the gap times its value at the midpoint: exactly one request).
+TEST(BenchRamp, LinearRampArrivalsFollowTheIntegralOfTheRate) {
+  for (const LinearRamp ramp :
+       {LinearRamp{.from = 10, .to = 30, .seconds = 2}, LinearRamp{.from = 30, .to = 10, .seconds = 2},
+        LinearRamp{.from = 1, .to = 1000, .seconds = 3}, LinearRamp{.from = 50, .to = 50, .seconds = 1}}) {
+    SCOPED_TRACE(std::to_string(ramp.from) + " to " + std::to_string(ramp.to));
+    const double total = (ramp.from + ramp.to) / 2 * ramp.seconds;  // requests over the whole ramp
+    EXPECT_DOUBLE_EQ(ramp.ArrivalsBy(ramp.seconds), total);
+    EXPECT_EQ(ramp.DueAt(0), 0);
+    // Requests 0 .. ceil(total) - 1 start within the ramp; the next one at its end or after.
+    const auto in_ramp = static_cast<uint64_t>(std::ceil(total));
+    EXPECT_LT(ramp.DueAt(in_ramp - 1), ramp.seconds);
+    EXPECT_GE(ramp.DueAt(in_ramp), ramp.seconds * (1 - 1e-12));
+    uint64_t due_in_ramp = 0;
+    for (uint64_t i = 0; i < static_cast<uint64_t>(total) + 2; ++i) {
+      const double t = ramp.DueAt(i), next = ramp.DueAt(i + 1);
+      ASSERT_NEAR(ramp.ArrivalsBy(t), static_cast<double>(i), 1e-9 * static_cast<double>(i + 1)) << i;
+      ASSERT_GT(next, t) << i;
+      ASSERT_NEAR((next - t) * ramp.RateAt((t + next) / 2), 1.0, 1e-9) << i;
+      due_in_ramp += t < ramp.seconds;
+    }
+    EXPECT_EQ(due_in_ramp, in_ramp);
+  }
+  const LinearRamp flat{.from = 50, .to = 50, .seconds = 1};
+  for (uint64_t i : {1, 7, 49}) EXPECT_DOUBLE_EQ(flat.DueAt(i), static_cast<double>(i) / 50);
+  // Rising, the gaps shrink: the first second of 10 -> 30 over 2 s (10 to 20/s) holds 15 requests, the
+  // second (20 to 30/s) 25.
+  const LinearRamp rising{.from = 10, .to = 30, .seconds = 2};
+  EXPECT_DOUBLE_EQ(rising.ArrivalsBy(1), 15);
+  EXPECT_LT(rising.DueAt(39) - rising.DueAt(38), rising.DueAt(1) - rising.DueAt(0));
+}
+
+TEST(BenchRamp, LinearRampTakesTwoPositiveRates) {
+  auto ramp = ParseLinearRamp("12.5:400", 30);
+  ASSERT_TRUE(ramp.ok()) << ramp.status();
+  EXPECT_EQ(ramp->from, 12.5);
+  EXPECT_EQ(ramp->to, 400);
+  EXPECT_EQ(ramp->seconds, 30);
+  EXPECT_TRUE(ParseLinearRamp("400:20", 1).ok());  // downwards
+  for (const char* bad : {"", "40", "40:", ":40", "0:40", "40:0", "-1:5", "40:120:40", "a:b", "10:20x", "inf:5",
+                          "5:nan"}) {
+    auto refused = ParseLinearRamp(bad, 10);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_THAT(refused.status().message(), HasSubstr("--ramp-linear takes FROM:TO")) << bad;
+  }
+  EXPECT_THAT(ParseLinearRamp("10:20", 0).status().message(), HasSubstr("positive --duration"));
+
+  // What the flags alone cannot say: the ramp sets the rate and the length itself.
+  BenchConfig c;
+  c.linear_ramp_from = 10;
+  c.linear_ramp_to = 20;
+  EXPECT_TRUE(ValidateBenchConfig(c).ok());
+  for (auto [change, message] : std::vector<std::pair<std::function<void(BenchConfig&)>, std::string>>{
+           {[](BenchConfig& b) { b.requests = 8; }, "not for a number of --requests"},
+           {[](BenchConfig& b) { b.rate = 5; }, "sets the rate itself"},
+           {[](BenchConfig& b) { b.rates = {5, 6}; }, "sets the rate itself"},
+           {[](BenchConfig& b) { b.stable_percent = 5; }, "--stable"},
+           {[](BenchConfig& b) { b.ramp_interval_seconds = 0; }, "--ramp-interval"},
+           {[](BenchConfig& b) { b.ramp_interval_seconds = 1e-4; }, "more than 10000 rows"},
+           {[](BenchConfig& b) { b.linear_ramp_to = -3; }, "above 0"}}) {
+    BenchConfig bad = c;
+    change(bad);
+    EXPECT_THAT(ValidateBenchConfig(bad).message(), HasSubstr(message));
+  }
+}
+
 class BenchEndToEnd : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { server_ = new testing::TestServer(testing::ShmConfig()); }
@@ -377,14 +446,14 @@ TEST_F(BenchEndToEnd, SortUnaryStreamAndSharedMemoryAnswerRight) {
 
 TEST_F(BenchEndToEnd, ArgsortDescendingAndTopKOfEveryFloatBitPattern) {
   BenchConfig argsort = Config(BenchMethod::kSort, BenchTransport::kUnary);
-  argsort.dtype = v1::DTYPE_FLOAT32;
+  argsort.dtype = DType::kFloat32;
   argsort.distribution = "bits";  // NaNs, infinities, -0.0: the checker's totalOrder
   argsort.descending = true;
   argsort.argsort = true;
   ExpectClean(RunBench(argsort));
 
   BenchConfig topk = Config(BenchMethod::kTopK, BenchTransport::kStream);
-  topk.dtype = v1::DTYPE_FLOAT64;
+  topk.dtype = DType::kFloat64;
   topk.distribution = "bits";
   topk.k = 25;
   topk.argsort = true;
@@ -394,14 +463,14 @@ TEST_F(BenchEndToEnd, ArgsortDescendingAndTopKOfEveryFloatBitPattern) {
 TEST_F(BenchEndToEnd, EveryNarrowDTypeInTheProtosOrder) {
   // Every bit pattern (float16 and bfloat16 NaNs, infinities, -0.0): the checker's totalOrder on 16 and
   // 8 bits, sorted both ways with argsort and as top-k, whole and in several streamed chunks.
-  for (v1::DType dtype : {v1::DTYPE_FLOAT16, v1::DTYPE_BFLOAT16, v1::DTYPE_INT16, v1::DTYPE_UINT16,
-                          v1::DTYPE_INT8, v1::DTYPE_UINT8}) {
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16, DType::kInt16, DType::kUint16,
+                          DType::kInt8, DType::kUint8}) {
     for (BenchTransport t : {BenchTransport::kUnary, BenchTransport::kStream}) {
       SCOPED_TRACE(DTypeName(dtype) + " " + TransportName(t));
       BenchConfig sort = Config(BenchMethod::kSort, t);
       sort.dtype = dtype;
       sort.distribution = "bits";
-      sort.descending = dtype == v1::DTYPE_FLOAT16 || dtype == v1::DTYPE_INT8;
+      sort.descending = dtype == DType::kFloat16 || dtype == DType::kInt8;
       sort.argsort = true;
       sort.requests = 10;
       ExpectClean(RunBench(sort), 10);
@@ -417,7 +486,7 @@ TEST_F(BenchEndToEnd, ArgsortAndTopKOverSharedMemoryAnswerRight) {
   BenchConfig argsort = Config(BenchMethod::kSort, BenchTransport::kShm);
   argsort.argsort = true;
   argsort.descending = true;
-  argsort.dtype = v1::DTYPE_INT64;
+  argsort.dtype = DType::kInt64;
   ExpectClean(RunBench(argsort));
   BenchConfig topk = Config(BenchMethod::kTopK, BenchTransport::kShm);
   topk.argsort = true;
@@ -431,7 +500,7 @@ TEST_F(BenchEndToEnd, ArgsortAndTopKOverSharedMemoryAnswerRight) {
 TEST_F(BenchEndToEnd, DeviceMemoryAnswersRightOnAGpuServerAndSaysWhyElsewhere) {
   BenchConfig argsort = Config(BenchMethod::kSort, BenchTransport::kDevice);
   argsort.argsort = true;
-  argsort.dtype = v1::DTYPE_FLOAT32;
+  argsort.dtype = DType::kFloat32;
   argsort.distribution = "bits";
   BenchConfig topk = Config(BenchMethod::kTopK, BenchTransport::kDevice);
   topk.argsort = true;
@@ -503,10 +572,48 @@ TEST_F(BenchEndToEnd, OpenLoopStartsRequestsAtTheRate) {
   EXPECT_GE(rows->front().duration_s, 49 / 200.0);  // the schedule, not the server, sets the pace
 }
 
+// --ramp-linear 20:60 over 1 s in intervals of 0.25 s: four rows at the intervals' mean rates, each
+// holding exactly the requests the schedule put in it (40 in all), every answer checked; the rows
+// survive JSON.
+TEST_F(BenchEndToEnd, ALinearRampGivesARowPerIntervalAsTheRateRises) {
+  BenchConfig c = Config(BenchMethod::kSort, BenchTransport::kUnary);
+  c.concurrency = {};
+  c.requests = 0;
+  c.duration_seconds = 1;
+  c.linear_ramp_from = 20;
+  c.linear_ramp_to = 60;
+  c.ramp_interval_seconds = 0.25;
+  auto rows = RunBench(c);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 4u);
+  const LinearRamp ramp{.from = 20, .to = 60, .seconds = 1};
+  uint64_t requests = 0;
+  for (std::size_t b = 0; b < rows->size(); ++b) {
+    const BenchRow& row = (*rows)[b];
+    SCOPED_TRACE(b);
+    EXPECT_TRUE(row.linear_ramp);
+    EXPECT_DOUBLE_EQ(row.ramp_at_s, 0.25 * static_cast<double>(b));
+    EXPECT_DOUBLE_EQ(row.duration_s, 0.25);
+    EXPECT_DOUBLE_EQ(row.rate, 25 + 10 * static_cast<double>(b));  // 20 + 40 x the interval's midpoint
+    EXPECT_EQ(row.concurrency, 0);
+    EXPECT_EQ(row.errors, 0u) << ::testing::PrintToString(row.error_messages);
+    uint64_t due = 0;
+    for (uint64_t i = 0; i < 40; ++i) due += ramp.DueAt(i) >= row.ramp_at_s && ramp.DueAt(i) < row.ramp_at_s + 0.25;
+    EXPECT_EQ(row.requests, due);
+    requests += row.requests;
+  }
+  EXPECT_EQ(requests, 40u);
+  EXPECT_LT((*rows)[0].requests, (*rows)[3].requests);
+  auto parsed = ParseJson(ToJson({.server = c.server, .started_at = "now"}, *rows));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, *rows);
+  EXPECT_THAT(ToTable(*rows), HasSubstr("25/s@0s"));
+}
+
 TEST_F(BenchEndToEnd, AnAlgorithmTheServerLacksFailsUpFront) {
   if (testing::TestingCuda()) GTEST_SKIP() << "the CUDA backend has the GPU algorithms";
   BenchConfig c = Config(BenchMethod::kSort, BenchTransport::kUnary);
-  c.algorithm = v1::ALGORITHM_RADIX;
+  c.algorithm = Algorithm::kRadix;
   auto rows = RunBench(c);
   EXPECT_EQ(rows.status().code(), absl::StatusCode::kUnimplemented) << rows.status();
   EXPECT_THAT(rows.status().message(), HasSubstr("the first request failed"));

@@ -83,7 +83,7 @@ TYPED_TEST(ClientTyped, LargeArraysStreamByThemselves) {
                                .keys = {reinterpret_cast<const char*>(keys.data()),
                                         keys.size() * sizeof(T)},
                                .options = {},
-                               .payload = v1::PAYLOAD_INDICES,
+                               .payload = client::Payload::kIndices,
                                .values = {},
                                .value_width = 0});
     ASSERT_TRUE(raw.ok()) << raw.status();
@@ -134,7 +134,7 @@ TEST(Client, ErrorsComeBackAsStatusValues) {
   EXPECT_THAT(std::string(bad_k.status().message()), ::testing::HasSubstr("row length 3"));
   // The CPU backend has no GPU algorithms; the CUDA backend's odd-even sort takes at most 4096 keys.
   const std::vector<uint32_t> many(5000, 7);
-  auto bad_algorithm = client.Sort(many, {.algorithm = v1::ALGORITHM_ODD_EVEN});
+  auto bad_algorithm = client.Sort(many, {.algorithm = client::Algorithm::kOddEven});
   EXPECT_EQ(bad_algorithm.status().code(),
             TestingCuda() ? absl::StatusCode::kInvalidArgument : absl::StatusCode::kUnimplemented);
 
@@ -150,13 +150,31 @@ TEST(Client, RequestIdAndHealth) {
   Client client({.target = server.address(), .request_id = "trace-42"});
   auto sorted = client.Sort(std::vector<double>{2.0, -0.0, 0.0});
   ASSERT_TRUE(sorted.ok());
-  EXPECT_EQ(sorted->info.request_id(), "trace-42");
-  EXPECT_EQ(sorted->info.backend(), v1::BACKEND_CPU);  // 3 keys: AUTO answers on the CPU either way
+  EXPECT_EQ(sorted->info.request_id, "trace-42");
+  EXPECT_EQ(sorted->info.backend, client::Backend::kCpu);  // 3 keys: AUTO answers on the CPU either way
   EXPECT_TRUE(std::signbit(sorted->keys[0]));  // -0.0 before +0.0
   auto healthy = client.Health();
   ASSERT_TRUE(healthy.ok());
   EXPECT_TRUE(*healthy);
   EXPECT_TRUE(*client.Health("gpusort.v1.SortService"));
+}
+
+// A Client moves with its connection and state: the moved-to one serves, the moved-from one may be
+// assigned a new Client, and Clients can be kept in a vector.
+TEST(Client, MovesWithItsConnection) {
+  TestServer server;
+  Client first({.target = server.address()});
+  Client moved = std::move(first);
+  auto sorted = moved.Sort(std::vector<int32_t>{3, 1, 2});
+  ASSERT_TRUE(sorted.ok()) << sorted.status();
+  EXPECT_EQ(sorted->keys, (std::vector<int32_t>{1, 2, 3}));
+  first = Client({.target = server.address()});
+  EXPECT_TRUE(first.Sort(std::vector<int32_t>{1}).ok());
+  std::vector<Client> pool;
+  pool.push_back(std::move(moved));
+  pool.push_back(std::move(first));
+  pool.emplace_back(ClientOptions{.target = server.address()});
+  for (Client& c : pool) EXPECT_TRUE(c.Health().value_or(false));
 }
 
 }  // namespace

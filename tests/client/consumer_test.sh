@@ -16,6 +16,26 @@ if [ -e "$work/prefix/include/grpc" ]; then
   echo "the install put headers of other projects into include/grpc:"; find "$work/prefix/include/grpc" -type f
   exit 1
 fi
+# The client's headers name only gpusort's types: no generated proto header is installed, and
+# client.h, types.h and shared_memory.h reach neither gRPC nor protobuf. The compiler lists every header
+# each one includes (-M); gpusort/grpc_interop.h is the one that may include gRPC, and it must compile
+# on its own as quietly as the consumer.
+leaked=$(find "$work/prefix/include" -name '*.pb.h' -o -name 'region_socket.h')
+if [ -n "$leaked" ]; then
+  echo "the install still ships generated API headers:"; echo "$leaked"
+  exit 1
+fi
+cxx=${CXX:-c++}
+for header in client.h types.h shared_memory.h; do
+  deps=$(echo "#include <gpusort/$header>" | "$cxx" -std=c++20 -M -I "$work/prefix/include" -x c++ -)
+  if grep -E 'grpc|google/protobuf|\.pb\.h' <<<"$deps"; then
+    echo "gpusort/$header includes gRPC or protobuf headers (above)"
+    exit 1
+  fi
+done
+echo "#include <gpusort/grpc_interop.h>" |
+  "$cxx" -std=c++20 -fsyntax-only -Wall -Wextra -Werror -I "$work/prefix/include" -x c++ -
+
 cmake -S "$source/tests/client/consumer" -B "$work/consumer" -G Ninja \
   -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/consumer" >/dev/null

@@ -199,8 +199,8 @@ std::vector<T> Keys(const std::string& bytes) {
 }
 
 TEST(Generate, EveryNarrowDTypeAndDistribution) {
-  for (v1::DType d : {v1::DTYPE_FLOAT16, v1::DTYPE_BFLOAT16, v1::DTYPE_INT16, v1::DTYPE_UINT16, v1::DTYPE_INT8,
-                      v1::DTYPE_UINT8}) {
+  for (DType d : {DType::kFloat16, DType::kBFloat16, DType::kInt16, DType::kUint16, DType::kInt8,
+                      DType::kUint8}) {
     for (const std::string& dist : Distributions()) {
       auto bytes = Generate(d, 1001, dist, 7);
       ASSERT_TRUE(bytes.ok()) << bytes.status();
@@ -210,20 +210,20 @@ TEST(Generate, EveryNarrowDTypeAndDistribution) {
   }
   // float16's uniform stays within its range (1e6, the wider floats' bound, is past it) and spreads over it.
   float largest = 0;
-  for (Float16 h : Keys<Float16>(*Generate(v1::DTYPE_FLOAT16, 10000, "uniform", 1))) {
+  for (Float16 h : Keys<Float16>(*Generate(DType::kFloat16, 10000, "uniform", 1))) {
     ASSERT_TRUE(std::isfinite(ToFloat(h))) << std::hex << h.bits;
     largest = std::max(largest, std::fabs(ToFloat(h)));
   }
   EXPECT_GT(largest, 60000);
-  const auto sorted = Keys<BFloat16>(*Generate(v1::DTYPE_BFLOAT16, 1000, "sorted", 1));
+  const auto sorted = Keys<BFloat16>(*Generate(DType::kBFloat16, 1000, "sorted", 1));
   EXPECT_TRUE(std::is_sorted(sorted.begin(), sorted.end(),
                              [](BFloat16 a, BFloat16 b) { return ToFloat(a) < ToFloat(b); }));
   // Integers' normal: clamped into the range, not wrapped round it, and spread over it.
-  const auto i8 = Keys<int8_t>(*Generate(v1::DTYPE_INT8, 10000, "normal", 1));
+  const auto i8 = Keys<int8_t>(*Generate(DType::kInt8, 10000, "normal", 1));
   const auto [lo, hi] = std::minmax_element(i8.begin(), i8.end());
   EXPECT_LT(*lo, -64);
   EXPECT_GT(*hi, 64);
-  const auto u8 = Keys<uint8_t>(*Generate(v1::DTYPE_UINT8, 10000, "normal", 1));
+  const auto u8 = Keys<uint8_t>(*Generate(DType::kUint8, 10000, "normal", 1));
   EXPECT_LT(std::count_if(u8.begin(), u8.end(), [](uint8_t x) { return x > 200; }), 100);
 }
 

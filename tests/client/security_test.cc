@@ -6,11 +6,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "gpusort/client.h"
+#include "gpusort/grpc_interop.h"
 #include "gpusort/v1/echo.grpc.pb.h"
 #include "tests/service/http_get.h"
 #include "tests/service/test_server.h"
@@ -143,6 +145,50 @@ TEST_F(Security, MutualTlsRefusesClientsWithoutACertificateOrWithOneFromAnotherC
   EXPECT_TRUE(SameBits(sorted->keys, ReferenceSort(keys, SortOrder::kAscending)));
 }
 
+// gpusort/grpc_interop.h: credentials the caller built take the place of ClientOptions::tls, on the main
+// channel and on a split sort's part connections alike, and CreateChannel dials with them too.
+TEST_F(Security, ClientWithCredentialsDialsWithTheCallersOwnCredentials) {
+  TestServer server(MutualTls());
+  const auto text = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = text(Path("ca.pem"));
+  ssl.pem_cert_chain = text(Path("client.pem"));
+  ssl.pem_private_key = text(Path("client.key"));
+  ClientOptions options = Options(server);  // no tls: the credentials alone must make the handshake
+  options.transport = Transport::kStream;
+  options.stream_parts = 4;
+  options.stream_parts_from_bytes = 1 << 16;
+  Client client = ClientWithCredentials(options, grpc::SslCredentials(ssl));
+  ASSERT_TRUE(client.status().ok()) << client.status();
+  const auto keys = MakeInput<float>(Pattern::kRandom, 100000, 4);
+  auto sorted = client.Sort(keys);
+  ASSERT_TRUE(sorted.ok()) << sorted.status();
+  EXPECT_TRUE(SameBits(sorted->keys, ReferenceSort(keys, SortOrder::kAscending)));
+
+  // They replace options.tls rather than add to it: insecure credentials fail the TLS server even with a
+  // client certificate in the options, and credentials without a certificate fail mutual TLS.
+  const std::vector<int32_t> few = {3, 1, 2};
+  EXPECT_EQ(ClientWithCredentials(WithClientCert(server), grpc::InsecureChannelCredentials()).Sort(few).status().code(),
+            absl::StatusCode::kUnavailable);
+  grpc::SslCredentialsOptions no_certificate;
+  no_certificate.pem_root_certs = ssl.pem_root_certs;
+  EXPECT_EQ(ClientWithCredentials(Options(server), grpc::SslCredentials(no_certificate)).Sort(few).status().code(),
+            absl::StatusCode::kUnavailable);
+
+  auto channel = CreateChannel(Options(server), grpc::SslCredentials(ssl));
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto echo = v1::EchoService::NewStub(*channel);
+  v1::EchoMessage request, response;
+  request.set_data("over the caller's credentials");
+  auto context = NewCallContext(Options(server));
+  const grpc::Status echoed = echo->Echo(context.get(), request, &response);
+  EXPECT_TRUE(echoed.ok()) << echoed.error_message();
+  EXPECT_EQ(response.data(), request.data());
+}
+
 TEST_F(Security, TokensNoneIsUnauthenticatedWrongIsPermissionDeniedRightIsServed) {
   ServerConfig config = Tokens();
   config.metrics_listen = "127.0.0.1:0";
@@ -220,7 +266,7 @@ TEST_F(Security, TokensCoverSplitSortsSharedMemoryAndEcho) {
   Client without_token(options);
   auto region = without_token.CreateSharedMemory(4096);
   ASSERT_TRUE(region.ok()) << region.status();
-  EXPECT_EQ(without_token.SortInRegion(v1::DTYPE_UINT32, {}, v1::PAYLOAD_NONE, (*region)->Ref(0, 400),
+  EXPECT_EQ(without_token.SortInRegion(client::DType::kUint32, {}, client::Payload::kNone, (*region)->Ref(0, 400),
                                        (*region)->Ref(0, 400))
                 .status()
                 .code(),

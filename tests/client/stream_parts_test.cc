@@ -51,9 +51,9 @@ class ClientStreamParts : public ::testing::Test {
 TestServer* ClientStreamParts::server_ = nullptr;
 
 // The server adds a "parts_wait" stage to each part's answer: how long it waited for its sibling parts.
-bool CameInParts(const v1::ExecutionInfo& info) {
-  return std::any_of(info.stages().begin(), info.stages().end(),
-                     [](const v1::StageTime& s) { return s.stage() == "parts_wait"; });
+bool CameInParts(const client::ExecutionInfo& info) {
+  return std::any_of(info.stages.begin(), info.stages.end(),
+                     [](const client::StageTime& s) { return s.stage == "parts_wait"; });
 }
 
 // Indices are positions in the whole array: a permutation of [0, n), each pointing at its sorted key.
@@ -77,7 +77,7 @@ TEST_F(ClientStreamParts, RandomUint32Sorts) {
   auto sorted = client.Sort(keys);
   ASSERT_TRUE(sorted.ok()) << sorted.status();
   EXPECT_TRUE(CameInParts(sorted->info));
-  EXPECT_EQ(sorted->info.backend(), ExpectedBackend());
+  EXPECT_EQ(sorted->info.backend, TestingCuda() ? client::Backend::kCuda : client::Backend::kCpu);
   std::vector<uint32_t> expected = keys;
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(sorted->keys, expected);
@@ -152,10 +152,10 @@ TEST_F(ClientStreamParts, FewerKeysThanPartsGoOnOneStream) {
   for (std::size_t n : {0, 1, 2}) {
     SCOPED_TRACE(n);
     const auto keys = MakeInput<uint32_t>(Pattern::kRandom, n, 7);
-    auto raw = client.SortRaw({.dtype = v1::DTYPE_UINT32,
+    auto raw = client.SortRaw({.dtype = client::DType::kUint32,
                                .keys = {reinterpret_cast<const char*>(keys.data()), n * sizeof(uint32_t)},
                                .options = {},
-                               .payload = v1::PAYLOAD_INDICES,
+                               .payload = client::Payload::kIndices,
                                .values = {},
                                .value_width = 0});
     ASSERT_TRUE(raw.ok()) << raw.status();
@@ -236,9 +236,9 @@ TEST_F(ClientStreamParts, AFailingSortReportsTheServersErrorNotACancellation) {
   // (INVALID_ARGUMENT): that (not the CANCELLED of the parts the client cancelled, nor the server's
   // ABORTED for the others) is the answer.
   const RawSortRequest request{
-      .dtype = v1::DTYPE_UINT32,
+      .dtype = client::DType::kUint32,
       .keys = {reinterpret_cast<const char*>(keys.data()), keys.size() * sizeof(uint32_t)},
-      .options = {.algorithm = v1::ALGORITHM_ODD_EVEN}};
+      .options = {.algorithm = client::Algorithm::kOddEven}};
   auto sorted = client.SortRaw(request);
   EXPECT_EQ(sorted.status().code(),
             TestingCuda() ? absl::StatusCode::kInvalidArgument : absl::StatusCode::kUnimplemented)
@@ -371,7 +371,7 @@ TEST(ClientStreamPartsAgainstAFakeServer, EveryPartCarriesTheSameJobAndItsOwnRan
   auto echoed = client.Sort(kFakeKeys);
   ASSERT_TRUE(echoed.ok()) << echoed.status();
   EXPECT_EQ(echoed->keys, kFakeKeys);  // each part's range back in its place
-  EXPECT_EQ(echoed->info.device(), "fake");
+  EXPECT_EQ(echoed->info.device, "fake");
   std::vector<v1::StreamPart> parts = server.parts();
   ASSERT_EQ(parts.size(), static_cast<std::size_t>(kParts));
   std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.index() < b.index(); });

@@ -222,6 +222,15 @@ assert k.tolist() == [0, 1, 1, 2, 3] and v.tolist() == [0.5, 10.5, 11.5, 20.5, 3
 "$cli" bench --ramp 40:120:40 --requests 8 --warmup 0 --count 100 --format csv >"$work/ramp.csv" || fail "bench --ramp failed"
 [ "$(tail -n +2 "$work/ramp.csv" | cut -d, -f6 | tr '\n' ' ')" = "40 80 120 " ] || fail "ramp rows: $(cat "$work/ramp.csv")"
 [ "$(code "$cli" bench --ramp 40:x --requests 8)" = 2 ] || fail "a bad --ramp is not exit 2"
+# A linear ramp is a row per --ramp-interval, each at its interval's mean rate, with where it starts;
+# one that is not FROM:TO, or that is given a number of requests instead of a duration, is bad usage.
+"$cli" bench --ramp-linear 20:60 --duration 1 --ramp-interval 0.5 --warmup 0 --count 100 --format csv \
+  >"$work/ramp-linear.csv" || fail "bench --ramp-linear failed"
+ramp_at=$(head -1 "$work/ramp-linear.csv" | tr ',' '\n' | grep -n '^ramp_at_s$' | cut -d: -f1)
+[ "$(tail -n +2 "$work/ramp-linear.csv" | cut -d, -f6,"$ramp_at" | tr '\n' ' ')" = "30,0.000000 50,0.500000 " ] \
+  || fail "linear ramp rows: $(cat "$work/ramp-linear.csv")"
+[ "$(code "$cli" bench --ramp-linear 40 --duration 1)" = 2 ] || fail "a bad --ramp-linear is not exit 2"
+[ "$(code "$cli" bench --ramp-linear 10:20 --requests 8)" = 2 ] || fail "--ramp-linear with --requests is not exit 2"
 kill -TERM "$server_pid" && wait "$server_pid" || true
 server_pid=""
 [ ! -e "$work/shm.sock" ] || fail "the server left its shared-memory socket behind"

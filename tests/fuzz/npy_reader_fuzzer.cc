@@ -19,8 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   const std::string_view head = file.substr(0, cli::kNpyHeadBytes);
   absl::StatusOr<cli::NpyLayout> layout = cli::CheckNpyFile(head, file.size(), std::nullopt, "fuzz.npy");
   // With --dtype given: the same answer when it agrees with the file, a refusal when it does not.
-  absl::StatusOr<cli::NpyLayout> as_i32 = cli::CheckNpyFile(head, file.size(), v1::DTYPE_INT32, "fuzz.npy");
-  FUZZ_CHECK(as_i32.ok() == (layout.ok() && layout->dtype == v1::DTYPE_INT32));
+  absl::StatusOr<cli::NpyLayout> as_i32 = cli::CheckNpyFile(head, file.size(), client::DType::kInt32, "fuzz.npy");
+  FUZZ_CHECK(as_i32.ok() == (layout.ok() && layout->dtype == client::DType::kInt32));
   if (!layout.ok()) return 0;
 
   FUZZ_CHECK(layout->shape.size() <= 2);

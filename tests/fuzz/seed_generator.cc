@@ -35,7 +35,8 @@ std::string Keys(std::size_t n, std::size_t width) {
   return out;
 }
 
-std::size_t Width(v1::DType d) { return cli::ElementSize(d); }
+// The client's dtypes carry the proto's numbers (gpusort/types.h).
+std::size_t Width(v1::DType d) { return client::ElementSize(static_cast<client::DType>(d)); }
 
 constexpr v1::DType kDTypes[] = {v1::DTYPE_INT32,   v1::DTYPE_UINT32,  v1::DTYPE_INT64,    v1::DTYPE_UINT64,
                                  v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64, v1::DTYPE_FLOAT16,  v1::DTYPE_BFLOAT16,

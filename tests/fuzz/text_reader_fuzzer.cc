@@ -21,9 +21,10 @@ namespace {
 
 using namespace gpusort;
 
-constexpr v1::DType kDTypes[] = {v1::DTYPE_INT32,   v1::DTYPE_UINT32,   v1::DTYPE_INT64, v1::DTYPE_UINT64,
-                                 v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64,  v1::DTYPE_FLOAT16, v1::DTYPE_BFLOAT16,
-                                 v1::DTYPE_INT16,   v1::DTYPE_UINT16,   v1::DTYPE_INT8,  v1::DTYPE_UINT8};
+using client::DType;
+constexpr DType kDTypes[] = {DType::kInt32,   DType::kUint32, DType::kInt64,   DType::kUint64,
+                             DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
+                             DType::kInt16,   DType::kUint16, DType::kInt8,    DType::kUint8};
 constexpr std::size_t kDTypeCount = sizeof(kDTypes) / sizeof(kDTypes[0]);
 
 // A NaN prints as nan or -nan, so only its sign survives text.
@@ -61,7 +62,7 @@ std::size_t NumberLines(std::string_view text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  const v1::DType dtype = kDTypes[data[0] % kDTypeCount];
+  const DType dtype = kDTypes[data[0] % kDTypeCount];
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   absl::StatusOr<std::string> bytes = cli::ParseTextNumbers(text, dtype, "fuzz.txt");
   if (!bytes.ok()) return 0;

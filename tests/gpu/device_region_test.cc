@@ -51,7 +51,10 @@ class DeviceArray {
   }
 
   const absl::Status& status() const { return status_; }
-  v1::RegionRef Ref(std::size_t offset, std::size_t length) const { return registration_->Ref(offset, length); }
+  // As a raw request names it (the test calls the service's stub itself).
+  v1::RegionRef Ref(std::size_t offset, std::size_t length) const {
+    return WireRef(registration_->Ref(offset, length));
+  }
   v1::RegionRef Whole() const { return Ref(0, memory_.size()); }
   void Unregister() { registration_.reset(); }
   void FreeOnTheCallersSide() { memory_ = kernels::ExportableDeviceMemory(); }
@@ -258,7 +261,7 @@ TEST(DeviceRegions, BadReferencesAndMixedKindsAreInvalidArgument) {
   };
   v1::SortRequest request = SortRequestOf(v1::DTYPE_UINT32, v1::ORDER_ASCENDING, v1::PAYLOAD_NONE);
   *request.mutable_keys_region() = device.Whole();
-  *request.mutable_output_region() = (*host)->Ref(0, n * 4);
+  *request.mutable_output_region() = WireRef((*host)->Ref(0, n * 4));
   refused(request, "all host memory or all device memory");
   *request.mutable_output_region() = device.Ref(4, n * 4);
   refused(request, "runs past the end");

@@ -17,7 +17,7 @@ namespace {
 
 SortOptions OnCpu() {
   SortOptions o;
-  o.algorithm = v1::ALGORITHM_CPU;
+  o.algorithm = client::Algorithm::kCpu;
   return o;
 }
 
@@ -26,7 +26,7 @@ void ExpectSortsInRegion(Client& client) {
   ASSERT_TRUE(region.ok()) << region.status();
   const std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 1000, 8);
   Put(**region, 0, keys);
-  auto info = client.SortInRegion(v1::DTYPE_UINT32, OnCpu(), v1::PAYLOAD_NONE, (*region)->Ref(0, 4000),
+  auto info = client.SortInRegion(client::DType::kUint32, OnCpu(), client::Payload::kNone, (*region)->Ref(0, 4000),
                                   (*region)->Ref(0, 4000));
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(Get<uint32_t>(**region, 0, 1000), ReferenceSort(keys, SortOrder::kAscending));
@@ -45,7 +45,8 @@ TEST(SharedMemoryRace, ShrinkingARegionDuringACpuSortIsRefusedAndTheSortComplete
   Put(r, 0, keys);
 
   auto request = std::async(std::launch::async, [&] {
-    return client.SortInRegion(v1::DTYPE_UINT32, OnCpu(), v1::PAYLOAD_NONE, r.Ref(0, kBytes), r.Ref(0, kBytes));
+    return client.SortInRegion(client::DType::kUint32, OnCpu(), client::Payload::kNone, r.Ref(0, kBytes),
+                               r.Ref(0, kBytes));
   });
   // The owner tries to cut the memory under the server, again and again, for as long as the sort runs.
   int attempts = 0;
@@ -91,16 +92,17 @@ TEST(SharedMemoryRace, KeysRewrittenDuringACpuSortCannotCorruptTheServer) {
     }
   });
   for (int i = 0; i < 6; ++i) {
-    auto info = client.SortInRegion(v1::DTYPE_UINT32, OnCpu(), v1::PAYLOAD_NONE, r.Ref(0, kBytes), r.Ref(0, kBytes));
+    auto info = client.SortInRegion(client::DType::kUint32, OnCpu(), client::Payload::kNone, r.Ref(0, kBytes),
+                                    r.Ref(0, kBytes));
     EXPECT_TRUE(info.ok()) << info.status();
   }
   TopKOptions top;
   top.k = 1000;
-  top.algorithm = v1::ALGORITHM_CPU;
-  top.output = v1::TOPK_OUTPUT_VALUES;
-  const v1::RegionRef half = r.Ref(0, kBytes / 2), values = r.Ref(kBytes / 2, 4000);
+  top.algorithm = client::Algorithm::kCpu;
+  top.output = client::TopKOutput::kValues;
+  const client::RegionRef half = r.Ref(0, kBytes / 2), values = r.Ref(kBytes / 2, 4000);
   for (int i = 0; i < 4; ++i) {
-    auto info = client.TopKInRegion(v1::DTYPE_UINT32, top, half, &values, nullptr);
+    auto info = client.TopKInRegion(client::DType::kUint32, top, half, &values, nullptr);
     EXPECT_TRUE(info.ok()) << info.status();
   }
   stop = true;
@@ -119,11 +121,10 @@ TEST(SharedMemoryRace, ARegionUnregisteredDuringARequestStaysMappedUntilItEnds) 
   std::memcpy(data, keys.data(), kBytes);
   auto registration = SharedMemoryRegistration::Register(server.shm_socket(), memory.get(), kBytes);
   ASSERT_TRUE(registration.ok()) << registration.status();
-  v1::RegionRef ref;
-  ref.set_region_id((*registration)->id());
-  ref.set_length(kBytes);
-  auto request = std::async(std::launch::async,
-                            [&] { return client.SortInRegion(v1::DTYPE_UINT32, OnCpu(), v1::PAYLOAD_NONE, ref, ref); });
+  const client::RegionRef ref = (*registration)->Ref(0, kBytes);
+  auto request = std::async(std::launch::async, [&] {
+    return client.SortInRegion(client::DType::kUint32, OnCpu(), client::Payload::kNone, ref, ref);
+  });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   registration->reset();  // unregistered, most likely while the sort runs
   auto info = request.get();

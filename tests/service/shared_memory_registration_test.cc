@@ -30,8 +30,8 @@ void ExpectStillServing(TestServer& server) {
   const std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 1000, 4);
   Put(**region, 0, keys);
   SortOptions o;
-  o.algorithm = TestAlgorithm();
-  auto info = client.SortInRegion(v1::DTYPE_UINT32, o, v1::PAYLOAD_NONE, (*region)->Ref(0, 4000),
+  o.algorithm = ClientTestAlgorithm();
+  auto info = client.SortInRegion(client::DType::kUint32, o, client::Payload::kNone, (*region)->Ref(0, 4000),
                                   (*region)->Ref(0, 4000));
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(Get<uint32_t>(**region, 0, 1000), ReferenceSort(keys, SortOrder::kAscending));
@@ -207,12 +207,10 @@ TEST(SharedMemoryRegistration, ARegionLivesAsLongAsItsConnection) {
   for (uint32_t i = 0; i < 1024; ++i) data[i] = 1023 - i;
   auto registration = SharedMemoryRegistration::Register(server.shm_socket(), memory.get(), 4096);
   ASSERT_TRUE(registration.ok()) << registration.status();
-  v1::RegionRef ref;
-  ref.set_region_id((*registration)->id());
-  ref.set_length(4096);
+  const client::RegionRef ref = (*registration)->Ref(0, 4096);
   SortOptions o;
-  o.algorithm = TestAlgorithm();
-  auto sorted = client.SortInRegion(v1::DTYPE_UINT32, o, v1::PAYLOAD_NONE, ref, ref);
+  o.algorithm = ClientTestAlgorithm();
+  auto sorted = client.SortInRegion(client::DType::kUint32, o, client::Payload::kNone, ref, ref);
   ASSERT_TRUE(sorted.ok()) << sorted.status();
   for (uint32_t i = 0; i < 1024; ++i) ASSERT_EQ(data[i], i);
 
@@ -227,7 +225,7 @@ TEST(SharedMemoryRegistration, ARegionLivesAsLongAsItsConnection) {
   EXPECT_EQ(recv(connection, &byte, 1, 0), 0) << "the server kept the connection";
   absl::Status gone;
   for (int i = 0; i < 100; ++i) {  // the unregistration is done by the time the close is seen; allow slack
-    gone = client.SortInRegion(v1::DTYPE_UINT32, o, v1::PAYLOAD_NONE, ref, ref).status();
+    gone = client.SortInRegion(client::DType::kUint32, o, client::Payload::kNone, ref, ref).status();
     if (!gone.ok()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

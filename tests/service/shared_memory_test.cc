@@ -15,10 +15,15 @@
 namespace gpusort::testing {
 namespace {
 
+// The client's names for what most calls below send: uint32 keys, with or without indices.
+constexpr client::DType kU32 = client::DType::kUint32;
+constexpr client::Payload kKeysOnly = client::Payload::kNone;
+constexpr client::Payload kWithIndices = client::Payload::kIndices;
+
 SortOptions Sorting(bool descending = false) {
   SortOptions o;
   o.descending = descending;
-  o.algorithm = TestAlgorithm();
+  o.algorithm = ClientTestAlgorithm();
   return o;
 }
 
@@ -34,11 +39,11 @@ TEST(SharedMemory, SortsInPlaceAndIntoAnotherRangeWithIndices) {
   // Into another range, with int64 positions after it; the input stays as it was.
   Put(r, 0, keys);
   const std::size_t out = bytes, idx = (2 * bytes + 7) / 8 * 8;
-  const v1::RegionRef indices = r.Ref(idx, keys.size() * 8);
-  auto info = client.SortInRegion(v1::DTYPE_FLOAT32, Sorting(true), v1::PAYLOAD_INDICES, r.Ref(0, bytes),
+  const client::RegionRef indices = r.Ref(idx, keys.size() * 8);
+  auto info = client.SortInRegion(client::DType::kFloat32, Sorting(true), client::Payload::kIndices, r.Ref(0, bytes),
                                   r.Ref(out, bytes), &indices);
   ASSERT_TRUE(info.ok()) << info.status();
-  EXPECT_EQ(info->backend(), ExpectedBackend());
+  EXPECT_EQ(info->backend, ClientExpectedBackend());
   const auto sorted = Get<float>(r, out, keys.size());
   EXPECT_TRUE(SameBits(sorted, ReferenceSort(keys, SortOrder::kDescending)));
   EXPECT_TRUE(SameBits(Get<float>(r, 0, keys.size()), keys)) << "the input range was changed";
@@ -48,7 +53,7 @@ TEST(SharedMemory, SortsInPlaceAndIntoAnotherRangeWithIndices) {
   }
 
   // In place.
-  auto in_place = client.SortInRegion(v1::DTYPE_FLOAT32, Sorting(), v1::PAYLOAD_NONE, r.Ref(0, bytes),
+  auto in_place = client.SortInRegion(client::DType::kFloat32, Sorting(), client::Payload::kNone, r.Ref(0, bytes),
                                       r.Ref(0, bytes));
   ASSERT_TRUE(in_place.ok()) << in_place.status();
   EXPECT_TRUE(SameBits(Get<float>(r, 0, keys.size()), ReferenceSort(keys, SortOrder::kAscending)));
@@ -58,7 +63,7 @@ TEST(SharedMemory, SortsInPlaceAndIntoAnotherRangeWithIndices) {
 // ranges need only start at a multiple of their own element size, so 2-byte keys at offset 2 and
 // 1-byte keys at offset 1.
 template <typename T>
-void SortNarrowInRegion(v1::DType dtype, std::size_t offset) {
+void SortNarrowInRegion(client::DType dtype, std::size_t offset) {
   TestServer server(ShmConfig());
   Client client = ShmClientFor(server);
   const auto keys = MakeInput<T>(Pattern::kSpecials, 70001, 5);
@@ -67,22 +72,22 @@ void SortNarrowInRegion(v1::DType dtype, std::size_t offset) {
   ASSERT_TRUE(region.ok()) << region.status();
   SharedMemoryRegion& r = **region;
   Put(r, offset, keys);
-  const v1::RegionRef indices = r.Ref(idx, keys.size() * 8);
+  const client::RegionRef indices = r.Ref(idx, keys.size() * 8);
   SortOptions stable_descending = Sorting(true);
   stable_descending.stable = true;
-  auto info = client.SortInRegion(dtype, stable_descending, v1::PAYLOAD_INDICES, r.Ref(offset, bytes),
+  auto info = client.SortInRegion(dtype, stable_descending, client::Payload::kIndices, r.Ref(offset, bytes),
                                   r.Ref(offset + bytes, bytes), &indices);
   ASSERT_TRUE(info.ok()) << info.status();
-  EXPECT_EQ(info->backend(), ExpectedBackend());
+  EXPECT_EQ(info->backend, ClientExpectedBackend());
   EXPECT_TRUE(SameBits(Get<T>(r, offset + bytes, keys.size()), ReferenceSort(keys, SortOrder::kDescending)));
   EXPECT_EQ(Get<int64_t>(r, idx, keys.size()), ReferenceStableArgsort(keys, SortOrder::kDescending));
 }
 
 TEST(SharedMemory, SortsNarrowKeysAtTheirOwnAlignment) {
-  SortNarrowInRegion<BFloat16>(v1::DTYPE_BFLOAT16, 2);
-  SortNarrowInRegion<Float16>(v1::DTYPE_FLOAT16, 6);
-  SortNarrowInRegion<uint8_t>(v1::DTYPE_UINT8, 1);
-  SortNarrowInRegion<int8_t>(v1::DTYPE_INT8, 3);
+  SortNarrowInRegion<BFloat16>(client::DType::kBFloat16, 2);
+  SortNarrowInRegion<Float16>(client::DType::kFloat16, 6);
+  SortNarrowInRegion<uint8_t>(client::DType::kUint8, 1);
+  SortNarrowInRegion<int8_t>(client::DType::kInt8, 3);
 }
 
 TEST(SharedMemory, TopKWritesValuesAndIndices) {
@@ -97,9 +102,9 @@ TEST(SharedMemory, TopKWritesValuesAndIndices) {
   TopKOptions o;
   o.k = 100;
   o.rows = 4;
-  o.algorithm = TestAlgorithm();
-  const v1::RegionRef values = r.Ref(bytes, 400 * 8), indices = r.Ref(bytes + 400 * 8, 400 * 8);
-  auto info = client.TopKInRegion(v1::DTYPE_INT64, o, r.Ref(0, bytes), &values, &indices);
+  o.algorithm = ClientTestAlgorithm();
+  const client::RegionRef values = r.Ref(bytes, 400 * 8), indices = r.Ref(bytes + 400 * 8, 400 * 8);
+  auto info = client.TopKInRegion(client::DType::kInt64, o, r.Ref(0, bytes), &values, &indices);
   ASSERT_TRUE(info.ok()) << info.status();
   const auto expected = ReferenceTopK(keys, 4, 100, true);
   EXPECT_EQ(Get<int64_t>(r, bytes, 400), expected.values);
@@ -139,31 +144,31 @@ TEST(SharedMemory, BadReferencesAreInvalidArgumentAndTouchNothing) {
     return true;
   };
   const SortOptions o = Sorting();
-  v1::RegionRef unknown = r.Ref(0, 400);
-  unknown.set_region_id("0123456789abcdef0123456789abcdef");
-  EXPECT_CODE(client.SortInRegion(v1::DTYPE_UINT32, o, v1::PAYLOAD_NONE, unknown, r.Ref(0, 400)), kInvalidArgument,
+  client::RegionRef unknown = r.Ref(0, 400);
+  unknown.region_id = "0123456789abcdef0123456789abcdef";
+  EXPECT_CODE(client.SortInRegion(kU32, o, kKeysOnly, unknown, r.Ref(0, 400)), kInvalidArgument,
               "not registered");
-  EXPECT_CODE(client.SortInRegion(v1::DTYPE_UINT32, o, v1::PAYLOAD_NONE, r.Ref(4000, 400), r.Ref(4000, 400)),
+  EXPECT_CODE(client.SortInRegion(kU32, o, kKeysOnly, r.Ref(4000, 400), r.Ref(4000, 400)),
               kInvalidArgument, "past the end");
-  EXPECT_CODE(client.SortInRegion(v1::DTYPE_UINT32, o, v1::PAYLOAD_NONE, r.Ref(~0ull - 3, 400), r.Ref(0, 400)),
+  EXPECT_CODE(client.SortInRegion(kU32, o, kKeysOnly, r.Ref(~0ull - 3, 400), r.Ref(0, 400)),
               kInvalidArgument, "past the end");
-  EXPECT_CODE(client.SortInRegion(v1::DTYPE_UINT32, o, v1::PAYLOAD_NONE, r.Ref(0, 402), r.Ref(0, 402)),
+  EXPECT_CODE(client.SortInRegion(kU32, o, kKeysOnly, r.Ref(0, 402), r.Ref(0, 402)),
               kInvalidArgument, "whole number");
-  EXPECT_CODE(client.SortInRegion(v1::DTYPE_UINT32, o, v1::PAYLOAD_NONE, r.Ref(0, 400), r.Ref(800, 404)),
+  EXPECT_CODE(client.SortInRegion(kU32, o, kKeysOnly, r.Ref(0, 400), r.Ref(800, 404)),
               kInvalidArgument, "needs 400");
-  EXPECT_CODE(client.SortInRegion(v1::DTYPE_UINT64, o, v1::PAYLOAD_NONE, r.Ref(4, 400), r.Ref(4, 400)),
+  EXPECT_CODE(client.SortInRegion(client::DType::kUint64, o, client::Payload::kNone, r.Ref(4, 400), r.Ref(4, 400)),
               kInvalidArgument, "not a multiple");
-  EXPECT_CODE(client.SortInRegion(v1::DTYPE_UINT32, o, v1::PAYLOAD_NONE, r.Ref(0, 400), r.Ref(200, 400)),
+  EXPECT_CODE(client.SortInRegion(kU32, o, kKeysOnly, r.Ref(0, 400), r.Ref(200, 400)),
               kInvalidArgument, "overlap");
-  const v1::RegionRef overlapping = r.Ref(392, 800);
-  EXPECT_CODE(client.SortInRegion(v1::DTYPE_UINT32, o, v1::PAYLOAD_INDICES, r.Ref(0, 400), r.Ref(0, 400),
+  const client::RegionRef overlapping = r.Ref(392, 800);
+  EXPECT_CODE(client.SortInRegion(kU32, o, kWithIndices, r.Ref(0, 400), r.Ref(0, 400),
                                   &overlapping),
               kInvalidArgument, "overlap");
-  EXPECT_CODE(client.SortInRegion(v1::DTYPE_UINT32, o, v1::PAYLOAD_INDICES, r.Ref(0, 400), r.Ref(0, 400)),
+  EXPECT_CODE(client.SortInRegion(kU32, o, kWithIndices, r.Ref(0, 400), r.Ref(0, 400)),
               kInvalidArgument, "needs indices_region");
   TopKOptions t;
   t.k = 10;
-  EXPECT_CODE(client.TopKInRegion(v1::DTYPE_UINT32, t, r.Ref(0, 400), nullptr, nullptr), kInvalidArgument,
+  EXPECT_CODE(client.TopKInRegion(kU32, t, r.Ref(0, 400), nullptr, nullptr), kInvalidArgument,
               "needs values_region");
   EXPECT_TRUE(untouched()) << "a refused request wrote into the region";
 }
@@ -188,12 +193,12 @@ TEST(SharedMemory, OutputRegionsWithoutKeysRegionAreInvalidArgument) {
     grpc::ClientContext context;
     return server.stub().Sort(&context, request, &response);
   };
-  grpc::Status output_only = sort([&](v1::SortRequest& q) { *q.mutable_output_region() = r.Ref(0, 12); });
+  grpc::Status output_only = sort([&](v1::SortRequest& q) { *q.mutable_output_region() = WireRef(r.Ref(0, 12)); });
   EXPECT_EQ(output_only.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << output_only.error_message();
   EXPECT_THAT(output_only.error_message(), ::testing::HasSubstr("output_region is set but keys_region is not"));
   grpc::Status indices_only = sort([&](v1::SortRequest& q) {
     q.mutable_options()->set_payload(v1::PAYLOAD_INDICES);
-    *q.mutable_indices_region() = r.Ref(0, 24);
+    *q.mutable_indices_region() = WireRef(r.Ref(0, 24));
   });
   EXPECT_EQ(indices_only.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << indices_only.error_message();
   EXPECT_THAT(indices_only.error_message(), ::testing::HasSubstr("indices_region"));
@@ -203,7 +208,7 @@ TEST(SharedMemory, OutputRegionsWithoutKeysRegionAreInvalidArgument) {
     request.mutable_options()->set_dtype(v1::DTYPE_UINT32);
     request.mutable_options()->set_k(1);
     request.set_keys(ToBytes(keys));
-    *(field == 0 ? request.mutable_values_region() : request.mutable_indices_region()) = r.Ref(0, 8);
+    *(field == 0 ? request.mutable_values_region() : request.mutable_indices_region()) = WireRef(r.Ref(0, 8));
     v1::TopKResponse response;
     grpc::ClientContext context;
     grpc::Status status = server.stub().TopK(&context, request, &response);
@@ -242,7 +247,7 @@ TEST(SharedMemory, TheServersLimitsHoldAndAClosedRegistrationFreesItsSlot) {
   EXPECT_CODE(client.CreateSharedMemory(8192), kResourceExhausted, "--shm-max-regions");
 
   // Unregistering (destroying the region closes its connection) frees the slot and retires the id.
-  const v1::RegionRef stale = (*first)->Ref(0, 400);
+  const client::RegionRef stale = (*first)->Ref(0, 400);
   first->reset();
   bool registered = false;
   for (int i = 0; i < 100 && !registered; ++i) {  // the server lets go when the connection's end reaches it
@@ -251,7 +256,7 @@ TEST(SharedMemory, TheServersLimitsHoldAndAClosedRegistrationFreesItsSlot) {
     if (!registered) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_TRUE(registered) << "the unregistered region's slot was not given back";
-  EXPECT_CODE(client.SortInRegion(v1::DTYPE_UINT32, Sorting(), v1::PAYLOAD_NONE, stale, stale), kInvalidArgument,
+  EXPECT_CODE(client.SortInRegion(kU32, Sorting(), kKeysOnly, stale, stale), kInvalidArgument,
               "not registered");
 
   ServerConfig bytes = ShmConfig();

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "client/src/proto_convert.h"
 #include "gpusort/client.h"
 #include "gpusort/shared_memory.h"
 #include "gpusort/v1/region_socket.h"
@@ -28,6 +29,13 @@ inline Client ShmClientFor(const TestServer& server) {
   options.shm_socket = server.shm_socket();
   return Client(options);
 }
+
+// TestAlgorithm and ExpectedBackend (test_server.h) as the client library names them.
+inline client::Algorithm ClientTestAlgorithm() { return client_internal::FromProto(TestAlgorithm()); }
+inline client::Backend ClientExpectedBackend() { return client_internal::FromProto(ExpectedBackend()); }
+
+// A region reference as a raw request carries it.
+inline v1::RegionRef WireRef(const client::RegionRef& ref) { return client_internal::ToProto(ref); }
 
 // A memfd of `bytes`, sealed as the server wants it (F_SEAL_SHRINK) unless `seals` says otherwise.
 inline UniqueFd Memfd(std::size_t bytes, int seals = F_SEAL_SHRINK | F_SEAL_GROW, unsigned flags = 0) {

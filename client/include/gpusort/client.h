@@ -12,6 +12,11 @@
 // with load_balancing = "round_robin") spreads the calls over them, and calls that fail UNAVAILABLE
 // because a server stopped are retried on another (ClientOptions::retry). ClientOptions::tls and
 // bearer_token match the server's --tls-* and --auth-tokens-file.
+//
+// This header, gpusort/types.h (DType, Algorithm, ExecutionInfo, ... in gpusort::client) and
+// gpusort/shared_memory.h name only gpusort's own types and include neither gRPC nor protobuf. Callers
+// that use gRPC themselves (their own channel credentials, a channel to the server's EchoService)
+// include gpusort/grpc_interop.h, the one gpusort header that does.
 #pragma once
 
 #include <chrono>
@@ -19,18 +24,16 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include <grpcpp/security/credentials.h>
-
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gpusort/shared_memory.h"
-#include "gpusort/v1/sort.grpc.pb.h"
+#include "gpusort/types.h"
 
 namespace gpusort {
 
@@ -90,7 +93,7 @@ struct ClientOptions {
   // must reach one server) and shared memory is refused (a region lives on one server).
   std::string load_balancing{};
   RetryOptions retry{};
-  TlsOptions tls{};
+  TlsOptions tls{};  // other gRPC credentials: ClientWithCredentials (gpusort/grpc_interop.h)
   // Sent as "authorization: Bearer <token>" on every call (the server's --auth-tokens-file). Over a
   // channel without TLS the token travels in clear text.
   std::string bearer_token{};
@@ -117,7 +120,6 @@ struct ClientOptions {
   // PAYLOAD_INDICES; PAYLOAD_VALUES always takes one stream). Smaller Sorts keep to one stream: a split
   // costs a thread and a call per part, and each part's connection is opened on its first use.
   std::size_t stream_parts_from_bytes = 16u << 20;
-  std::shared_ptr<grpc::ChannelCredentials> credentials{};  // set: used instead of `tls`; default: insecure
   std::string request_id{};  // sent as x-request-id when set
   // Extra integer channel arguments. gRPC shares one connection among channels whose target and
   // arguments are equal; a distinct argument gives a Client a connection of its own (gpusort bench
@@ -130,7 +132,7 @@ struct ClientOptions {
 struct SortOptions {
   bool descending = false;
   bool stable = false;  // equal keys keep their input order
-  v1::Algorithm algorithm = v1::ALGORITHM_AUTO;
+  client::Algorithm algorithm = client::Algorithm::kAuto;
   uint64_t rows = 1;  // > 1: the keys are that many equal rows, each sorted alone (indices per row)
   // Or segments of any lengths: S + 1 offsets (0 first, never decreasing, n last), each segment sorted
   // alone (indices per segment). Empty: none. The caller's memory, read during the call.
@@ -139,14 +141,14 @@ struct SortOptions {
 
 // Defaults as the CLI's (`gpusort topk`: k 10, largest first, sorted). The CLI writes values unless
 // --output says otherwise, because it writes one file; a TopKResult holds both arrays, so the library
-// asks for both (output = TOPK_OUTPUT_VALUES halves the answer when the indices are not wanted).
+// asks for both (output = TopKOutput::kValues halves the answer when the indices are not wanted).
 struct TopKOptions {
   uint64_t k = 10;
   bool largest = true;
   bool sorted = true;
-  v1::TopKOutput output = v1::TOPK_OUTPUT_VALUES_AND_INDICES;
+  client::TopKOutput output = client::TopKOutput::kValuesAndIndices;
   uint64_t rows = 1;  // top-k of each of `rows` equal rows
-  v1::Algorithm algorithm = v1::ALGORITHM_AUTO;
+  client::Algorithm algorithm = client::Algorithm::kAuto;
   // Or segments of any lengths: S + 1 offsets (0 first, never decreasing, n last); segment s yields
   // min(k, its length) results, segment after segment (indices per segment). Empty: none. The
   // caller's memory, read during the call.
@@ -159,21 +161,21 @@ std::size_t TopKResultCount(const TopKOptions& options);
 
 // Untyped request and answers, for callers that learn the dtype at run time (the CLI).
 struct RawSortRequest {
-  v1::DType dtype = v1::DTYPE_UNSPECIFIED;
+  client::DType dtype = client::DType::kUnspecified;
   std::string_view keys{};  // little-endian elements of dtype
   SortOptions options{};
-  v1::Payload payload = v1::PAYLOAD_NONE;
-  std::string_view values{};   // PAYLOAD_VALUES: value_width bytes per key
+  client::Payload payload = client::Payload::kNone;
+  std::string_view values{};   // Payload::kValues: value_width bytes per key
   uint32_t value_width = 0;
 };
 struct RawSortResult {
   std::string keys{}, values{}, indices{};  // indices: int64 little-endian
-  v1::ExecutionInfo info{};
+  client::ExecutionInfo info{};
   bool streamed = false;  // whether the streaming RPC carried it
 };
 struct RawTopKResult {
   std::string values{}, indices{};
-  v1::ExecutionInfo info{};
+  client::ExecutionInfo info{};
   bool streamed = false;
 };
 
@@ -182,39 +184,39 @@ struct SortResult {
   std::vector<T> keys{};
   std::vector<int64_t> indices{};  // Argsort only
   std::string values{};            // SortWithValues only
-  v1::ExecutionInfo info{};
+  client::ExecutionInfo info{};
 };
 
 template <typename T>
 struct TopKResult {
   std::vector<T> values;         // TopKResultCount, row after row (unless output is indices only)
   std::vector<int64_t> indices;  // as many row (or segment) positions (unless output is values only)
-  v1::ExecutionInfo info{};
+  client::ExecutionInfo info{};
 };
 
 // A comma-separated server list ("h1:50051,h2:50051") as ClientOptions::targets; a string naming a gRPC
 // resolver ("dns:///...", "ipv4:...", "unix:...") stays one target, commas and all.
 std::vector<std::string> SplitServerList(std::string_view servers);
 
-// The channel a Client with these options dials: target(s), load balancing, retries, TLS, message
-// limits and channel arguments. For calling the server's other services (EchoService) alike.
-absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(const ClientOptions& options);
-// A call context as a Client makes them: the deadline (options.timeout), x-request-id and the bearer
-// token.
-std::unique_ptr<grpc::ClientContext> NewCallContext(const ClientOptions& options);
-// The metadata every call carries (x-request-id, authorization), without a deadline.
-void AddCallMetadata(const ClientOptions& options, grpc::ClientContext& context);
-
 // The wire dtype of a C++ key type ((u)int8_t to (u)int64_t, float, double; float16 and bfloat16 keys
 // go through the raw calls with their dtype).
-template <typename T> constexpr v1::DType WireDTypeOf();
+template <typename T> constexpr client::DType WireDTypeOf();
+
+namespace client_internal {
+struct ClientAccess;  // builds a Client with gRPC credentials (gpusort/grpc_interop.h)
+}  // namespace client_internal
 
 class Client {
  public:
   // A bad option (an unreadable TLS file, a server name that does not resolve) does not throw: every
   // call then fails with it, and status() says so up front.
   explicit Client(ClientOptions options);
-  absl::Status status() const { return init_status_; }
+  ~Client();
+  // Movable, so that Clients can be kept in containers and returned; a moved-from Client may only be
+  // assigned to or destroyed.
+  Client(Client&&) noexcept;
+  Client& operator=(Client&&) noexcept;
+  absl::Status status() const;
 
   template <typename T>
   absl::StatusOr<SortResult<T>> Sort(std::span<const T> keys, const SortOptions& options = {});
@@ -254,70 +256,35 @@ class Client {
                                                                           const SortOptions& o = {});
 
   absl::StatusOr<RawSortResult> SortRaw(const RawSortRequest& request);
-  absl::StatusOr<RawTopKResult> TopKRaw(v1::DType dtype, std::string_view keys,
+  absl::StatusOr<RawTopKResult> TopKRaw(client::DType dtype, std::string_view keys,
                                         const TopKOptions& options);
 
   // Shared memory (same host only; see gpusort/shared_memory.h).
   absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> CreateSharedMemory(std::size_t bytes);
   // Sorts the keys in `keys` into `output` (the same range sorts in place), with int64 positions into
-  // `indices` when payload is PAYLOAD_INDICES. Only the ExecutionInfo comes back over the socket.
-  absl::StatusOr<v1::ExecutionInfo> SortInRegion(v1::DType dtype, const SortOptions& options, v1::Payload payload,
-                                                 const v1::RegionRef& keys, const v1::RegionRef& output,
-                                                 const v1::RegionRef* indices = nullptr);
-  absl::StatusOr<v1::ExecutionInfo> TopKInRegion(v1::DType dtype, const TopKOptions& options,
-                                                 const v1::RegionRef& keys, const v1::RegionRef* values,
-                                                 const v1::RegionRef* indices);
+  // `indices` when payload is Payload::kIndices. Only the ExecutionInfo comes back over the socket.
+  absl::StatusOr<client::ExecutionInfo> SortInRegion(client::DType dtype, const SortOptions& options,
+                                                     client::Payload payload, const client::RegionRef& keys,
+                                                     const client::RegionRef& output,
+                                                     const client::RegionRef* indices = nullptr);
+  absl::StatusOr<client::ExecutionInfo> TopKInRegion(client::DType dtype, const TopKOptions& options,
+                                                     const client::RegionRef& keys, const client::RegionRef* values,
+                                                     const client::RegionRef* indices);
 
   // grpc.health.v1 Check: true when the service ("" = the whole server) is SERVING.
   absl::StatusOr<bool> Health(const std::string& service = "");
 
-  const ClientOptions& options() const { return options_; }
+  const ClientOptions& options() const;
   // Whether calls are spread over several servers (a load-balancing policy other than pick_first).
-  bool balancing() const { return balancing_; }
+  bool balancing() const;
 
  private:
-  std::unique_ptr<grpc::ClientContext> NewContext() const;
-  std::size_t UnaryLimit() const;  // arrays larger than this cannot go in one message
-  // Whether a call whose request holds `request_bytes` and whose answer `answer_bytes` is streamed.
-  bool ShouldStream(std::size_t request_bytes, std::size_t answer_bytes) const;
-  absl::StatusOr<RawSortResult> SortStreamed(const RawSortRequest& request);
-  // Whether a streamed Sort is split over several SortStream calls (stream_parts).
-  bool ShouldSplit(const RawSortRequest& request) const;
-  // One Sort on `stream_parts` SortStream calls at once, one per part channel (proto StreamPart).
-  absl::StatusOr<RawSortResult> SortStreamedInParts(const RawSortRequest& request);
-  // A channel to the target with this client's credentials and arguments; `extra_argument` set (an
-  // integer channel argument) gives it a connection of its own.
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::pair<std::string, int>* extra_argument) const;
-  // The stubs of the part channels, `count` of them, made on first use.
-  // UNAVAILABLE when one does not connect in time.
-  absl::StatusOr<std::vector<v1::SortService::Stub*>> PartStubs(std::size_t count);
-  absl::StatusOr<RawTopKResult> TopKStreamed(v1::DType dtype, std::string_view keys,
-                                             const TopKOptions& options);
-
-  absl::StatusOr<RawSortResult> SortThroughRegion(const RawSortRequest& request);
-  absl::StatusOr<RawTopKResult> TopKThroughRegion(v1::DType dtype, std::string_view keys,
-                                                  const TopKOptions& options);
-  // A registered region of at least `bytes` for one call, from the pool or new; Release gives it back.
-  absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> TakeRegion(std::size_t bytes);
-  void ReleaseRegion(std::unique_ptr<SharedMemoryRegion> region);
-
-  // FAILED_PRECONDITION for shared memory while balancing or without shm_socket; else OK.
-  absl::Status SharedMemoryAllowed() const;
-  // A new region of `bytes`, registered on shm_socket.
-  absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> NewRegion(std::size_t bytes) const;
-
-  ClientOptions options_;
-  absl::Status init_status_;
-  bool balancing_ = false;
-  std::string target_uri_, target_authority_;  // options_' target(s), resolved once
-  int target_servers_ = 1;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::SortService::Stub> stub_;
-  std::mutex part_stubs_mutex_;
-  std::vector<std::shared_ptr<grpc::Channel>> part_channels_;        // one per part, each its own connection
-  std::vector<std::unique_ptr<v1::SortService::Stub>> part_stubs_;  // on part_channels_
-  std::mutex regions_mutex_;
-  std::vector<std::unique_ptr<SharedMemoryRegion>> free_regions_;
+  // Everything gRPC: the channels, the stubs, the part connections and the shared-memory pool
+  // (client/src/client_impl.h). Its methods are thread-safe, as Client's are.
+  struct Impl;
+  friend struct client_internal::ClientAccess;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace gpusort

@@ -8,17 +8,17 @@
 namespace gpusort {
 
 template <typename T>
-constexpr v1::DType WireDTypeOf() {
-  if constexpr (std::is_same_v<T, int32_t>) return v1::DTYPE_INT32;
-  else if constexpr (std::is_same_v<T, uint32_t>) return v1::DTYPE_UINT32;
-  else if constexpr (std::is_same_v<T, int64_t>) return v1::DTYPE_INT64;
-  else if constexpr (std::is_same_v<T, uint64_t>) return v1::DTYPE_UINT64;
-  else if constexpr (std::is_same_v<T, float>) return v1::DTYPE_FLOAT32;
-  else if constexpr (std::is_same_v<T, double>) return v1::DTYPE_FLOAT64;
-  else if constexpr (std::is_same_v<T, int16_t>) return v1::DTYPE_INT16;
-  else if constexpr (std::is_same_v<T, uint16_t>) return v1::DTYPE_UINT16;
-  else if constexpr (std::is_same_v<T, int8_t>) return v1::DTYPE_INT8;
-  else if constexpr (std::is_same_v<T, uint8_t>) return v1::DTYPE_UINT8;
+constexpr client::DType WireDTypeOf() {
+  if constexpr (std::is_same_v<T, int32_t>) return client::DType::kInt32;
+  else if constexpr (std::is_same_v<T, uint32_t>) return client::DType::kUint32;
+  else if constexpr (std::is_same_v<T, int64_t>) return client::DType::kInt64;
+  else if constexpr (std::is_same_v<T, uint64_t>) return client::DType::kUint64;
+  else if constexpr (std::is_same_v<T, float>) return client::DType::kFloat32;
+  else if constexpr (std::is_same_v<T, double>) return client::DType::kFloat64;
+  else if constexpr (std::is_same_v<T, int16_t>) return client::DType::kInt16;
+  else if constexpr (std::is_same_v<T, uint16_t>) return client::DType::kUint16;
+  else if constexpr (std::is_same_v<T, int8_t>) return client::DType::kInt8;
+  else if constexpr (std::is_same_v<T, uint8_t>) return client::DType::kUint8;
   // float16 and bfloat16 have no standard C++20 type: send their bits through the raw calls.
   else static_assert(sizeof(T) == 0, "typed gpusort keys are 8- to 64-bit integers, float and double");
 }
@@ -68,7 +68,7 @@ template <typename T>
 absl::StatusOr<SortResult<T>> Client::Argsort(std::span<const T> keys,
                                               const SortOptions& options) {
   RawSortRequest request = client_internal::MakeRawSortRequest(keys, options);
-  request.payload = v1::PAYLOAD_INDICES;
+  request.payload = client::Payload::kIndices;
   return client_internal::ToTyped<T>(SortRaw(request));
 }
 
@@ -78,7 +78,7 @@ absl::StatusOr<SortResult<T>> Client::SortWithValues(std::span<const T> keys,
                                                      uint32_t value_width,
                                                      const SortOptions& options) {
   RawSortRequest request = client_internal::MakeRawSortRequest(keys, options);
-  request.payload = v1::PAYLOAD_VALUES;
+  request.payload = client::Payload::kValues;
   request.values = values;
   request.value_width = value_width;
   return client_internal::ToTyped<T>(SortRaw(request));

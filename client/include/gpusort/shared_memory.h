@@ -3,7 +3,7 @@
 //   gpusort::Client client({.target = "localhost:50051", .shm_socket = "/run/gpusort/shm.sock"});
 //   auto region = client.CreateSharedMemory(2 * keys_bytes);         // created, mapped, registered
 //   std::memcpy(region->data(), keys, keys_bytes);                     // or build the keys there
-//   auto info = client.SortInRegion(v1::DTYPE_FLOAT32, {},
+//   auto info = client.SortInRegion(gpusort::client::DType::kFloat32, {}, gpusort::client::Payload::kNone,
 //                                   region->Ref(0, keys_bytes),             // keys
 //                                   region->Ref(keys_bytes, keys_bytes));   // sorted keys
 //
@@ -19,10 +19,10 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
-#include "gpusort/v1/region_socket.h"
-#include "gpusort/v1/sort.pb.h"
+#include "gpusort/types.h"
 
 namespace gpusort {
 
@@ -51,12 +51,9 @@ class SharedMemoryRegistration {
   const std::string& id() const { return id_; }  // the server's region_id
   int connection() const { return connection_; }
   // A reference to [offset, offset + length) of the region, for SortInRegion and TopKInRegion.
-  v1::RegionRef Ref(std::size_t offset, std::size_t length) const;
+  client::RegionRef Ref(std::size_t offset, std::size_t length) const;
 
  private:
-  static absl::StatusOr<std::unique_ptr<SharedMemoryRegistration>> RegisterKind(
-      const std::string& socket_path, int fd, std::size_t size, v1::region_socket::RegionKind kind,
-      std::chrono::milliseconds timeout);
   SharedMemoryRegistration(int connection, std::string id) : connection_(connection), id_(std::move(id)) {}
   int connection_;
   std::string id_;
@@ -79,7 +76,7 @@ class SharedMemoryRegion {
   const std::string& id() const { return registration_->id(); }  // the server's region_id
   // The memfd, for handing the same memory to another process of this caller's own.
   int fd() const { return fd_; }
-  v1::RegionRef Ref(std::size_t offset, std::size_t length) const;
+  client::RegionRef Ref(std::size_t offset, std::size_t length) const;
 
  private:
   SharedMemoryRegion() = default;
