@@ -38,6 +38,8 @@ def all_cases():
     out.append(("bf16_256M_k100", 1, 256 * M, 100))
     for rows, length, k in ((128, 131072, 50), (1024, 32000, 50)):
         out.append((f"bf16_rows_{rows}x{length}_k{k}", rows, length, k))
+    for rows, length, k in ((128, 131072, 50), (1024, 32000, 50)):
+        out.append((f"f16_rows_{rows}x{length}_k{k}", rows, length, k))
     return out
 
 
@@ -71,8 +73,8 @@ def time_ms(torch, flush, call, inputs, warmup, runs):
 
 def time_case(torch, flush, args, case, rows, row_length, k):
     shape = (row_length,) if rows == 1 else (rows, row_length)
-    dtype = torch.bfloat16 if case.startswith("bf16") else torch.float32
-    dtype_name = "bfloat16" if case.startswith("bf16") else "float32"
+    dtype_name = "bfloat16" if case.startswith("bf16") else "float16" if case.startswith("f16") else "float32"
+    dtype = getattr(torch, dtype_name)
     inputs = []
     for r in range(torch_anchor.INPUTS):
         generator = torch.Generator(device="cuda")
@@ -86,7 +88,7 @@ def time_case(torch, flush, args, case, rows, row_length, k):
     n = rows * row_length
     return {"case": case, "n": n, "rows": rows, "row_length": row_length, "k": k, "method": "torch_topk",
             "torch_dtype": dtype_name, "median_ms": median, "min_ms": minimum,
-            "read_gb_per_s": n * (2 if dtype_name == "bfloat16" else 4) / (median * 1e-3) / 1e9 if median > 0 else 0.0,
+            "read_gb_per_s": n * (4 if dtype_name == "float32" else 2) / (median * 1e-3) / 1e9 if median > 0 else 0.0,
             "warmup": args.warmup, "runs": args.runs,
             "note": f"torch.topk(largest=True, sorted=True) on torch.rand {dtype_name}; returns int64 indices"}
 

@@ -8,6 +8,7 @@
 //   f32_256M_k10, f32_256M_k100, f32_256M_k1000, f32_256M_k100000    one vector of 2^28 keys
 //   f32_16M_k100                                                     one vector of 2^24 keys
 //   f32_rows_1024x4096_k10, f32_rows_4096x1024_k32, f32_rows_65536x256_k10   rows, each on its own
+//   f16_rows_128x131072_k50, f16_rows_1024x32000_k50: the same rows in float16 (the 16-bit methods)
 //   bf16_256M_k100, bf16_rows_128x131072_k50, bf16_rows_1024x32000_k50       bfloat16 keys (issue 16's
 //       shapes): uniform in [0, 1) on the bfloat16 grid, given to the kernels as the server gives them,
 //       their 16-bit ordered bits complemented and zero-extended to 32 bits (server/backend/cuda/
@@ -58,6 +59,7 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_radix_sort.cuh>
 #include <cub/version.cuh>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -155,6 +157,20 @@ __global__ void GenerateBf16Kernel(std::uint16_t* raw, std::uint32_t* out, std::
   }
 }
 
+// float16 keys in [0, 1) on the float16 grid (as torch.rand draws them: rounded toward zero, so they stay
+// below 1), raw and as 16-bit ordered bits complemented, zero-extended. The ordered-bits transform is
+// the same for both 16-bit float formats (sign at bit 15, then magnitude), so every 16-bit method but
+// the bfloat16 widening runs on these too.
+__global__ void GenerateF16Kernel(std::uint16_t* raw, std::uint32_t* out, std::size_t n, std::uint64_t seed) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x) {
+    const float key = static_cast<float>(SplitMix64(seed + i) >> 40) * 0x1p-24f;
+    const auto bits = static_cast<std::uint16_t>(__half_as_ushort(__float2half_rz(key)));
+    raw[i] = bits;
+    out[i] = static_cast<std::uint16_t>(~(bits | 0x8000u));
+  }
+}
+
 // Row-relative positions 0..row_length-1 per row: the full sort's values.
 __global__ void RowIotaKernel(std::uint32_t* out, std::size_t n, std::size_t row_length) {
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
@@ -211,7 +227,8 @@ struct Case {
   std::size_t rows;
   std::size_t row_length;
   std::size_t k;
-  bool bf16 = false;  // bfloat16 keys, widened (see the top)
+  bool bf16 = false;  // 16-bit float keys (bfloat16 unless f16), widened (see the top)
+  bool f16 = false;   // float16 rather than bfloat16 (no bfloat16 widening)
   std::size_t n() const { return rows * row_length; }
 };
 
@@ -320,8 +337,9 @@ class CaseRunner {
     for (int r = 0; r < kInputs; ++r) {
       if (case_.bf16) {
         raw_.emplace_back(raw_bytes);
-        GenerateBf16Kernel<<<GridFor(n_), 256, 0, native_>>>(raw_[r].as<std::uint16_t>(),
-                                                             inputs_[r].as<std::uint32_t>(), n_, SplitMix64(1000 + r));
+        auto* generate = case_.f16 ? GenerateF16Kernel : GenerateBf16Kernel;
+        generate<<<GridFor(n_), 256, 0, native_>>>(raw_[r].as<std::uint16_t>(), inputs_[r].as<std::uint32_t>(), n_,
+                                                   SplitMix64(1000 + r));
       } else {
         GenerateKernel<<<GridFor(n_), 256, 0, native_>>>(inputs_[r].as<std::uint32_t>(), n_,
                                                          SplitMix64(1000 + r));
@@ -516,7 +534,6 @@ class CaseRunner {
 
   // The server's widening of raw bfloat16 keys, checked once against the bits the kernels get.
   void AddWiden() {
-    or_and_ = DeviceBuffer(2 * sizeof(std::uint64_t));
     auto widen = [this](int input) {
       const gk::Status s = gk::WidenToOrderedBitsAsync(2, gk::KeyKind::kFloat, /*complement=*/true, raw_[input].get(),
                                                        copy_target_.as<std::uint32_t>(), n_,
@@ -619,7 +636,8 @@ class CaseRunner {
       AddGpusort(kThreadLists, gk::ThreadListsTopKTempBytes, gk::ThreadListsTopK);
     }
     if (options_.full_sort && Wanted(kFullSort)) AddFullSort();
-    if (case_.bf16) AddWiden();
+    if (case_.bf16) or_and_ = DeviceBuffer(2 * sizeof(std::uint64_t));  // the 16-bit transforms' accumulator
+    if (case_.bf16 && !case_.f16) AddWiden();
     if (case_.bf16) {
       AddSixteenBit(kSmallK16, gk::SmallTopKTempBytes, gk::SmallTopK, false);
       AddSixteenBit(kRadixSelect16, gk::RadixSelectTopKTempBytes, gk::RadixSelectTopK, false);
@@ -767,7 +785,7 @@ class CaseRunner {
   std::vector<DeviceBuffer> raw_;     // bf16 cases: kInputs raw bfloat16 arrays
   std::vector<DeviceBuffer> bits16_;  // bf16 cases: their 16-bit ordered bits, complemented (SMALL_K k16)
   std::vector<std::unique_ptr<Sixteen>> sixteen_;  // the 16-bit methods' buffers (stable addresses)
-  DeviceBuffer or_and_;               // bf16 cases: the widening's varying-bits accumulator
+  DeviceBuffer or_and_;               // 16-bit cases: the transforms' varying-bits accumulator
   std::vector<std::uint32_t> input0_;
   DeviceBuffer copy_target_, temp_;
   std::vector<std::pair<DeviceBuffer, DeviceBuffer>> outputs_;  // per gpusort method: keys, positions
@@ -792,6 +810,8 @@ std::vector<Case> AllCases(const Options& options) {
   if (!options.quick) cases.push_back({"bf16_256M_k100", 1, 256 * kM, 100, true});
   cases.push_back({"bf16_rows_128x131072_k50", 128, 131072, 50, true});
   cases.push_back({"bf16_rows_1024x32000_k50", 1024, 32000, 50, true});
+  cases.push_back({"f16_rows_128x131072_k50", 128, 131072, 50, true, true});
+  cases.push_back({"f16_rows_1024x32000_k50", 1024, 32000, 50, true, true});
   return cases;
 }
 
