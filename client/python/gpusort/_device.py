@@ -18,10 +18,18 @@ from .v1 import sort_pb2 as pb
 
 
 def is_cuda(obj):
-    if hasattr(obj, "__cuda_array_interface__"):
-        return True
+    """Whether `obj` is an array in GPU memory. torch is asked by its device first: its
+    __cuda_array_interface__ raises other errors than AttributeError (bfloat16, tensors that require
+    grad), which hasattr would let through."""
     device = getattr(obj, "device", None)
-    return getattr(device, "type", None) == "cuda"
+    if getattr(device, "type", None) == "cuda":
+        return True
+    if type(obj).__module__.split(".")[0] == "torch":
+        return False
+    try:
+        return hasattr(obj, "__cuda_array_interface__")
+    except Exception:  # an object whose interface property fails is not one we can read
+        return False
 
 
 class DeviceArray:
