@@ -212,6 +212,8 @@ bool GpusortServer::Drain() {
   return idle;
 }
 
+std::size_t GpusortServer::registered_regions() const { return core_->regions().count(); }
+
 void GpusortServer::Wait() {
   server_->Wait();
   if (health_server_ != nullptr) health_server_->Wait();

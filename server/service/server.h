@@ -40,6 +40,8 @@ class GpusortServer {
   int metrics_port() const { return metrics_port_; }  // 0 when metrics are off
   int health_port() const { return health_port_; }    // 0 without --health-listen
   const Backend& backend() const { return *backend_; }
+  // Shared-memory and device regions registered now (tests, and what an operator may want to see).
+  std::size_t registered_regions() const;
 
   // Health turns NOT_SERVING, new calls get UNAVAILABLE, in-flight calls may finish for up to the
   // drain timeout; then the gRPC server stops. Returns true when every call finished in time.

@@ -2,11 +2,13 @@
 // server (sort, topk and echo, unary and streamed, closed and open loop), including failed requests
 // counted by code rather than ending the run.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <functional>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -492,6 +494,27 @@ TEST_F(BenchEndToEnd, ArgsortAndTopKOverSharedMemoryAnswerRight) {
   topk.argsort = true;
   topk.k = 33;
   ExpectClean(RunBench(topk));
+}
+
+// Every (connection, payload) pair that requests will use has its region before the measurement, not
+// on first use inside it: 2 connections and 3 payloads pair up six ways (gcd 1), so six regions are
+// registered when the measurement ends, though its two requests used only two pairs.
+TEST_F(BenchEndToEnd, EveryPayloadsRegionIsRegisteredBeforeTheMeasurement) {
+  for (int i = 0; i < 200 && server_->server().registered_regions() != 0; ++i) {  // earlier tests' regions
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(server_->server().registered_regions(), 0u);
+  BenchConfig c = Config(BenchMethod::kSort, BenchTransport::kShm);
+  c.connections = 2;
+  c.payloads = 3;
+  c.concurrency = {1};
+  c.requests = 2;
+  std::size_t at_the_end = 0;
+  auto rows = RunBench(c, [&](const BenchProgress& p) {
+    if (p.final) at_the_end = server_->server().registered_regions();
+  });
+  ExpectClean(rows, 2);
+  EXPECT_EQ(at_the_end, 6u);
 }
 
 // --transport device: on a GPU server (GPUSORT_TEST_BACKEND=cuda, on the GPU machine) every answer is
