@@ -59,7 +59,10 @@ struct BenchConfig {
   BenchMethod method = BenchMethod::kSort;
   BenchTransport transport = BenchTransport::kUnary;
   std::string shm_socket;       // --transport shm: the server's --shm-socket
-  uint64_t k = 10;              // topk: the k largest, in rank order
+  uint64_t k = 10;              // topk: the k largest, in rank order (of each row)
+  // Each request's keys form this many equal rows (SortOptions.rows / TopKOptions.rows): a sort sorts
+  // each row alone (indices per row), a top-k answers k per row. 1: one array.
+  uint64_t rows = 1;
   bool descending = false;      // sort only
   bool argsort = false;         // sort: PAYLOAD_INDICES; topk: values and indices
   Algorithm algorithm = Algorithm::kAuto;
@@ -112,8 +115,13 @@ inline absl::Status ValidateBenchConfig(const BenchConfig& c) {
   if (c.connections < 1) return invalid("--connections must be at least 1");
   if (c.count < 1) return invalid("--count must be at least 1");
   if (c.payloads < 1) return invalid("--payloads must be at least 1");
-  if (c.method == BenchMethod::kTopK && (c.k < 1 || c.k > c.count))
-    return invalid("-k must be between 1 and --count");
+  if (c.rows < 1) return invalid("--rows must be at least 1");
+  if (c.method == BenchMethod::kEcho && c.rows != 1) return invalid("echo has no rows: it measures gRPC itself");
+  if (c.count % c.rows != 0)
+    return invalid("--rows must divide --count (" + std::to_string(c.count) + " keys into " + std::to_string(c.rows) +
+                   " rows)");
+  if (c.method == BenchMethod::kTopK && (c.k < 1 || c.k > c.count / c.rows))
+    return invalid(c.rows == 1 ? "-k must be between 1 and --count" : "-k must be between 1 and a row's length");
   if (c.chunk_bytes < 1) return invalid("--chunk-bytes must be at least 1");
   if (c.stream_parts < 1 || c.stream_parts > 64) return invalid("--stream-parts must be 1 to 64");
   if (c.method == BenchMethod::kEcho && c.transport == BenchTransport::kShm)

@@ -65,6 +65,7 @@ Json RowJson(const BenchRow& r) {
   for (const auto& [stage, ms] : r.stage_p50_ms) row["server_stage_p50_ms"][stage] = ms;
   Json params;
   params["k"] = r.k;
+  params["rows"] = r.rows;
   params["algorithm"] = r.algorithm;
   params["distribution"] = r.distribution;
   params["seed"] = r.seed;
@@ -118,6 +119,7 @@ BenchRow RowFromJson(const Json& j) {
   if (j.contains("params")) {
     const Json& p = j.at("params");
     r.k = p.at("k").get<uint64_t>();
+    r.rows = p.value("rows", uint64_t{1});  // added after the first params
     r.algorithm = p.at("algorithm").get<std::string>();
     r.distribution = p.at("distribution").get<std::string>();
     r.seed = p.at("seed").get<uint64_t>();
@@ -209,7 +211,7 @@ std::string ToCsv(const std::vector<BenchRow>& rows) {
       "errors_by_code,requests_per_s,keys_per_s,mb_per_s";
   for (const auto& [name, field] : kLatencyFields) out += std::string(",latency_") + name + "_ms";
   // check (0 or 1) last: a row never ends in an empty field (keys_from and the stages may be empty).
-  out += ",server_stage_p50_ms,k,algorithm,distribution,seed,payloads,descending,argsort,keys_from,stable_percent,"
+  out += ",server_stage_p50_ms,k,rows,algorithm,distribution,seed,payloads,descending,argsort,keys_from,stable_percent,"
          "repetitions,stable,ramp_at_s,check\n";
   for (const BenchRow& r : rows) {
     std::vector<std::string> cells = {
@@ -220,7 +222,7 @@ std::string ToCsv(const std::vector<BenchRow>& rows) {
         CodesField(r.errors_by_code), Format("%.3f", r.requests_per_s), Format("%.1f", r.keys_per_s),
         Format("%.3f", r.mb_per_s)};
     for (const auto& [name, field] : kLatencyFields) cells.push_back(Format("%.6f", r.latency_ms.*field));
-    for (std::string cell : {StagesField(r.stage_p50_ms, ";"), std::to_string(r.k), r.algorithm, r.distribution,
+    for (std::string cell : {StagesField(r.stage_p50_ms, ";"), std::to_string(r.k), std::to_string(r.rows), r.algorithm, r.distribution,
                              std::to_string(r.seed), std::to_string(r.payloads), std::string(r.descending ? "1" : "0"),
                              std::string(r.argsort ? "1" : "0"), r.keys_from, Format("%g", r.stable_percent),
                              std::to_string(r.repetitions), std::string(r.stable ? "1" : "0"),

@@ -131,6 +131,7 @@ absl::StatusOr<Answer> RunSort(const BenchConfig& config, Connection& c, std::st
   request.keys = keys;
   request.options.descending = config.descending;
   request.options.algorithm = config.algorithm;
+  request.options.rows = config.rows;
   if (config.argsort) request.payload = Payload::kIndices;
   auto result = c.client->SortRaw(request);
   if (!result.ok()) return result.status();
@@ -144,6 +145,7 @@ absl::StatusOr<Answer> RunTopK(const BenchConfig& config, Connection& c, std::st
   options.sorted = true;
   options.output = config.argsort ? TopKOutput::kValuesAndIndices : TopKOutput::kValues;
   options.algorithm = config.algorithm;
+  options.rows = config.rows;
   auto result = c.client->TopKRaw(config.dtype, keys, options);
   if (!result.ok()) return result.status();
   return Answer{std::move(result->values), std::move(result->indices), StagesOf(result->info)};
@@ -251,7 +253,8 @@ RegionLayout LayoutFor(const BenchConfig& config, std::size_t key_bytes) {
   RegionLayout l;
   l.key_bytes = key_bytes;
   l.out_offset = (key_bytes + 63) / 64 * 64;
-  const std::size_t results = config.method == BenchMethod::kTopK ? config.k : key_bytes / ElementSize(config.dtype);
+  const std::size_t results =
+      config.method == BenchMethod::kTopK ? config.rows * config.k : key_bytes / ElementSize(config.dtype);
   l.value_bytes = results * ElementSize(config.dtype);
   l.index_offset = l.out_offset + (l.value_bytes + 63) / 64 * 64;
   l.index_bytes = config.argsort ? results * sizeof(int64_t) : 0;
@@ -269,11 +272,13 @@ absl::StatusOr<ExecutionInfo> CallOnRegion(const BenchConfig& config, Client& cl
     options.k = config.k;
     options.output = config.argsort ? TopKOutput::kValuesAndIndices : TopKOutput::kValues;
     options.algorithm = config.algorithm;
+    options.rows = config.rows;
     return client.TopKInRegion(config.dtype, options, in, &out, config.argsort ? &indices : nullptr);
   }
   SortOptions options;
   options.descending = config.descending;
   options.algorithm = config.algorithm;
+  options.rows = config.rows;
   return client.SortInRegion(config.dtype, options, config.argsort ? Payload::kIndices : Payload::kNone, in, out,
                              config.argsort ? &indices : nullptr);
 }
@@ -431,7 +436,8 @@ T Load(std::string_view bytes, std::size_t i) {
 }
 
 // Sort (ascending, descending, argsort) and top-k (the k largest, in rank order, with indices on
-// --argsort). Equal keys have equal bits, so any tie order passes.
+// --argsort), row by row with --rows (indices count from the row's start). Equal keys have equal bits,
+// so any tie order passes.
 template <typename T>
 class OrderChecker final : public Checker {
   using U = decltype(OrderedBits(T{}));
@@ -441,45 +447,54 @@ class OrderChecker final : public Checker {
       : topk_(config.method == BenchMethod::kTopK),
         reversed_(topk_ || config.descending),
         argsort_(config.argsort),
-        k_(config.k) {
+        k_(config.k),
+        rows_(config.rows) {
     for (const std::string& p : payloads) {
       std::vector<U> bits(p.size() / sizeof(T));
       for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = OrderedBits(Load<T>(p, i));
-      std::sort(bits.begin(), bits.end());
+      const std::size_t m = bits.size() / rows_;
+      for (std::size_t r = 0; r < rows_; ++r) std::sort(bits.begin() + r * m, bits.begin() + (r + 1) * m);
       sorted_.push_back(std::move(bits));
     }
   }
 
   std::string Problem(std::size_t index, std::string_view keys, const Answer& answer) const override {
     const std::vector<U>& sorted = sorted_[index];
-    const std::size_t n = sorted.size(), want = topk_ ? k_ : n;
-    auto expected = [&](std::size_t i) { return reversed_ ? sorted[n - 1 - i] : sorted[i]; };
+    const std::size_t m = sorted.size() / rows_, per_row = topk_ ? k_ : m, want = rows_ * per_row;
+    // The i-th answer of row r, and where it is said.
+    auto expected = [&](std::size_t r, std::size_t i) { return sorted[r * m + (reversed_ ? m - 1 - i : i)]; };
+    auto where = [&](std::size_t r, std::size_t i) {
+      return rows_ == 1 ? std::to_string(i) : std::to_string(i) + " of row " + std::to_string(r);
+    };
     if (answer.keys.size() != want * sizeof(T))
       return std::to_string(answer.keys.size()) + " key bytes back, expected " +
              std::to_string(want * sizeof(T));
-    for (std::size_t i = 0; i < want; ++i)
-      if (OrderedBits(Load<T>(answer.keys, i)) != expected(i))
-        return "key " + std::to_string(i) + " is not the reference's";
+    for (std::size_t r = 0; r < rows_; ++r)
+      for (std::size_t i = 0; i < per_row; ++i)
+        if (OrderedBits(Load<T>(answer.keys, r * per_row + i)) != expected(r, i))
+          return "key " + where(r, i) + " is not the reference's";
     if (!argsort_) return "";
     if (answer.indices.size() != want * sizeof(int64_t))
       return std::to_string(answer.indices.size()) + " index bytes back, expected " +
              std::to_string(want * sizeof(int64_t));
-    std::vector<bool> seen(n);
-    for (std::size_t i = 0; i < want; ++i) {
-      const int64_t at = Load<int64_t>(answer.indices, i);
-      if (at < 0 || static_cast<std::size_t>(at) >= n || seen[at])
-        return "index " + std::to_string(i) + " is out of range or repeated";
-      seen[at] = true;
-      if (OrderedBits(Load<T>(keys, at)) != expected(i))
-        return "keys[indices[" + std::to_string(i) + "]] is not the reference's key";
+    for (std::size_t r = 0; r < rows_; ++r) {
+      std::vector<bool> seen(m);
+      for (std::size_t i = 0; i < per_row; ++i) {
+        const int64_t at = Load<int64_t>(answer.indices, r * per_row + i);
+        if (at < 0 || static_cast<std::size_t>(at) >= m || seen[at])
+          return "index " + where(r, i) + " is out of range or repeated";
+        seen[at] = true;
+        if (OrderedBits(Load<T>(keys, r * m + at)) != expected(r, i))
+          return "keys[indices[" + where(r, i) + "]] is not the reference's key";
+      }
     }
     return "";
   }
 
  private:
   const bool topk_, reversed_, argsort_;
-  const uint64_t k_;
-  std::vector<std::vector<U>> sorted_;  // each payload's keys as ordered bits, ascending
+  const uint64_t k_, rows_;
+  std::vector<std::vector<U>> sorted_;  // each payload's keys as ordered bits, each row ascending
 };
 
 struct Workload {
@@ -881,6 +896,7 @@ class Runner {
     row.latency_histogram = Histogram(r.latencies_ms());
     row.stage_p50_ms = StageMedians(r.stages_ms());
     row.k = config_.method == BenchMethod::kTopK ? config_.k : 0;
+    row.rows = config_.rows;
     row.algorithm = AlgorithmFlagName(config_.algorithm);
     row.distribution = config_.keys_from.empty() ? config_.distribution : "file";
     row.seed = config_.keys_from.empty() ? config_.seed : 0;
@@ -913,6 +929,8 @@ absl::Status ApplyKeysFrom(BenchConfig& config) {
   if (array->count() == 0) return absl::InvalidArgumentError(config.keys_from + " holds no keys");
   config.dtype = array->dtype;
   config.count = array->count();
+  // A 2-D .npy is rows, as `gpusort sort` reads it, unless --rows says otherwise.
+  if (config.rows == 1 && array->shape.size() == 2) config.rows = array->shape[0];
   config.keys_data = std::move(array->bytes);
   return absl::OkStatus();
 }

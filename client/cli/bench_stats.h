@@ -94,6 +94,7 @@ struct BenchRow {
   StageTimes stage_p50_ms;  // the server's stages (ExecutionInfo), median over the successful requests
   // Everything else that made the row, so that a JSON or CSV row can be read (and re-run) alone.
   uint64_t k = 0;             // topk
+  uint64_t rows = 1;          // equal rows of each request's keys (--rows)
   std::string algorithm;      // as sent (auto, radix, ...)
   std::string distribution;   // of the generated keys; "file" with keys_from
   uint64_t seed = 0;          // of the first payload (payload p: seed + p)

@@ -393,7 +393,12 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"unary", "stream", "shm", "device"}))
       ->capture_default_str();
   AddShmSocketFlag(bench, &bench_config.shm_socket);
-  bench->add_option("-k", bench_config.k, "topk: how many")->capture_default_str();
+  bench->add_option("-k", bench_config.k, "topk: how many (of each row)")->capture_default_str();
+  bench->add_option("--rows", bench_config.rows,
+                    "each request's keys as this many equal rows: sort sorts each row, topk selects k per "
+                    "row (a 2-D --keys-from .npy gives its rows)")
+      ->check(AtLeastOne())
+      ->capture_default_str();
   bench->add_flag("--descending", bench_config.descending, "sort: largest first");
   bench->add_flag("--argsort", bench_config.argsort, "sort: PAYLOAD_INDICES; topk: indices too");
   bench->add_option("--algorithm,-a", bench_algorithm)

@@ -75,6 +75,7 @@ std::vector<BenchRow> SampleRows() {
   closed.distribution = "uniform";
   closed.seed = 7;
   closed.payloads = 4;
+  closed.rows = 8;
   closed.check = true;
   BenchRow open = closed;
   open.method = "echo";
@@ -124,6 +125,7 @@ TEST(BenchReport, JsonHasTheFieldsAndParsesBack) {
   EXPECT_EQ(row["params"]["seed"], 7);
   EXPECT_EQ(row["params"]["distribution"], "uniform");
   EXPECT_EQ(row["params"]["check"], true);
+  EXPECT_EQ(row["params"]["rows"], 8);
   EXPECT_EQ(row["server_stage_p50_ms"]["sort"], 1.5);
   EXPECT_EQ(row["latency_histogram_ms"][1]["le"], 2);
   EXPECT_EQ(row["latency_histogram_ms"][1]["count"], 11900);
@@ -151,6 +153,7 @@ TEST(BenchReport, CsvIsAHeaderAndOneLinePerRow) {
   EXPECT_EQ(header.back(), "check");
   EXPECT_NE(std::find(header.begin(), header.end(), "server_stage_p50_ms"), header.end());
   EXPECT_NE(std::find(header.begin(), header.end(), "seed"), header.end());
+  EXPECT_NE(std::find(header.begin(), header.end(), "rows"), header.end());
   const auto code_column = std::find(header.begin(), header.end(), "errors_by_code") - header.begin();
   for (std::size_t i = 1; i < lines.size(); ++i) {
     // getline drops an empty last field; no row ends in one.
@@ -402,6 +405,51 @@ TEST_F(BenchEndToEnd, RowsCarryStagesParametersAndKeysFromAFile) {
   BenchConfig missing = from_file;
   missing.keys_from = path + ".missing";
   EXPECT_FALSE(RunBench(missing).ok());
+}
+
+// --rows: each request's keys are equal rows, each sorted alone (indices per row) or giving k per row,
+// over gRPC and shared memory, every answer checked row by row; rows that do not divide the keys, or
+// a k longer than a row, fail up front.
+TEST_F(BenchEndToEnd, RowsAreSortedAndSelectedRowByRow) {
+  for (BenchTransport transport : {BenchTransport::kUnary, BenchTransport::kShm}) {
+    BenchConfig sort = Config(BenchMethod::kSort, transport);
+    sort.rows = 10;
+    sort.argsort = true;
+    sort.descending = true;
+    sort.distribution = "few-distinct";  // ties inside rows
+    auto sorted = RunBench(sort);
+    ExpectClean(sorted);
+    EXPECT_EQ(sorted->front().rows, 10u);
+
+    BenchConfig topk = Config(BenchMethod::kTopK, transport);
+    topk.rows = 8;
+    topk.k = 5;
+    topk.argsort = true;
+    ExpectClean(RunBench(topk));
+  }
+  BenchConfig uneven = Config(BenchMethod::kSort, BenchTransport::kUnary);
+  uneven.rows = 7;  // 1000 keys
+  EXPECT_THAT(RunBench(uneven).status().message(), HasSubstr("--rows must divide --count"));
+  BenchConfig long_k = Config(BenchMethod::kTopK, BenchTransport::kUnary);
+  long_k.rows = 100;
+  long_k.k = 11;  // rows of 10
+  EXPECT_THAT(RunBench(long_k).status().message(), HasSubstr("a row's length"));
+}
+
+// A checker that judged the whole array would pass a sort of the whole array; row by row it must not.
+TEST(BenchErrors, AnAnswerSortedAcrossRowsIsWrongForRows) {
+  auto counters = std::make_shared<testing::ScriptedBackend::Counters>();
+  counters->release = true;
+  testing::TestServer server(testing::LoopbackConfig(), std::make_unique<testing::ScriptedBackend>(counters));
+  BenchConfig c;
+  c.server = server.address();
+  c.rows = 4;
+  c.check = true;
+  c.requests = 5;
+  c.warmup_seconds = 0;
+  auto rows = RunBench(c);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->front().errors_by_code, (std::map<std::string, uint64_t>{{"WRONG_ANSWER", 5}}));
 }
 
 // --rates (and --ramp, which expands into them): a row per rate, each in open loop at that rate.
