@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string_view>
 
 #include "server/core/spec.h"
 
@@ -26,6 +28,50 @@ enum class AutoChoice { kCpu, kGpuRadix };
 
 AutoChoice ChooseSort(const SortSpec& spec, std::size_t count);
 AutoChoice ChooseTopK(const TopKSpec& spec, std::size_t count);
+
+// How AUTO picks between the CPU and the GPU engine (the server's --auto-routing).
+enum class AutoRouting {
+  kSize,  // by method, size and k alone: ChooseSort / ChooseTopK above (the default)
+  // By expected finish time (issue 18): each engine's estimated work in flight plus this request's, on
+  // the cost model below; the engine that would finish it first takes it. Where only one engine is fit
+  // (below kAutoLoadMinKeys, or a top-k whose k the CPU selects slowly) the size rule stands.
+  // When neither engine has work in flight, the size rule, measured for one request alone, decides.
+  kLoad,
+  kGpu,  // everything AUTO may send to the GPU goes there: the GPU-only anchor of the load benchmarks
+};
+// "size", "load" or "gpu"; nullopt for anything else.
+std::optional<AutoRouting> ParseAutoRouting(std::string_view name);
+std::string_view AutoRoutingName(AutoRouting routing);
+
+// Load-aware AUTO's cost model: the seconds of an engine's capacity one request takes, fixed plus per
+// key, as throughput under load (what 1 / requests-per-second gives), not one request's latency alone.
+// Priors from the H100 machine (16 cores), issue 18's figures and BENCHMARKS.md "AUTO: where the CPU
+// wins": 64K u32 sorts at 16 in flight, CPU server 6,512/s (153 us each: ~2.3 ns a key) and CUDA server
+// 4,872/s (205 us); a 16M sort from host memory spends ~8 ms staging on the GPU path (0.5 ns a key),
+// from shared memory 3.74 ms (0.22 ns); a 16M top-100 on the CPU 2.70 ms (0.17 ns a key), on the GPU
+// from shared memory ~1.3 ms (0.08 ns). Re-measured on the grid of scripts/auto-routing-bench.sh.
+struct EngineCost {
+  double fixed_seconds = 0;
+  double seconds_per_key = 0;
+  double Seconds(std::size_t keys) const { return fixed_seconds + seconds_per_key * static_cast<double>(keys); }
+};
+// `pinned`: the keys lie in registered (pinned) host memory, so the GPU copies them without staging.
+EngineCost CpuSortCost(const SortSpec& spec);
+EngineCost GpuSortCost(const SortSpec& spec, bool pinned);
+EngineCost CpuTopKCost(const TopKSpec& spec);
+EngineCost GpuTopKCost(const TopKSpec& spec, bool pinned);
+
+// Below this many keys load-aware AUTO keeps to the CPU, as the size rule does: such calls may run
+// inline on a gRPC thread (the scheduler's --inline-max-keys, 4096 by default), where GPU work would
+// hold the thread, and the GPU's fixed cost is tens of such calls.
+inline constexpr std::size_t kAutoLoadMinKeys = 4097;
+
+// Load-aware AUTO's choice for one request: with nothing in flight on either engine, `by_size` (the
+// size rule: its thresholds are the latency of one request alone, where the model's costs are
+// capacity under load); otherwise the engine whose work in flight (seconds, by the model) plus the
+// request's own cost ends first, ties to the CPU, which needs no PCIe.
+AutoChoice ChooseByLoad(AutoChoice by_size, double cpu_backlog_seconds, const EngineCost& cpu,
+                        double gpu_backlog_seconds, const EngineCost& gpu, std::size_t count);
 
 // The GPU kernel for a Sort of several rows (SortSpec::rows): BITONIC for rows of up to 4096 keys (one
 // block per row, in registers and shared memory), else RADIX (CUB's segmented sort). Measured for the

@@ -1,6 +1,8 @@
 #include "server/backend/auto_router.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,13 +28,13 @@ void Stamp(const Backend& engine, ExecutionReport& report) {
 // size (AUTO: the CPU; RADIX: the GPU).
 class RoutedSortIngest final : public SortIngest {
  public:
-  RoutedSortIngest(Backend& router, Backend& gpu, const SortSpec& spec)
-      : router_(router), gpu_(gpu), spec_(spec), key_bytes_(ElementSize(spec.dtype)) {}
+  RoutedSortIngest(Backend& router, Backend& gpu, const SortSpec& spec, std::size_t gpu_from_keys)
+      : router_(router), gpu_(gpu), spec_(spec), key_bytes_(ElementSize(spec.dtype)), gpu_from_keys_(gpu_from_keys) {}
 
   absl::Status Append(std::span<const std::byte> keys) override {
     if (on_gpu_ != nullptr) return on_gpu_->Append(keys);
     held_.append(reinterpret_cast<const char*>(keys.data()), keys.size());
-    if (held_.size() < kAutoSortCpuBelowKeys * key_bytes_ || gpu_declined_) return absl::OkStatus();
+    if (held_.size() < gpu_from_keys_ * key_bytes_ || gpu_declined_) return absl::OkStatus();
     on_gpu_ = gpu_.StartSortIngest(spec_);
     if (on_gpu_ == nullptr) {  // the engine takes whole arrays only: keep collecting
       gpu_declined_ = true;
@@ -73,6 +75,7 @@ class RoutedSortIngest final : public SortIngest {
   Backend& gpu_;
   const SortSpec spec_;
   const std::size_t key_bytes_;
+  const std::size_t gpu_from_keys_;
   std::unique_ptr<SortIngest> on_gpu_;  // once the keys reached AUTO's GPU threshold
   bool gpu_declined_ = false;
   std::string held_;                    // until then
@@ -88,16 +91,45 @@ bool Listed(const std::vector<Algorithm>& list, Algorithm a) {
   return std::find(list.begin(), list.end(), a) != list.end();
 }
 
+// The seconds of work (by the cost model, auto_policy.h) an engine has in flight: added when a request
+// is sent to it, taken back when the engine returns.
+class Backlog {
+ public:
+  double seconds() const { return static_cast<double>(ns_.load(std::memory_order_relaxed)) * 1e-9; }
+
+  class Charge {
+   public:
+    Charge(Backlog* backlog, double seconds)
+        : backlog_(backlog), ns_(static_cast<int64_t>(seconds * 1e9)) {
+      if (backlog_ != nullptr) backlog_->ns_.fetch_add(ns_, std::memory_order_relaxed);
+    }
+    ~Charge() {
+      if (backlog_ != nullptr) backlog_->ns_.fetch_sub(ns_, std::memory_order_relaxed);
+    }
+    Charge(const Charge&) = delete;
+    Charge& operator=(const Charge&) = delete;
+
+   private:
+    Backlog* backlog_;
+    int64_t ns_;
+  };
+
+ private:
+  std::atomic<int64_t> ns_{0};
+};
+
 class AutoRouter final : public Backend {
  public:
-  AutoRouter(std::unique_ptr<Backend> cpu, std::unique_ptr<Backend> gpu) : cpu_(std::move(cpu)), gpu_(std::move(gpu)) {}
+  AutoRouter(std::unique_ptr<Backend> cpu, std::unique_ptr<Backend> gpu, AutoRouting routing)
+      : cpu_(std::move(cpu)), gpu_(std::move(gpu)), routing_(routing) {}
 
   // The server serves from the GPU engine; the CPU engine helps it with small work.
   BackendKind kind() const override { return gpu_->kind(); }
   std::string device() const override { return gpu_->device(); }
   std::vector<Algorithm> sort_algorithms() const override { return WithCpu(gpu_->sort_algorithms()); }
   std::vector<Algorithm> topk_algorithms() const override { return WithCpu(gpu_->topk_algorithms()); }
-  bool SmallCallsAreCheap() const override { return cpu_->SmallCallsAreCheap(); }  // AUTO's small work is the CPU's
+  // AUTO's small work is the CPU's, unless every AUTO call goes to the GPU.
+  bool SmallCallsAreCheap() const override { return routing_ != AutoRouting::kGpu && cpu_->SmallCallsAreCheap(); }
   std::vector<MemoryReading> memory() const override { return gpu_->memory(); }
   absl::Status Healthy() const override { return gpu_->Healthy(); }
 
@@ -112,9 +144,10 @@ class AutoRouter final : public Backend {
 
   absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
                     ExecutionReport& report) override {
-    ASSIGN_OR_RETURN(Backend* const engine, ForSort(spec, buffers.count));
-    Stamp(*engine, report);
-    return engine->Sort(spec, buffers, cancellation, report);
+    ASSIGN_OR_RETURN(const Placed placed, PlaceSort(spec, buffers.count, /*pinned=*/false));
+    const Backlog::Charge charge(placed.backlog, placed.seconds);
+    Stamp(*placed.engine, report);
+    return placed.engine->Sort(spec, buffers, cancellation, report);
   }
 
   absl::Status SortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation) override {
@@ -136,9 +169,10 @@ class AutoRouter final : public Backend {
 
   absl::Status SortPinned(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
                           const Cancellation& cancellation, ExecutionReport& report) override {
-    ASSIGN_OR_RETURN(Backend* const engine, ForSort(spec, buffers.count));
-    Stamp(*engine, report);
-    return engine->SortPinned(spec, keys_in, buffers, cancellation, report);
+    ASSIGN_OR_RETURN(const Placed placed, PlaceSort(spec, buffers.count, /*pinned=*/true));
+    const Backlog::Charge charge(placed.backlog, placed.seconds);
+    Stamp(*placed.engine, report);
+    return placed.engine->SortPinned(spec, keys_in, buffers, cancellation, report);
   }
 
   // Device memory is the GPU engine's alone, whatever the size: the CPU cannot read it.
@@ -158,23 +192,24 @@ class AutoRouter final : public Backend {
 
   absl::Status TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                           ExecutionReport& report) override {
-    ASSIGN_OR_RETURN(Backend* const engine, ForTopK(spec, buffers.count));
-    Stamp(*engine, report);
-    return engine->TopKPinned(spec, buffers, cancellation, report);
+    ASSIGN_OR_RETURN(const Placed placed, PlaceTopK(spec, buffers.count, /*pinned=*/true));
+    const Backlog::Charge charge(placed.backlog, placed.seconds);
+    Stamp(*placed.engine, report);
+    return placed.engine->TopKPinned(spec, buffers, cancellation, report);
   }
 
   // Values, the CPU by name and the comparison sorts by name take whole arrays (collected, then Sort).
   std::unique_ptr<SortIngest> StartSortIngest(const SortSpec& spec) override {
     if (spec.payload == SortPayload::kValues || spec.segmented()) return nullptr;
     if (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix) return nullptr;
-    return std::make_unique<RoutedSortIngest>(*this, *gpu_, spec);
+    return std::make_unique<RoutedSortIngest>(*this, *gpu_, spec, GpuFromKeys());
   }
 
   // As StartSortIngest; a whole that AUTO would leave on the CPU gathers on the host and is sorted
   // through Sort, like a named algorithm other than RADIX.
   absl::StatusOr<std::unique_ptr<PartedSortIngest>> StartPartedSortIngest(const SortSpec& spec,
                                                                           std::size_t total_keys) override {
-    if (spec.payload == SortPayload::kValues || spec.segmented() || total_keys < kAutoSortCpuBelowKeys ||
+    if (spec.payload == SortPayload::kValues || spec.segmented() || total_keys < GpuFromKeys() ||
         (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix)) {
       return Backend::StartPartedSortIngest(spec, total_keys);
     }
@@ -183,17 +218,71 @@ class AutoRouter final : public Backend {
 
   absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                     ExecutionReport& report) override {
-    ASSIGN_OR_RETURN(Backend* const engine, ForTopK(spec, buffers.count));
-    Stamp(*engine, report);
-    return engine->TopK(spec, buffers, cancellation, report);
+    ASSIGN_OR_RETURN(const Placed placed, PlaceTopK(spec, buffers.count, /*pinned=*/false));
+    const Backlog::Charge charge(placed.backlog, placed.seconds);
+    Stamp(*placed.engine, report);
+    return placed.engine->TopK(spec, buffers, cancellation, report);
   }
 
  private:
+  // An engine for one request, and what it is charged while it runs there (load-aware AUTO only).
+  struct Placed {
+    Backend* engine = nullptr;
+    Backlog* backlog = nullptr;
+    double seconds = 0;
+  };
+
+  // A stream or a parted sort goes to the GPU engine from this many keys (collected on the host until
+  // then); a whole array of fewer is sorted where Sort sends it.
+  std::size_t GpuFromKeys() const { return routing_ == AutoRouting::kGpu ? 1 : kAutoSortCpuBelowKeys; }
+
+  // The size rule's choice, or the GPU for every AUTO call under --auto-routing gpu. Limits are checked
+  // (and batches placed) by it; load-aware AUTO may then run a request on the other engine (Place*).
+  AutoChoice SortRule(const SortSpec& spec, std::size_t count) const {
+    return routing_ == AutoRouting::kGpu ? AutoChoice::kGpuRadix : ChooseSort(spec, count);
+  }
+  AutoChoice TopKRule(const TopKSpec& spec, std::size_t count) const {
+    return routing_ == AutoRouting::kGpu ? AutoChoice::kGpuRadix : ChooseTopK(spec, count);
+  }
   absl::StatusOr<Backend*> ForSort(const SortSpec& spec, std::size_t count) const {
-    return Route("Sort", spec.algorithm, ChooseSort(spec, count), &Backend::sort_algorithms);
+    return Route("Sort", spec.algorithm, SortRule(spec, count), &Backend::sort_algorithms);
   }
   absl::StatusOr<Backend*> ForTopK(const TopKSpec& spec, std::size_t count) const {
-    return Route("TopK", spec.algorithm, ChooseTopK(spec, count), &Backend::topk_algorithms);
+    return Route("TopK", spec.algorithm, TopKRule(spec, count), &Backend::topk_algorithms);
+  }
+
+  absl::StatusOr<Placed> PlaceSort(const SortSpec& spec, std::size_t count, bool pinned) {
+    ASSIGN_OR_RETURN(Backend* const engine, ForSort(spec, count));
+    if (routing_ != AutoRouting::kLoad) return Placed{engine};
+    const EngineCost cpu = CpuSortCost(spec), gpu = GpuSortCost(spec, pinned);
+    Backend* chosen = engine;
+    // Only AUTO moves, only where both engines are fit: segments and rows keep the size rule's engine.
+    if (spec.algorithm == Algorithm::kAuto && !spec.segmented()) {
+      const AutoChoice choice = ChooseByLoad(SortRule(spec, count), cpu_backlog_.seconds(), cpu,
+                                             gpu_backlog_.seconds(), gpu, count);
+      chosen = choice == AutoChoice::kCpu ? cpu_.get() : gpu_.get();
+      if (chosen != engine && !chosen->CheckSortLimits(spec, count).ok()) chosen = engine;
+    }
+    return Charged(chosen, chosen == cpu_.get() ? cpu.Seconds(count) : gpu.Seconds(count));
+  }
+
+  absl::StatusOr<Placed> PlaceTopK(const TopKSpec& spec, std::size_t count, bool pinned) {
+    ASSIGN_OR_RETURN(Backend* const engine, ForTopK(spec, count));
+    if (routing_ != AutoRouting::kLoad) return Placed{engine};
+    const EngineCost cpu = CpuTopKCost(spec), gpu = GpuTopKCost(spec, pinned);
+    Backend* chosen = engine;
+    // Only AUTO with a k the CPU selects quickly moves (larger k: the size rule's GPU, auto_policy.h).
+    if (spec.algorithm == Algorithm::kAuto && spec.k <= kAutoTopKCpuUpToK && !spec.by_segments()) {
+      const AutoChoice choice = ChooseByLoad(TopKRule(spec, count), cpu_backlog_.seconds(), cpu,
+                                             gpu_backlog_.seconds(), gpu, count);
+      chosen = choice == AutoChoice::kCpu ? cpu_.get() : gpu_.get();
+      if (chosen != engine && !chosen->CheckTopKLimits(spec, count).ok()) chosen = engine;
+    }
+    return Charged(chosen, chosen == cpu_.get() ? cpu.Seconds(count) : gpu.Seconds(count));
+  }
+
+  Placed Charged(Backend* engine, double seconds) {
+    return Placed{engine, engine == cpu_.get() ? &cpu_backlog_ : &gpu_backlog_, seconds};
   }
   // The engine for a request: the one the named algorithm belongs to, or AUTO's choice (auto_policy.h);
   // UNIMPLEMENTED, with the router's list, for an algorithm neither has. The GPU engine's list is built
@@ -209,12 +298,15 @@ class AutoRouter final : public Backend {
 
   std::unique_ptr<Backend> cpu_;
   std::unique_ptr<Backend> gpu_;
+  const AutoRouting routing_;
+  Backlog cpu_backlog_, gpu_backlog_;  // load-aware AUTO's estimate of each engine's work in flight
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> MakeAutoRouter(std::unique_ptr<Backend> cpu, std::unique_ptr<Backend> gpu) {
-  return std::make_unique<AutoRouter>(std::move(cpu), std::move(gpu));
+std::unique_ptr<Backend> MakeAutoRouter(std::unique_ptr<Backend> cpu, std::unique_ptr<Backend> gpu,
+                                        AutoRouting routing) {
+  return std::make_unique<AutoRouter>(std::move(cpu), std::move(gpu), routing);
 }
 
 }  // namespace gpusort

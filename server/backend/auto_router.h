@@ -7,12 +7,15 @@
 
 #include <memory>
 
+#include "server/backend/auto_policy.h"
 #include "server/backend/backend.h"
 
 namespace gpusort {
 
 // `gpu`: an engine whose algorithm lists do not hold CPU; `cpu`: the CPU engine. The router's lists are
 // the GPU engine's and CPU; its kind and device are the GPU engine's (what the server serves from).
-std::unique_ptr<Backend> MakeAutoRouter(std::unique_ptr<Backend> cpu, std::unique_ptr<Backend> gpu);
+// `routing`: how AUTO picks between them (auto_policy.h).
+std::unique_ptr<Backend> MakeAutoRouter(std::unique_ptr<Backend> cpu, std::unique_ptr<Backend> gpu,
+                                        AutoRouting routing = AutoRouting::kSize);
 
 }  // namespace gpusort

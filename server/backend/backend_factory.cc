@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/backend/auto_policy.h"
 #include "server/backend/cpu/cpu_backend.h"
 #ifdef GPUSORT_WITH_CUDA
 #include "server/backend/cuda_backend.h"
@@ -23,6 +24,8 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice
   if (choice.backend != "auto" && choice.backend != "cpu" && choice.backend != "cuda") {
     return absl::InvalidArgumentError("unknown backend \"" + choice.backend + "\": auto, cpu or cuda");
   }
+  const std::optional<AutoRouting> routing = ParseAutoRouting(choice.auto_routing);
+  if (!routing) return absl::InvalidArgumentError("unknown auto routing \"" + choice.auto_routing + "\": size, load or gpu");
   auto cpu = [&] { return MakeCpuBackend(CpuBackendOptions{.threads = choice.cpu_threads}); };
   if (choice.backend == "cpu") return cpu();
 #ifdef GPUSORT_WITH_CUDA
@@ -30,7 +33,8 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice
                                           .streams = choice.cuda_streams,
                                           .staging_bytes = choice.cuda_staging_bytes,
                                           .memory_limit_bytes = choice.cuda_memory_limit_bytes},
-                               .cpu_threads = choice.cpu_threads});
+                               .cpu_threads = choice.cpu_threads,
+                               .auto_routing = *routing});
   if (cuda.ok()) {
     if (choice.backend == "auto") spdlog::info("backend auto: a GPU is usable, serving from CUDA");
     return cuda;

@@ -8,7 +8,7 @@ namespace gpusort {
 
 absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const CudaBackendOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<Backend> gpu, MakeCudaEngine(options.engine));
-  return MakeAutoRouter(MakeCpuBackend({.threads = options.cpu_threads}), std::move(gpu));
+  return MakeAutoRouter(MakeCpuBackend({.threads = options.cpu_threads}), std::move(gpu), options.auto_routing);
 }
 
 }  // namespace gpusort

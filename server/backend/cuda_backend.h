@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "server/backend/auto_policy.h"
 #include "server/backend/backend.h"
 #include "server/backend/cuda/cuda_engine.h"
 
@@ -16,6 +17,7 @@ namespace gpusort {
 struct CudaBackendOptions {
   CudaEngineOptions engine;
   int cpu_threads = 0;  // the CPU engine's threads (0: every core)
+  AutoRouting auto_routing = AutoRouting::kSize;  // how AUTO picks an engine
 };
 
 // UNAVAILABLE (with the reason) when no GPU is usable, so that --backend auto can fall back.

@@ -26,6 +26,7 @@ struct ServerConfig {
   int workers = 0;                               // threads running jobs; 0 = one per core
   int cpu_threads = 0;                           // threads the CPU backend may use; 0 = all cores
   int cuda_device = 0;                           // which GPU the CUDA backend uses
+  std::string auto_routing = "size";             // AUTO between CPU and GPU: size | load | gpu (auto_policy.h)
   int cuda_streams = 4;                          // jobs on the GPU at once (one stream each)
   std::size_t cuda_staging_bytes = 16u << 20;    // each of a stream's two pinned staging buffers
   std::size_t cuda_memory_limit_bytes = 0;       // device memory requests may hold at once; 0 = all

@@ -85,7 +85,8 @@ absl::StatusOr<std::unique_ptr<GpusortServer>> GpusortServer::Start(const Server
                               .cuda_device = config.cuda_device,
                               .cuda_streams = config.cuda_streams,
                               .cuda_staging_bytes = config.cuda_staging_bytes,
-                              .cuda_memory_limit_bytes = config.cuda_memory_limit_bytes});
+                              .cuda_memory_limit_bytes = config.cuda_memory_limit_bytes,
+                              .auto_routing = config.auto_routing});
   if (!backend.ok()) return backend.status();
   return Start(config, std::move(*backend));
 }

@@ -9,7 +9,9 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "server/backend/auto_policy.h"
@@ -257,6 +259,126 @@ TEST_F(AutoRouterTest, PartedSortsGoToTheGpuEngineOnlyWhenAutoWouldSendTheWhole)
   EXPECT_EQ(counts_->parted.load(), 0);
   ASSERT_TRUE(router_->StartPartedSortIngest(spec, kAutoSortCpuBelowKeys).ok());
   EXPECT_EQ(counts_->parted.load(), 1);
+}
+
+
+// Load-aware AUTO (issue 18, --auto-routing load): with nothing in flight the size rule; otherwise the
+// engine whose work in flight plus the request's own cost ends first. A busy CPU sends contested sizes
+// to the GPU and a busy GPU to the CPU; a top-k from pinned memory goes to the GPU where one from
+// ordinary memory stays on the CPU.
+TEST(AutoPolicy, LoadAwareChoiceWeighsEachEnginesBacklog) {
+  SortSpec sort;  // u32 keys alone
+  const EngineCost cpu = CpuSortCost(sort), gpu = GpuSortCost(sort, false);
+  constexpr AutoChoice kCpu = AutoChoice::kCpu, kGpu = AutoChoice::kGpuRadix;
+  EXPECT_EQ(ChooseByLoad(kGpu, 0, cpu, 1.0, gpu, kAutoLoadMinKeys - 1), kCpu) << "inline sizes never move";
+  EXPECT_EQ(ChooseByLoad(kGpu, 0, cpu, 0, gpu, 65536), kGpu) << "idle: the size rule";
+  EXPECT_EQ(ChooseByLoad(kCpu, 0, cpu, 0, gpu, 8192), kCpu) << "idle: the size rule";
+  EXPECT_EQ(ChooseByLoad(kCpu, 1e-3, cpu, 0, gpu, 8192), kGpu) << "a CPU a millisecond behind";
+  EXPECT_EQ(ChooseByLoad(kGpu, 0, cpu, 1e-3, gpu, 65536), kCpu) << "a GPU a millisecond behind";
+  EXPECT_EQ(ChooseByLoad(kGpu, 1e-6, cpu, 0, gpu, 1 << 20), kGpu) << "1M keys: the GPU's capacity";
+  EXPECT_EQ(ChooseByLoad(kGpu, 0, cpu, 1.0, gpu, 1 << 20), kCpu) << "a GPU a second behind";
+  // Wider keys and payloads cost more on both engines.
+  SortSpec wide;
+  wide.dtype = DType::kUInt64;
+  wide.payload = SortPayload::kIndices;
+  EXPECT_GT(CpuSortCost(wide).Seconds(1000), cpu.Seconds(1000));
+  EXPECT_GT(GpuSortCost(wide, false).Seconds(1000), gpu.Seconds(1000));
+  EXPECT_LT(GpuSortCost(sort, true).Seconds(1 << 24), gpu.Seconds(1 << 24)) << "pinned keys skip the staging";
+
+  TopKSpec topk;
+  topk.dtype = DType::kFloat32;
+  topk.k = 100;
+  const std::size_t n = std::size_t{1} << 24;
+  EXPECT_EQ(ChooseByLoad(kCpu, 1e-6, CpuTopKCost(topk), 1e-6, GpuTopKCost(topk, false), n), kCpu);
+  EXPECT_EQ(ChooseByLoad(kCpu, 1e-6, CpuTopKCost(topk), 1e-6, GpuTopKCost(topk, true), n), kGpu);
+
+  for (const char* name : {"size", "load", "gpu"}) {
+    ASSERT_TRUE(ParseAutoRouting(name).has_value()) << name;
+    EXPECT_EQ(AutoRoutingName(*ParseAutoRouting(name)), name);
+  }
+  EXPECT_FALSE(ParseAutoRouting("fastest").has_value());
+}
+
+// The CPU engine, holding each Sort of a million keys or more until released, so that a test can keep
+// work in flight on it.
+class HeldCpu final : public Backend {
+ public:
+  BackendKind kind() const override { return BackendKind::kCpu; }
+  std::string device() const override { return "held cpu"; }
+  std::vector<Algorithm> sort_algorithms() const override { return {Algorithm::kCpu}; }
+  std::vector<Algorithm> topk_algorithms() const override { return {Algorithm::kCpu}; }
+  absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
+                    ExecutionReport& report) override {
+    if (buffers.count >= kHeldFromKeys) {
+      ++started;
+      while (!release.load()) std::this_thread::yield();
+    }
+    return cpu_->Sort(spec, buffers, cancellation, report);
+  }
+  absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
+                    ExecutionReport& report) override {
+    return cpu_->TopK(spec, buffers, cancellation, report);
+  }
+  static constexpr std::size_t kHeldFromKeys = 1 << 20;
+  std::atomic<int> started{0};
+  std::atomic<bool> release{false};
+
+ private:
+  std::unique_ptr<Backend> cpu_ = MakeCpuBackend({});
+};
+
+TEST(AutoRouterLoad, WorkInFlightOnTheCpuSendsTheNextContestedSortToTheGpu) {
+  auto counts = std::make_shared<Counts>();
+  auto held = std::make_unique<HeldCpu>();
+  HeldCpu& cpu = *held;
+  auto router = MakeAutoRouter(std::move(held), std::make_unique<StandInGpu>(counts, false), AutoRouting::kLoad);
+  auto sort = [&](std::size_t n, Algorithm algorithm = Algorithm::kAuto) {
+    std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, n, n);
+    std::vector<uint32_t> want = keys;
+    std::sort(want.begin(), want.end());
+    SortSpec spec;
+    spec.algorithm = algorithm;
+    SortBuffers buffers;
+    buffers.count = n;
+    buffers.keys = std::as_writable_bytes(std::span(keys));
+    ExecutionReport report;
+    Cancellation cancellation;
+    EXPECT_TRUE(router->Sort(spec, buffers, cancellation, report).ok());
+    EXPECT_EQ(keys, want) << n;
+    return report.backend;
+  };
+  // A million keys named for the CPU, held there: the CPU's backlog. An 8192-key sort, the CPU's by the
+  // size rule, now ends sooner on the GPU; once the CPU is free again, the CPU takes it.
+  std::optional<BackendKind> first;
+  std::thread in_flight([&] { first = sort(1 << 20, Algorithm::kCpu); });
+  while (cpu.started.load() == 0) std::this_thread::yield();
+  EXPECT_EQ(sort(8192), BackendKind::kCuda);
+  EXPECT_EQ(sort(1000), BackendKind::kCpu) << "below kAutoLoadMinKeys: the CPU whatever its load";
+  cpu.release = true;
+  in_flight.join();
+  EXPECT_EQ(first, BackendKind::kCpu);
+  EXPECT_EQ(sort(8192), BackendKind::kCpu);
+  EXPECT_EQ(counts->sort.load(), 1);
+}
+
+TEST(AutoRouterLoad, GpuRoutingSendsEveryAutoCallToTheGpuEngine) {
+  auto counts = std::make_shared<Counts>();
+  auto router = MakeAutoRouter(MakeCpuBackend({}), std::make_unique<StandInGpu>(counts, false), AutoRouting::kGpu);
+  EXPECT_FALSE(router->SmallCallsAreCheap()) << "no AUTO call may run inline on a gRPC thread";
+  std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 100, 1);
+  SortSpec spec;
+  SortBuffers buffers;
+  buffers.count = keys.size();
+  buffers.keys = std::as_writable_bytes(std::span(keys));
+  ExecutionReport report;
+  Cancellation cancellation;
+  ASSERT_TRUE(router->Sort(spec, buffers, cancellation, report).ok());
+  EXPECT_EQ(report.backend, BackendKind::kCuda);
+  EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
+  spec.algorithm = Algorithm::kCpu;  // a named CPU still goes to the CPU
+  ASSERT_TRUE(router->Sort(spec, buffers, cancellation, report).ok());
+  EXPECT_EQ(report.backend, BackendKind::kCpu);
+  EXPECT_EQ(counts->sort.load(), 1);
 }
 
 }  // namespace
