@@ -4,7 +4,8 @@
   python3 bench/service_report.py DIR [--kernel kernel.json]
 
 Tables: (1) by size, the median end-to-end time of sort and echo over unary, streaming and shared
-memory, beside the CUB kernel alone; (2) streaming chunk sizes at 16M keys; (3) 1000-key sorts at 64 in
+memory, beside the CUB kernel alone and plain loopback TCP moving the same bytes (bench/tcp_floor:
+store-and-forward on one connection and on the streamed sort's connections); (2) streaming chunk sizes at 16M keys; (3) 1000-key sorts at 64 in
 flight beside echo. Python 3 standard library only.
 """
 
@@ -57,16 +58,20 @@ def kernel_times(path):
 
 def size_table(rows, kernel):
     print("| keys | sort unary ms | echo unary ms | sort stream ms | echo stream ms | stream sort/echo "
-          "| unary/stream sort | sort shm ms | CUB kernel ms |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| unary/stream sort | sort shm ms | CUB kernel ms | TCP store x1 ms | TCP store, stream's conns ms "
+          "| stream sort/TCP floor |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for label, n in SIZES.items():
         get = lambda kind: p50(rows.get(f"size-{label}-{kind}"))
         su, eu, ss, es, sh = (get("sort-unary"), get("echo-unary"), get("sort-stream"), get("echo-stream"),
                               get("sort-shm"))
         if all(v is None for v in (su, eu, ss, es, sh)):
             continue
+        tcp1 = p50(rows.get(f"size-{label}-x1-tcp-store"))
+        tcp8 = p50(rows.get(f"size-{label}-x8-tcp-store"))
+        floor = tcp8 if tcp8 is not None else tcp1
         print(f"| {label} | {fmt(su)} | {fmt(eu)} | {fmt(ss)} | {fmt(es)} | {ratio(ss, es)} | {ratio(su, ss)} "
-              f"| {fmt(sh)} | {fmt(kernel.get(n))} |")
+              f"| {fmt(sh)} | {fmt(kernel.get(n))} | {fmt(tcp1)} | {fmt(tcp8)} | {ratio(ss, floor)} |")
 
 
 def chunk_table(rows):
@@ -82,7 +87,7 @@ def chunk_table(rows):
 
 
 def small_table(rows):
-    names = sorted(n for n in rows if n.startswith("small-"))
+    names = sorted(n for n in rows if n.startswith("small-") and "-tcp-" not in n)
     if not names:
         return
     print()
@@ -97,6 +102,11 @@ def small_table(rows):
         rel_p99 = ratio(lat["p99"], echo["latency_ms"]["p99"]) if echo else "—"
         print(f"| {name} | {r['requests_per_s']:.0f} | {lat['p50']:.3f} | {lat['p99']:.3f} | {r['errors']} "
               f"| {rel_rate} | {rel_p99} |")
+    for pattern in ("echo", "store"):
+        floor = rows.get(f"small-tcp-{pattern}")
+        if floor:
+            print(f"| plain TCP {pattern}, 4000 bytes, one at a time | {floor['requests_per_s']:.0f} "
+                  f"| {floor['latency_ms']['p50']:.3f} | {floor['latency_ms']['p99']:.3f} | 0 | | |")
 
 
 def main():

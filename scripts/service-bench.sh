@@ -46,6 +46,23 @@ print(f\"{'$name':34s} ok={r['requests']:<6} err={r['errors']:<3} p50={r['latenc
 p99={r['latency_ms']['p99']:9.3f} ms {r['requests_per_s']:9.1f} req/s\")" 2>/dev/null || true
 }
 
+# floor NAME BYTES CONNECTIONS REQUESTS: the same bytes over plain loopback TCP (bench/tcp_floor), both
+# patterns (echo; store-and-forward, which answers only once every part has arrived), on the same
+# number of connections as the service row beside it: the network path's floor (issue 18).
+floor() {
+  local name=$1 bytes=$2 conns=$3 reqs=$4
+  if [ ! -x "$bin/tcp_floor" ]; then echo "tcp_floor: not in $bin, floor rows skipped"; return; fi
+  for pattern in echo store; do
+    timeout 150 "$bin/tcp_floor" --bytes "$bytes" --connections "$conns" --pattern "$pattern" --requests "$reqs" \
+      --warmup 2 --json "$out/json/$name-tcp-$pattern.json" || echo "FAILED: floor $name $pattern"
+  done
+  tar -czf "$out/service-json.tar.gz" -C "$out/json" .
+}
+
+# The connections a streamed sort of BYTES uses: the client's parts from 16 MiB (8), else one.
+stream_connections() { if [ "$1" -ge $((16 << 20)) ]; then echo 8; else echo 1; fi; }
+size_bytes() { case $1 in *K) echo $((${1%K} << 12)) ;; *M) echo $((${1%M} << 22)) ;; *) echo $(($1 * 4)) ;; esac; }
+
 start_server main
 # 1. Where the time goes, by size: sort and echo over each transport; kernel time comes from kernel_bench.
 sizes="1K 64K 1M 16M 64M 256M"
@@ -61,6 +78,11 @@ for n in $sizes; do
     run "size-$n-sort-$transport" --method sort --transport "$transport" "${common[@]}"
     run "size-$n-echo-$transport" --method echo --transport "$transport" "${common[@]}"
   done
+  # The floor beside them: one connection (unary, one stream, the echo) and the streamed sort's parts.
+  bytes=$(size_bytes "$n")
+  floor "size-$n-x1" "$bytes" 1 "$reqs"
+  stream_conns=$(stream_connections "$bytes")
+  [ "$stream_conns" -gt 1 ] && floor "size-$n-x$stream_conns" "$bytes" "$stream_conns" "$reqs"
   # No --check here: it copies the answer out of the region inside the timed call (tests check shm).
   run "size-$n-sort-shm" --method sort --transport shm --shm-socket "$shm_socket" --count "$n" --requests "$reqs" \
     --warmup 0.5 --payloads 2
@@ -78,6 +100,8 @@ if want stream16; then
     run "s16-r$round-echo-stream" --method echo --transport stream --count 16M --requests 20 --warmup 0.5 --payloads 2
     run "s16-r$round-echo-stream-4x4M" --method echo --transport stream --count 4M --concurrency 4 --connections 4 --requests 80 --warmup 0.5 --payloads 4
     run "s16-r$round-sort-unary" --method sort --transport unary --count 16M --requests 10 --warmup 0.5 --payloads 2
+    floor "s16-r$round-x8" $((64 << 20)) 8 20
+    floor "s16-r$round-x1" $((64 << 20)) 1 20
   done
 fi
 
@@ -117,6 +141,7 @@ for conns in 1 8; do
   run "small-c64-x$conns-echo" --method echo --count 1000 --concurrency 64 --connections "$conns" --duration 5 --warmup 1
   run "small-c64-x$conns-sort" --method sort --count 1000 --concurrency 64 --connections "$conns" --duration 5 --warmup 1 --check
 done
+floor small 4000 1 2000  # one request at a time: each call's floor, not 64 in flight's
 start_server inline --inline-max-keys 4096
 for conns in 1 8; do
   run "small-c64-x$conns-sort-inline" --method sort --count 1000 --concurrency 64 --connections "$conns" --duration 5 --warmup 1 --check

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Markdown tables from scripts/auto-routing-bench.sh's JSON files (issue 18).
+
+  python3 bench/auto_routing_report.py DIR
+
+Grid: for each size and concurrency, requests/s and p99 of the CPU-only server, GPU-only routing, and
+the size and load routings; then each routing's requests/s against the better of the two anchors (the
+issue's bar: at least 0.95x) and its p99 against that anchor's p99 (at most 1.2x). Top-k: p50 and
+requests/s per transport and server. Python 3 standard library only.
+"""
+import argparse
+import glob
+import json
+import os
+
+SIZES = ["1K", "16K", "64K", "256K", "1M", "16M"]
+SERVERS = ["cpu", "gpu", "size", "load"]
+
+
+def rows_of(directory, name):
+    try:
+        with open(os.path.join(directory, name + ".json")) as f:
+            return json.load(f).get("rows", [])
+    except (OSError, json.JSONDecodeError):
+        return []
+
+
+def by_concurrency(rows):
+    return {r["concurrency"]: r for r in rows if r.get("concurrency")}
+
+
+def grid(directory):
+    print("| keys | in flight | cpu req/s | gpu req/s | size req/s | load req/s | cpu p99 | gpu p99 | size p99 "
+          "| load p99 | size vs best: req/s, p99 | load vs best: req/s, p99 |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    met = {"size": [0, 0], "load": [0, 0]}
+    for n in SIZES:
+        runs = {s: by_concurrency(rows_of(directory, f"grid-{s}-{n}")) for s in SERVERS}
+        for c in (1, 4, 16, 64):
+            r = {s: runs[s].get(c) for s in SERVERS}
+            if not any(r.values()):
+                continue
+            rate = {s: (r[s]["requests_per_s"] if r[s] and r[s]["requests"] else None) for s in SERVERS}
+            p99 = {s: (r[s]["latency_ms"]["p99"] if r[s] and r[s]["requests"] else None) for s in SERVERS}
+            anchors = [s for s in ("cpu", "gpu") if rate[s]]
+            best = max(anchors, key=lambda s: rate[s]) if anchors else None
+            cells = []
+            for s in ("size", "load"):
+                if best is None or rate[s] is None:
+                    cells.append("—")
+                    continue
+                ratio_rate, ratio_p99 = rate[s] / rate[best], p99[s] / p99[best]
+                ok = ratio_rate >= 0.95 and ratio_p99 <= 1.2
+                met[s][0] += ok
+                met[s][1] += 1
+                cells.append(f"{ratio_rate:.2f}x, {ratio_p99:.2f}x{'' if ok else ' **miss**'}")
+            fmt = lambda v, f: "—" if v is None else f.format(v)
+            print(f"| {n} | {c} | " + " | ".join(fmt(rate[s], "{:.0f}") for s in SERVERS) + " | "
+                  + " | ".join(fmt(p99[s], "{:.3f}") for s in SERVERS) + f" | {cells[0]} | {cells[1]} |")
+    for s in ("size", "load"):
+        print(f"\n{s}: the bar met in {met[s][0]} of {met[s][1]} cells")
+
+
+def topk(directory):
+    names = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(directory, "topk-*.json")))
+    if not names:
+        return
+    print("\n| top-100 f32 | in flight | p50 ms | p99 ms | req/s | served by |")
+    print("|---|---:|---:|---:|---:|---|")
+    for name in names:
+        for row in rows_of(directory, name):
+            if not row.get("requests"):
+                continue
+            stages = ", ".join(f"{k} {v:.3f}" for k, v in row.get("server_stage_p50_ms", {}).items())
+            print(f"| {name[5:]} | {row['concurrency']} | {row['latency_ms']['p50']:.3f} | {row['latency_ms']['p99']:.3f} "
+                  f"| {row['requests_per_s']:.0f} | {stages} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("directory")
+    args = parser.parse_args()
+    grid(args.directory)
+    topk(args.directory)
+
+
+if __name__ == "__main__":
+    main()

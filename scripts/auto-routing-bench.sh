@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# AUTO's routing under load (issue 18): the same sorts against servers that differ only in where AUTO
+# sends work, on a grid of sizes and concurrencies, and top-k per transport. Writes one gpusort bench
+# JSON per server and size into OUT_DIR; bench/auto_routing_report.py turns them into the table.
+#
+#   scripts/auto-routing-bench.sh BIN_DIR OUT_DIR [--quick] [grid] [topk]
+#
+# Servers: cpu (--backend cpu: the CPU-only anchor), gpu (--auto-routing gpu: every AUTO call to the GPU,
+# the GPU-only anchor), size (--auto-routing size, the default), load (--auto-routing load). One server
+# runs at a time, each on the whole machine. grid: u32 sorts of 1K 16K 64K 256K 1M 16M keys at 1, 4, 16
+# and 64 in flight on 4 connections (unary under 4 MiB, streamed above, as gpusort bench sends them).
+# topk: f32 top-100 of 1M and 16M keys over unary/stream and shared memory on each server.
+set -uo pipefail
+bin=$1 out=$2; shift 2
+quick="" parts=""
+for a in "$@"; do
+  case $a in --quick) quick=1 ;; grid|topk) parts="$parts $a" ;; *) echo "unknown: $a" >&2; exit 2 ;; esac
+done
+[ -z "$parts" ] && parts=" grid topk"
+want() { [[ " $parts " == *" $1 "* ]]; }
+mkdir -p "$out/json"
+work=$(mktemp -d)
+server_pid=""
+trap 'kill $server_pid 2>/dev/null; rm -rf "$work"' EXIT
+
+start_server() {  # start_server NAME FLAGS...: sets $port and $shm_socket
+  local name=$1; shift
+  [ -n "$server_pid" ] && { kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; }
+  rm -f "$work/$name.ports"
+  "$bin/gpusort-server" --listen 127.0.0.1:0 --metrics-listen "" --log-level warn \
+    --max-message-bytes 1073741824 --shm-socket "$work/$name.sock" --port-file "$work/$name.ports" "$@" \
+    >"$out/server-$name.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 300); do [ -s "$work/$name.ports" ] && break; sleep 0.1; done
+  # shellcheck disable=SC1090
+  . "$work/$name.ports"
+  port=$grpc_port
+  shm_socket=$work/$name.sock
+}
+
+bench() {  # bench NAME FLAGS...: JSON to $out/json/NAME.json
+  local name=$1; shift
+  timeout 300 "$bin/gpusort" bench --server "127.0.0.1:$port" --no-progress --format json \
+    --output "$out/json/$name.json" "$@" >/dev/null 2>"$out/json/$name.err" || echo "FAILED: $name $*"
+  tar -czf "$out/routing-json.tar.gz" -C "$out/json" .
+}
+
+duration=2 warmup=0.5
+[ -n "$quick" ] && duration=1 warmup=0.3
+sizes="1K 16K 64K 256K 1M 16M"
+for server in cpu gpu size load; do
+  case $server in
+    cpu) start_server cpu --backend cpu ;;
+    *) start_server "$server" --backend cuda --auto-routing "$server" ;;
+  esac
+  if want grid; then
+    for n in $sizes; do
+      d=$duration
+      [ "$n" = 16M ] && d=$((duration * 2))
+      bench "grid-$server-$n" --method sort --count "$n" --concurrency-sweep 1,4,16,64 --connections 4 \
+        --duration "$d" --warmup "$warmup" --payloads 4
+      echo "grid $server $n done"
+    done
+  fi
+  if want topk; then
+    for n in 1M 16M; do
+      bench "topk-$server-$n-grpc" --method topk -k 100 --dtype f32 --count "$n" --concurrency-sweep 1,16 \
+        --connections 4 --duration "$duration" --warmup "$warmup" --payloads 2
+      bench "topk-$server-$n-shm" --method topk -k 100 --dtype f32 --count "$n" --transport shm \
+        --shm-socket "$shm_socket" --concurrency-sweep 1,16 --connections 4 --duration "$duration" \
+        --warmup "$warmup" --payloads 2
+    done
+  fi
+done
+echo "auto-routing-bench done"
