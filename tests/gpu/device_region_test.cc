@@ -207,10 +207,11 @@ TEST(DeviceRegions, UnsignedKeysSortFromTheCallersInputIntoItsOutput) {
 
 template <typename T>
 void ExpectDeviceTopK(TestServer& server, v1::DType dtype, std::size_t rows, std::size_t length, std::size_t k,
-                      bool largest, Pattern pattern) {
+                      bool largest, Pattern pattern, int device = 0) {
   const std::size_t n = rows * length, results = rows * k;
   const auto keys = MakeInput<T>(pattern, n, n + k);
-  DeviceArray in(server, n * sizeof(T)), values(server, results * sizeof(T)), indices(server, results * 8);
+  DeviceArray in(server, n * sizeof(T), device), values(server, results * sizeof(T), device),
+      indices(server, results * 8, device);
   ASSERT_TRUE(in.status().ok() && values.status().ok() && indices.status().ok()) << in.status();
   in.Put(keys);
   v1::TopKRequest request;
@@ -223,7 +224,8 @@ void ExpectDeviceTopK(TestServer& server, v1::DType dtype, std::size_t rows, std
   *request.mutable_values_region() = values.Whole();
   *request.mutable_indices_region() = indices.Whole();
   const std::string what = "rows=" + std::to_string(rows) + " length=" + std::to_string(length) +
-                           " k=" + std::to_string(k) + " " + PatternName(pattern);
+                           " k=" + std::to_string(k) + " " + PatternName(pattern) + " on GPU " +
+                           std::to_string(device);
   const CallResult call = CallTopK(server.stub(), request, "device-top-k");
   ASSERT_TRUE(call.status.ok()) << what << ": " << call.status.error_message();
   EXPECT_EQ(call.info.backend(), v1::BACKEND_CUDA) << what;
@@ -321,8 +323,12 @@ TEST(DeviceRegions, ACallerThatFreesOrUnregistersFailsOnlyItsOwnRequests) {
   ExpectServing(*server);
 }
 
-// Memory on another GPU of the node: the server (on GPU 0) maps it where peer access allows and sorts
-// it there; where it does not, the registration says so. One GPU: nothing to test.
+// Memory on another GPU of the node: the server (on GPU 0) maps it where peer access allows and works
+// on it there; where it does not, the registration says so. Each way the engine reaches device memory,
+// across the GPUs: a sort in place with indices (copy in, convert out), unsigned keys from an input into
+// an output range (CUB reading and writing the other GPU's memory), keys on one GPU answered into the
+// other's, and top-k by radix select reading the keys where they lie and by SMALL_K over rows.
+// One GPU: nothing to test.
 TEST(DeviceRegions, MemoryOnAnotherGpuIsServedOrRefusedSayingWhy) {
   std::string why;
   if (kernels::CountDevices(&why) < 2) GTEST_SKIP() << "this machine has fewer than 2 GPUs";
@@ -342,6 +348,50 @@ TEST(DeviceRegions, MemoryOnAnotherGpuIsServedOrRefusedSayingWhy) {
   const CallResult call = CallSort(server->stub(), request, "device-other-gpu");
   ASSERT_TRUE(call.status.ok()) << call.status.error_message();
   EXPECT_EQ(other.Get<uint32_t>(n), ReferenceSort(keys, SortOrder::kAscending));
+
+  // Floats with every special value, descending, in place, with indices on GPU 1.
+  const auto floats = MakeInput<float>(Pattern::kSpecials, n, 12);
+  DeviceArray float_keys(*server, n * 4, 1), float_indices(*server, n * 8, 1);
+  ASSERT_TRUE(float_keys.status().ok() && float_indices.status().ok());
+  float_keys.Put(floats);
+  v1::SortRequest with_indices = SortRequestOf(v1::DTYPE_FLOAT32, v1::ORDER_DESCENDING, v1::PAYLOAD_INDICES);
+  *with_indices.mutable_keys_region() = float_keys.Whole();
+  *with_indices.mutable_output_region() = float_keys.Whole();
+  *with_indices.mutable_indices_region() = float_indices.Whole();
+  const CallResult indexed = CallSort(server->stub(), with_indices, "device-other-gpu-indices");
+  ASSERT_TRUE(indexed.status.ok()) << indexed.status.error_message();
+  EXPECT_TRUE(SameBits(float_keys.Get<float>(n), ReferenceSort(floats, SortOrder::kDescending)));
+  EXPECT_EQ(float_indices.Get<int64_t>(n), ReferenceStableArgsort(floats, SortOrder::kDescending));
+
+  // Unsigned keys from GPU 1's input into an output on GPU 0 (the sort where the keys lie), and back
+  // from GPU 0 into GPU 1.
+  const auto u64 = MakeInput<uint64_t>(Pattern::kFewDistinct, n, 13);
+  DeviceArray input_there(*server, n * 8, 1), output_here(*server, n * 8, 0), output_there(*server, n * 8, 1);
+  ASSERT_TRUE(input_there.status().ok() && output_here.status().ok() && output_there.status().ok());
+  input_there.Put(u64);
+  v1::SortRequest across = SortRequestOf(v1::DTYPE_UINT64, v1::ORDER_ASCENDING, v1::PAYLOAD_NONE);
+  *across.mutable_keys_region() = input_there.Whole();
+  *across.mutable_output_region() = output_here.Whole();
+  const CallResult there_to_here = CallSort(server->stub(), across, "device-gpu1-to-gpu0");
+  ASSERT_TRUE(there_to_here.status.ok()) << there_to_here.status.error_message();
+  EXPECT_EQ(output_here.Get<uint64_t>(n), ReferenceSort(u64, SortOrder::kAscending));
+  EXPECT_EQ(input_there.Get<uint64_t>(n), u64) << "the input on GPU 1 changed";
+  output_here.Put(u64);
+  *across.mutable_keys_region() = output_here.Whole();
+  *across.mutable_output_region() = output_there.Whole();
+  const CallResult here_to_there = CallSort(server->stub(), across, "device-gpu0-to-gpu1");
+  ASSERT_TRUE(here_to_there.status.ok()) << here_to_there.status.error_message();
+  EXPECT_EQ(output_there.Get<uint64_t>(n), ReferenceSort(u64, SortOrder::kAscending));
+
+  // Top-k: one long row read in place by radix select (float32, and bfloat16 at 16 bits), rows by
+  // SMALL_K, k past SMALL_K's limit.
+  for (Pattern pattern : {Pattern::kRandom, Pattern::kSpecials}) {
+    ExpectDeviceTopK<float>(*server, v1::DTYPE_FLOAT32, 1, (1 << 20) + 3, 200, true, pattern, 1);
+    ExpectDeviceTopK<BFloat16>(*server, v1::DTYPE_BFLOAT16, 1, (1 << 20) + 5, 300, true, pattern, 1);
+    ExpectDeviceTopK<BFloat16>(*server, v1::DTYPE_BFLOAT16, 128, 4099, 150, false, pattern, 1);
+    ExpectDeviceTopK<int64_t>(*server, v1::DTYPE_INT64, 64, 3000, 2000, true, pattern, 1);
+  }
+  ExpectServing(*server);
 }
 
 }  // namespace
