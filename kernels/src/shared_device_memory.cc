@@ -13,6 +13,22 @@
 namespace gpusort::kernels {
 namespace {
 
+// Makes `device` the calling thread's current GPU for the scope and puts the caller's back after, so
+// that allocating or importing memory for one GPU leaves a caller working with another as it was.
+class CurrentDeviceScope {
+ public:
+  CurrentDeviceScope() { had_ = cudaGetDevice(&previous_) == cudaSuccess; }
+  ~CurrentDeviceScope() {
+    if (had_) cudaSetDevice(previous_);
+  }
+  CurrentDeviceScope(const CurrentDeviceScope&) = delete;
+  CurrentDeviceScope& operator=(const CurrentDeviceScope&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool had_ = false;
+};
+
 // The driver functions used here, looked up once through the runtime (see the header for why).
 struct DriverApi {
   CUresult (*mem_create)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long);
@@ -148,6 +164,7 @@ Status ImportedDeviceMemory::Import(int fd, std::size_t bytes, int device, Impor
   }
   const DriverApi* api = Driver();
   if (api == nullptr) return NoDriver();
+  const CurrentDeviceScope scope;
   GPUSORT_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   CUmemGenericAllocationHandle handle = 0;
   if (CUresult r = api->mem_import(&handle, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)),
@@ -185,6 +202,7 @@ Status ExportableDeviceMemory::Allocate(std::size_t bytes, int device, Exportabl
   if (bytes == 0) return Status(StatusCode::kInvalidArgument, "allocate at least one byte");
   const DriverApi* api = Driver();
   if (api == nullptr) return NoDriver();
+  const CurrentDeviceScope scope;
   GPUSORT_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;

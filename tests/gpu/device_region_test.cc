@@ -32,7 +32,7 @@ using ::testing::HasSubstr;
 // Device memory of this "caller", registered as a device region of `server`.
 class DeviceArray {
  public:
-  DeviceArray(const TestServer& server, std::size_t bytes, int device = 0) {
+  DeviceArray(const TestServer& server, std::size_t bytes, int device = 0) : device_(device) {
     const kernels::Status allocated = kernels::ExportableDeviceMemory::Allocate(bytes, device, &memory_);
     if (!allocated.ok()) {
       ADD_FAILURE() << "allocating exportable device memory: " << allocated.message();
@@ -71,13 +71,20 @@ class DeviceArray {
   }
 
  private:
-  static void Copy(void* dst, const void* src, std::size_t bytes) {
-    kernels::Stream stream;
-    ASSERT_TRUE(kernels::Stream::Create(&stream).ok());
-    ASSERT_TRUE(kernels::CopyAnyAsync(dst, src, bytes, stream).ok());
-    ASSERT_TRUE(stream.Synchronize().ok());
+  // On the memory's own GPU (the only one its mapping in this process grants access to), then back to
+  // GPU 0, this thread's GPU otherwise.
+  void Copy(void* dst, const void* src, std::size_t bytes) const {
+    ASSERT_TRUE(kernels::UseDevice(device_).ok());
+    {
+      kernels::Stream stream;
+      ASSERT_TRUE(kernels::Stream::Create(&stream).ok());
+      ASSERT_TRUE(kernels::CopyAnyAsync(dst, src, bytes, stream).ok());
+      ASSERT_TRUE(stream.Synchronize().ok());
+    }
+    ASSERT_TRUE(kernels::UseDevice(0).ok());
   }
 
+  int device_;
   kernels::ExportableDeviceMemory memory_;
   std::unique_ptr<SharedMemoryRegistration> registration_;
   absl::Status status_ = absl::UnknownError("not registered");
@@ -203,6 +210,66 @@ TEST(DeviceRegions, UnsignedKeysSortFromTheCallersInputIntoItsOutput) {
   const CallResult call = CallSort(server->stub(), request, "device-sort-in-place");
   ASSERT_TRUE(call.status.ok()) << call.status.error_message();
   EXPECT_EQ(region.Get<uint32_t>(n), ReferenceSort(keys, SortOrder::kAscending));
+}
+
+// Rows and segments where the keys lie (RowSortJob between the caller's ranges): rows in place with
+// indices per row, segments of every kind of length into another range, a named BITONIC, on GPU
+// `device` (the server works on GPU 0).
+void ExpectDeviceRowsAndSegments(TestServer& server, int device) {
+  const std::size_t rows = 513, length = 300, n = rows * length;
+  const auto floats = MakeInput<float>(Pattern::kSpecials, n, 23);
+  DeviceArray keys(server, n * 4, device), indices(server, n * 8, device), out(server, n * 8, device);
+  ASSERT_TRUE(keys.status().ok() && indices.status().ok() && out.status().ok());
+  keys.Put(floats);
+  v1::SortRequest request = SortRequestOf(v1::DTYPE_FLOAT32, v1::ORDER_DESCENDING, v1::PAYLOAD_INDICES);
+  request.mutable_options()->set_rows(rows);
+  request.mutable_options()->set_stable(true);  // indices of equal keys in input order, as the reference's
+  *request.mutable_keys_region() = keys.Whole();
+  *request.mutable_output_region() = keys.Whole();
+  *request.mutable_indices_region() = indices.Whole();
+  const CallResult by_rows = CallSort(server.stub(), request, "device-rows");
+  ASSERT_TRUE(by_rows.status.ok()) << by_rows.status.error_message();
+  EXPECT_EQ(by_rows.info.algorithm(), v1::ALGORITHM_BITONIC);
+  EXPECT_TRUE(SameBits(keys.Get<float>(n), ReferenceRowSort(floats, rows, SortOrder::kDescending)));
+  EXPECT_EQ(indices.Get<int64_t>(n), ReferenceRowStableArgsort(floats, rows, SortOrder::kDescending));
+
+  // Segments, one longer than a tile (CUB's segmented sort for it, tiles for the rest), u64 keys.
+  const auto longs = MakeInput<uint64_t>(Pattern::kRandom, n, 29);
+  const std::vector<uint64_t> offsets = SegmentOffsetsOf(n, {0, 1, 9, 5000, 0, 4096, 257, 1});
+  keys.Put(std::vector<uint32_t>(n, 7));  // not read: the keys are in `out`
+  out.Put(longs);
+  v1::SortRequest segments = SortRequestOf(v1::DTYPE_UINT64, v1::ORDER_ASCENDING, v1::PAYLOAD_INDICES);
+  segments.mutable_options()->set_segment_offsets(
+      std::string(reinterpret_cast<const char*>(offsets.data()), offsets.size() * sizeof(uint64_t)));
+  segments.mutable_options()->set_stable(true);
+  DeviceArray sorted(server, n * 8, device);
+  ASSERT_TRUE(sorted.status().ok());
+  *segments.mutable_keys_region() = out.Whole();
+  *segments.mutable_output_region() = sorted.Whole();
+  *segments.mutable_indices_region() = indices.Whole();
+  const CallResult by_segments = CallSort(server.stub(), segments, "device-segments");
+  ASSERT_TRUE(by_segments.status.ok()) << by_segments.status.error_message();
+  EXPECT_EQ(sorted.Get<uint64_t>(n), ReferenceSegmentSort(longs, offsets, SortOrder::kAscending));
+  EXPECT_EQ(indices.Get<int64_t>(n), ReferenceSegmentStableArgsort(longs, offsets, SortOrder::kAscending));
+  EXPECT_EQ(out.Get<uint64_t>(n), longs) << "the input range was changed";
+
+  // BITONIC by name, int16 rows of 1024, keys only, in place.
+  const auto shorts = MakeInput<int16_t>(Pattern::kFewDistinct, 64 * 1024, 31);
+  keys.Put(shorts);
+  v1::SortRequest bitonic = SortRequestOf(v1::DTYPE_INT16, v1::ORDER_ASCENDING, v1::PAYLOAD_NONE);
+  bitonic.mutable_options()->set_rows(64);
+  bitonic.mutable_options()->set_algorithm(v1::ALGORITHM_BITONIC);
+  *bitonic.mutable_keys_region() = keys.Ref(0, shorts.size() * 2);
+  *bitonic.mutable_output_region() = keys.Ref(0, shorts.size() * 2);
+  const CallResult named = CallSort(server.stub(), bitonic, "device-rows-bitonic");
+  ASSERT_TRUE(named.status.ok()) << named.status.error_message();
+  EXPECT_EQ(keys.Get<int16_t>(shorts.size()), ReferenceRowSort(shorts, 64, SortOrder::kAscending));
+}
+
+TEST(DeviceRegions, RowsAndSegmentsSortWhereTheKeysLie) {
+  GPU_SERVER_OR_SKIP(server);
+  ExpectDeviceRowsAndSegments(*server, 0);
+  ExpectServing(*server);
 }
 
 template <typename T>
@@ -382,6 +449,8 @@ TEST(DeviceRegions, MemoryOnAnotherGpuIsServedOrRefusedSayingWhy) {
   const CallResult here_to_there = CallSort(server->stub(), across, "device-gpu0-to-gpu1");
   ASSERT_TRUE(here_to_there.status.ok()) << here_to_there.status.error_message();
   EXPECT_EQ(output_there.Get<uint64_t>(n), ReferenceSort(u64, SortOrder::kAscending));
+
+  ExpectDeviceRowsAndSegments(*server, 1);
 
   // Top-k: one long row read in place by radix select (float32, and bfloat16 at 16 bits), rows by
   // SMALL_K, k past SMALL_K's limit.

@@ -90,6 +90,46 @@ TEST(SharedMemory, SortsNarrowKeysAtTheirOwnAlignment) {
   SortNarrowInRegion<int8_t>(client::DType::kInt8, 3);
 }
 
+// Rows and segments in a region (on the CUDA backend the row sort's copies go straight from and to the
+// region, as the radix sort's do): rows in place with indices per row, then segments of every kind of
+// length (empty, one key, longer than a bitonic tile) into another range with indices per segment.
+TEST(SharedMemory, SortsRowsAndSegmentsInARegion) {
+  TestServer server(ShmConfig());
+  Client client = ShmClientFor(server);
+  const std::size_t rows = 301, length = 257, n = rows * length;
+  const auto keys = MakeInput<float>(Pattern::kSpecials, n, 17);
+  const std::size_t bytes = n * sizeof(float), idx = (2 * bytes + 7) / 8 * 8;
+  auto region = client.CreateSharedMemory(idx + n * 8);
+  ASSERT_TRUE(region.ok()) << region.status();
+  SharedMemoryRegion& r = **region;
+  Put(r, 0, keys);
+  SortOptions by_rows;
+  by_rows.descending = true;
+  by_rows.stable = true;  // indices of equal keys in input order, as the reference has them
+  by_rows.rows = rows;
+  const client::RegionRef indices = r.Ref(idx, n * 8);
+  auto info = client.SortInRegion(client::DType::kFloat32, by_rows, kWithIndices, r.Ref(0, bytes), r.Ref(0, bytes),
+                                  &indices);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->backend, ClientExpectedBackend());
+  EXPECT_TRUE(SameBits(Get<float>(r, 0, n), ReferenceRowSort(keys, rows, SortOrder::kDescending)));
+  EXPECT_EQ(Get<int64_t>(r, idx, n), ReferenceRowStableArgsort(keys, rows, SortOrder::kDescending));
+
+  const auto shorts = MakeInput<uint16_t>(Pattern::kFewDistinct, n, 19);
+  const std::vector<uint64_t> offsets = SegmentOffsetsOf(n, {0, 1, 7, 5000, 0, 300, 4096, 1, 2});
+  Put(r, 0, shorts);
+  SortOptions by_segments;
+  by_segments.stable = true;
+  by_segments.segment_offsets = offsets;
+  const std::size_t out = (n * 2 + 63) / 64 * 64;
+  auto segmented = client.SortInRegion(client::DType::kUint16, by_segments, kWithIndices, r.Ref(0, n * 2),
+                                       r.Ref(out, n * 2), &indices);
+  ASSERT_TRUE(segmented.ok()) << segmented.status();
+  EXPECT_EQ(Get<uint16_t>(r, out, n), ReferenceSegmentSort(shorts, offsets, SortOrder::kAscending));
+  EXPECT_EQ(Get<int64_t>(r, idx, n), ReferenceSegmentStableArgsort(shorts, offsets, SortOrder::kAscending));
+  EXPECT_EQ(Get<uint16_t>(r, 0, n), shorts) << "the input range was changed";
+}
+
 TEST(SharedMemory, TopKWritesValuesAndIndices) {
   TestServer server(ShmConfig());
   Client client = ShmClientFor(server);

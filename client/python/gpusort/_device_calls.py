@@ -3,8 +3,8 @@
 Each call copies the caller's keys on their GPU into the client's registered region for that GPU (one per
 GPU, grown when too small, used by one call at a time), names ranges of it in the request, and copies
 the answers on the GPU into new arrays of the caller's kind. The server's rules for device memory hold
-(sort.proto, "Device memory"): a Sort takes AUTO or RADIX and no rows or segments (else UNIMPLEMENTED,
-raised as GpusortError); TopK takes every option.
+(sort.proto, "Device memory"): a Sort takes keys or indices by AUTO or RADIX (rows and segments also
+BITONIC; others UNIMPLEMENTED, raised as GpusortError); TopK takes every option.
 """
 import threading
 

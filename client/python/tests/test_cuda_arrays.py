@@ -134,12 +134,21 @@ def test_the_callers_keys_stay_as_they_were(gpu):
     same(back, a)
 
 
+def test_rows_and_segments_sort_on_the_gpu(gpu):
+    for dtype in (np.float32, np.int16, np.uint64):
+        a = make(dtype, 512 * 300, 21, "few" if dtype == np.int16 else "random").reshape(512, 300)
+        same(host(gpu.sort(CudaArray(a))), np.sort(a, axis=-1))
+        same(host(gpu.argsort(CudaArray(a), stable=True)), np.argsort(a, axis=-1, kind="stable").astype(np.int64))
+        flat = a.reshape(-1)
+        offsets = [0, 0, 1, 5000, 5000, 9096, flat.size]  # empty, one element, longer than a tile
+        got = host(gpu.sort(CudaArray(flat), offsets=offsets, descending=True, stable=True))
+        want = np.concatenate([np.sort(flat[s:e], kind="stable")[::-1] for s, e in zip(offsets, offsets[1:])])
+        same(got, want)
+
+
 def test_refusals(gpu, server_target):
     a = make(np.float32, 4000, 20).reshape(4, 1000)
     with pytest.raises(gpusort.GpusortError) as error:  # the server's device-memory rules
-        gpu.sort(CudaArray(a))  # rows
-    assert error.value.code == grpc.StatusCode.UNIMPLEMENTED
-    with pytest.raises(gpusort.GpusortError) as error:
         gpu.sort(CudaArray(a[0]), algorithm="merge")
     assert error.value.code == grpc.StatusCode.UNIMPLEMENTED
     with pytest.raises(ValueError, match="nan='numpy'"):
