@@ -10,7 +10,8 @@ AutoChoice ChooseSort(const SortSpec&, std::size_t count) {
   return count < kAutoSortCpuBelowKeys ? AutoChoice::kCpu : AutoChoice::kGpuRadix;
 }
 
-AutoChoice ChooseTopK(const TopKSpec& spec, std::size_t count) {
+AutoChoice ChooseTopK(const TopKSpec& spec, std::size_t count, bool pinned) {
+  if (pinned && count >= kAutoPinnedTopKGpuFromKeys) return AutoChoice::kGpuRadix;
   if (count < kAutoTopKCpuBelowKeys || spec.k <= kAutoTopKCpuUpToK) return AutoChoice::kCpu;
   return AutoChoice::kGpuRadix;
 }

@@ -241,14 +241,14 @@ class AutoRouter final : public Backend {
   AutoChoice SortRule(const SortSpec& spec, std::size_t count) const {
     return routing_ == AutoRouting::kGpu ? AutoChoice::kGpuRadix : ChooseSort(spec, count);
   }
-  AutoChoice TopKRule(const TopKSpec& spec, std::size_t count) const {
-    return routing_ == AutoRouting::kGpu ? AutoChoice::kGpuRadix : ChooseTopK(spec, count);
+  AutoChoice TopKRule(const TopKSpec& spec, std::size_t count, bool pinned = false) const {
+    return routing_ == AutoRouting::kGpu ? AutoChoice::kGpuRadix : ChooseTopK(spec, count, pinned);
   }
   absl::StatusOr<Backend*> ForSort(const SortSpec& spec, std::size_t count) const {
     return Route("Sort", spec.algorithm, SortRule(spec, count), &Backend::sort_algorithms);
   }
-  absl::StatusOr<Backend*> ForTopK(const TopKSpec& spec, std::size_t count) const {
-    return Route("TopK", spec.algorithm, TopKRule(spec, count), &Backend::topk_algorithms);
+  absl::StatusOr<Backend*> ForTopK(const TopKSpec& spec, std::size_t count, bool pinned = false) const {
+    return Route("TopK", spec.algorithm, TopKRule(spec, count, pinned), &Backend::topk_algorithms);
   }
 
   absl::StatusOr<Placed> PlaceSort(const SortSpec& spec, std::size_t count, bool pinned) {
@@ -267,13 +267,19 @@ class AutoRouter final : public Backend {
   }
 
   absl::StatusOr<Placed> PlaceTopK(const TopKSpec& spec, std::size_t count, bool pinned) {
-    ASSIGN_OR_RETURN(Backend* const engine, ForTopK(spec, count));
+    ASSIGN_OR_RETURN(Backend* engine, ForTopK(spec, count, pinned));
+    // Limits were checked (CheckTopKLimits) for where the keys' transport is not known: the unpinned
+    // rule's engine. A pinned request the rule moves elsewhere stays there only within that engine's.
+    if (pinned) {
+      ASSIGN_OR_RETURN(Backend* const checked, ForTopK(spec, count));
+      if (engine != checked && !engine->CheckTopKLimits(spec, count).ok()) engine = checked;
+    }
     if (routing_ != AutoRouting::kLoad) return Placed{engine};
     const EngineCost cpu = CpuTopKCost(spec), gpu = GpuTopKCost(spec, pinned);
     Backend* chosen = engine;
     // Only AUTO with a k the CPU selects quickly moves (larger k: the size rule's GPU, auto_policy.h).
     if (spec.algorithm == Algorithm::kAuto && spec.k <= kAutoTopKCpuUpToK && !spec.by_segments()) {
-      const AutoChoice choice = ChooseByLoad(TopKRule(spec, count), cpu_backlog_.seconds(), cpu,
+      const AutoChoice choice = ChooseByLoad(TopKRule(spec, count, pinned), cpu_backlog_.seconds(), cpu,
                                              gpu_backlog_.seconds(), gpu, count);
       chosen = choice == AutoChoice::kCpu ? cpu_.get() : gpu_.get();
       if (chosen != engine && !chosen->CheckTopKLimits(spec, count).ok()) chosen = engine;

@@ -178,6 +178,36 @@ TEST_F(AutoRouterTest, AutoTopKWithSmallKStaysOnTheCpuAtEverySize) {
   EXPECT_EQ(counts_->topk.load(), 1);
 }
 
+// From registered shared memory the GPU reads the keys by DMA while the CPU must copy them first: a
+// top-k with small k of kAutoPinnedTopKGpuFromKeys keys or more goes to the GPU there, and stays on the
+// CPU from ordinary memory.
+TEST_F(AutoRouterTest, PinnedTopKWithSmallKGoesToTheGpuFromAMillionKeys) {
+  for (const std::size_t n : {kAutoPinnedTopKGpuFromKeys - 1, kAutoPinnedTopKGpuFromKeys}) {
+    std::vector<float> keys(n);
+    for (std::size_t i = 0; i < n; ++i) keys[i] = static_cast<float>((i * 2654435761u) % 1000003);
+    TopKSpec spec;
+    spec.dtype = DType::kFloat32;
+    spec.k = 10;
+    spec.output = TopKOutput::kValues;
+    std::vector<float> values(spec.k);
+    TopKBuffers buffers;
+    buffers.count = n;
+    buffers.keys = std::as_bytes(std::span(keys));
+    buffers.values_out = std::as_writable_bytes(std::span(values));
+    Cancellation cancellation;
+    ExecutionReport pinned, plain;
+    ASSERT_TRUE(router_->TopKPinned(spec, buffers, cancellation, pinned).ok());
+    ASSERT_TRUE(router_->TopK(spec, buffers, cancellation, plain).ok());
+    EXPECT_EQ(pinned.backend, n >= kAutoPinnedTopKGpuFromKeys ? BackendKind::kCuda : BackendKind::kCpu) << n;
+    EXPECT_EQ(plain.backend, BackendKind::kCpu) << n;
+    std::vector<float> want = keys;
+    std::partial_sort(want.begin(), want.begin() + spec.k, want.end(), std::greater<float>());
+    want.resize(spec.k);
+    EXPECT_EQ(values, want) << n;
+  }
+  EXPECT_EQ(counts_->topk.load(), 1);
+}
+
 // A batch goes whole to the GPU engine when it sorts the batch together; otherwise each request goes
 // where its own size takes it; a batch small in all goes whole to the CPU.
 TEST_F(AutoRouterTest, BatchesGoWholeOnlyWhereTheEngineSortsThemTogether) {
