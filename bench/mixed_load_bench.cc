@@ -8,7 +8,11 @@
 //   mixed_load_bench --server 127.0.0.1:50051 [--duration 20] [--warmup 3] [--concurrency 64]
 //                    [--connections 8] [--min-keys 1K] [--max-keys 16M] [--dtypes u32,f32,i64,bf16]
 //                    [--topk-share 0.5] [--k 100] [--pool 64] [--seed 1] [--check] [--json FILE]
+//                    [--shm-socket PATH]
 //
+// With --shm-socket (the server's), the arrays travel through shared memory (the client library's
+// Transport::kSharedMemory: copied into regions it registered, and the answers out of them) instead of
+// gRPC messages: the same node's capacity without the socket's limits.
 // The arrays are made up front (a pool of --pool requests, each with its size, dtype and method drawn
 // once from --seed), so that every server measured sees the same requests in the same order per worker.
 // Each call goes through gpusort::Client with its defaults: unary under 4 MiB, streamed above, a sort of
@@ -51,6 +55,7 @@ struct Options {
   uint64_t seed = 1;
   bool check = false;
   std::string json;
+  std::string shm_socket;
 };
 
 struct Job {
@@ -65,13 +70,14 @@ struct Sample {
   bool topk;
   std::size_t keys;
   double ms;
+  bool cpu;  // the reply's ExecutionInfo.backend
 };
 
 [[noreturn]] void Usage(const std::string& why) {
   std::fprintf(stderr,
                "mixed_load_bench: %s\nusage: mixed_load_bench --server HOST:PORT [--duration S] [--warmup S] "
                "[--concurrency N] [--connections N] [--min-keys N] [--max-keys N] [--dtypes LIST] "
-               "[--topk-share F] [--k N] [--pool N] [--seed N] [--check] [--json FILE]\n",
+               "[--topk-share F] [--k N] [--pool N] [--seed N] [--check] [--json FILE] [--shm-socket PATH]\n",
                why.c_str());
   std::exit(2);
 }
@@ -107,6 +113,7 @@ Options Parse(int argc, char** argv) {
     else if (a == "--pool") o.pool = std::atoi(v.c_str());
     else if (a == "--seed") o.seed = ParseCount(v);
     else if (a == "--json") o.json = v;
+    else if (a == "--shm-socket") o.shm_socket = v;
     else if (a == "--dtypes") {
       o.dtypes.clear();
       for (std::size_t at = 0; at <= v.size();) {
@@ -224,6 +231,10 @@ int Run(const Options& o) {
     options.target = o.server;
     options.max_message_bytes = std::size_t{1} << 30;
     options.channel_arguments = {{"gpusort.mixed_load_connection", c}};  // a connection each
+    if (!o.shm_socket.empty()) {
+      options.shm_socket = o.shm_socket;
+      options.transport = Transport::kSharedMemory;
+    }
     clients.push_back(std::make_unique<Client>(options));
     if (!clients.back()->status().ok()) Usage(std::string(clients.back()->status().message()));
   }
@@ -248,6 +259,7 @@ int Run(const Options& o) {
         std::string answer;
         absl::Status status;
         std::string device;
+        bool on_cpu = false;
         if (job.topk) {
           TopKOptions options;
           options.k = o.k;
@@ -255,6 +267,7 @@ int Run(const Options& o) {
           auto r = client.TopKRaw(job.dtype, job.keys, options);
           status = r.status();
           if (r.ok()) answer = std::move(r->values), device = r->info.device;
+          if (r.ok()) on_cpu = r->info.backend == client::Backend::kCpu;
         } else {
           RawSortRequest request;
           request.dtype = job.dtype;
@@ -262,6 +275,7 @@ int Run(const Options& o) {
           auto r = client.SortRaw(request);
           status = r.status();
           if (r.ok()) answer = std::move(r->keys), device = r->info.device;
+          if (r.ok()) on_cpu = r->info.backend == client::Backend::kCpu;
         }
         const auto t1 = Clock::now();
         if (t0 < measure_from) continue;  // warm-up
@@ -276,10 +290,10 @@ int Run(const Options& o) {
           wrong++;
           continue;
         }
-        mine.push_back({job.topk, job.count, std::chrono::duration<double, std::milli>(t1 - t0).count()});
-        if (mine.size() == 1) {
+        mine.push_back({job.topk, job.count, std::chrono::duration<double, std::milli>(t1 - t0).count(), on_cpu});
+        if (!on_cpu || mine.size() == 1) {  // the server's device: its GPU where any answer came from one
           std::lock_guard lock(mutex);
-          if (backend.empty()) backend = device;
+          if (backend.empty() || !on_cpu) backend = device;
         }
       }
       std::lock_guard lock(mutex);
@@ -295,10 +309,14 @@ int Run(const Options& o) {
     if (!dtypes.empty()) dtypes += ',';
     dtypes += DTypeName(d);
   }
-  std::printf("mixed load on %s (%s): %d in flight on %d connections, %zu..%zu keys log-uniform, %s, "
-              "top-k share %.2f (k=%llu), pool %d (%.3g keys), %.1f s\n",
-              o.server.c_str(), backend.c_str(), o.concurrency, o.connections, o.min_keys, o.max_keys, dtypes.c_str(),
-              o.topk_share, static_cast<unsigned long long>(o.k), o.pool, pool_keys, seconds);
+  std::size_t answered_by_cpu = 0;
+  for (const Sample& x : samples) answered_by_cpu += x.cpu;
+  const char* transport = o.shm_socket.empty() ? "grpc" : "shm";
+  std::printf("mixed load on %s (%s), %s: %d in flight on %d connections, %zu..%zu keys log-uniform, %s, "
+              "top-k share %.2f (k=%llu), pool %d (%.3g keys), %.1f s; %zu of %zu answers from the CPU engine\n",
+              o.server.c_str(), backend.c_str(), transport, o.concurrency, o.connections, o.min_keys, o.max_keys,
+              dtypes.c_str(), o.topk_share, static_cast<unsigned long long>(o.k), o.pool, pool_keys, seconds,
+              answered_by_cpu, samples.size());
   std::string json_rows;
   for (int which : {2, 0, 1}) {
     const Summary s = Summarize(samples, which);
@@ -319,7 +337,8 @@ int Run(const Options& o) {
   if (!o.json.empty()) {
     std::ofstream out(o.json);
     out << "{\"tool\":\"mixed_load_bench\",\"server\":\"" << o.server << "\",\"device\":\"" << backend
-        << "\",\"concurrency\":" << o.concurrency << ",\"connections\":" << o.connections
+        << "\",\"transport\":\"" << transport << "\",\"answered_by_cpu\":" << answered_by_cpu
+        << ",\"concurrency\":" << o.concurrency << ",\"connections\":" << o.connections
         << ",\"min_keys\":" << o.min_keys << ",\"max_keys\":" << o.max_keys << ",\"dtypes\":\"" << dtypes
         << "\",\"topk_share\":" << o.topk_share << ",\"k\":" << o.k << ",\"pool\":" << o.pool
         << ",\"seed\":" << o.seed << ",\"check\":" << (o.check ? "true" : "false") << ",\"seconds\":" << seconds
