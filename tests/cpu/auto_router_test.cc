@@ -82,6 +82,31 @@ class StandInGpu final : public Backend {
   std::unique_ptr<Backend> cpu_ = MakeCpuBackend({});
 };
 
+// Sorts n random u32 keys through `router` with `algorithm`; checks the answer against std::sort, and
+// without `status` that the sort succeeded.
+ExecutionReport SortThrough(Backend& router, std::size_t n, Algorithm algorithm, absl::Status* status = nullptr) {
+  std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, n, n);
+  std::vector<uint32_t> want = keys;
+  std::sort(want.begin(), want.end());
+  SortSpec spec;
+  spec.algorithm = algorithm;
+  SortBuffers buffers;
+  buffers.count = n;
+  buffers.keys = std::as_writable_bytes(std::span(keys));
+  ExecutionReport report;
+  Cancellation cancellation;
+  absl::Status s = router.Sort(spec, buffers, cancellation, report);
+  if (status != nullptr) {
+    *status = s;
+  } else {
+    EXPECT_TRUE(s.ok()) << "n=" << n << ": " << s;
+  }
+  if (s.ok()) {
+    EXPECT_EQ(keys, want) << "n=" << n;
+  }
+  return report;
+}
+
 class AutoRouterTest : public ::testing::Test {
  protected:
   void Make(bool batches_together = false) {
@@ -89,24 +114,9 @@ class AutoRouterTest : public ::testing::Test {
   }
   void SetUp() override { Make(); }
 
-  // Sorts n random u32 keys with `algorithm`; checks the answer against std::sort.
+  // Without `status`, the sort must succeed.
   ExecutionReport SortOf(std::size_t n, Algorithm algorithm, absl::Status* status = nullptr) {
-    std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, n, n);
-    std::vector<uint32_t> want = keys;
-    std::sort(want.begin(), want.end());
-    SortSpec spec;
-    spec.algorithm = algorithm;
-    SortBuffers buffers;
-    buffers.count = n;
-    buffers.keys = std::as_writable_bytes(std::span(keys));
-    ExecutionReport report;
-    Cancellation cancellation;
-    absl::Status s = router_->Sort(spec, buffers, cancellation, report);
-    if (status != nullptr) *status = s;
-    if (s.ok()) {
-      EXPECT_EQ(keys, want) << "n=" << n;
-    }
-    return report;
+    return SortThrough(*router_, n, algorithm, status);
   }
 
   std::shared_ptr<Counts> counts_ = std::make_shared<Counts>();
@@ -363,19 +373,7 @@ TEST(AutoRouterLoad, WorkInFlightOnTheCpuSendsTheNextContestedSortToTheGpu) {
   HeldCpu& cpu = *held;
   auto router = MakeAutoRouter(std::move(held), std::make_unique<StandInGpu>(counts, false), AutoRouting::kLoad);
   auto sort = [&](std::size_t n, Algorithm algorithm = Algorithm::kAuto) {
-    std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, n, n);
-    std::vector<uint32_t> want = keys;
-    std::sort(want.begin(), want.end());
-    SortSpec spec;
-    spec.algorithm = algorithm;
-    SortBuffers buffers;
-    buffers.count = n;
-    buffers.keys = std::as_writable_bytes(std::span(keys));
-    ExecutionReport report;
-    Cancellation cancellation;
-    EXPECT_TRUE(router->Sort(spec, buffers, cancellation, report).ok());
-    EXPECT_EQ(keys, want) << n;
-    return report.backend;
+    return SortThrough(*router, n, algorithm).backend;
   };
   // A million keys named for the CPU, held there: the CPU's backlog. An 8192-key sort, the CPU's by the
   // size rule, now ends sooner on the GPU; once the CPU is free again, the CPU takes it.
