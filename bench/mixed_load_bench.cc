@@ -10,6 +10,11 @@
 //                    [--topk-share 0.5] [--k 100] [--pool 64] [--seed 1] [--check] [--json FILE]
 //                    [--shm-socket PATH]
 //
+// The server must take the load: --max-inflight and --max-inflight-per-caller of at least 64 times the
+// stream parts of the largest sorts (8), e.g. 1024, and with --shm-socket as many --shm-max-regions(-per-
+// user) and bytes; under the defaults (48 calls a caller, 16 regions a user) refusals are counted as
+// errors and the exit code is 1.
+//
 // With --shm-socket (the server's), the arrays travel through shared memory (the client library's
 // Transport::kSharedMemory: copied into regions it registered, and the answers out of them) instead of
 // gRPC messages: the same node's capacity without the socket's limits.

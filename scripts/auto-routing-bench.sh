@@ -7,8 +7,11 @@
 #
 # Servers: cpu (--backend cpu: the CPU-only anchor), gpu (--auto-routing gpu: every AUTO call to the GPU,
 # the GPU-only anchor), size (--auto-routing size, the default), load (--auto-routing load). One server
-# runs at a time, each on the whole machine. grid: u32 sorts of 1K 16K 64K 256K 1M 16M keys at 1, 4, 16
-# and 64 in flight on 4 connections (unary under 4 MiB, streamed above, as gpusort bench sends them).
+# runs at a time, each on the whole machine. Every server takes 1024 calls in flight from one caller and
+# as many shared-memory regions: the defaults (48 calls a caller, 16 regions a user) refuse part of the
+# 64-in-flight load, which then measures admission instead of routing (seen in the first run).
+# grid: u32 sorts of 1K 16K 64K 256K 1M 16M keys at 1, 4, 16 and 64 in flight on 4 connections (unary
+# under 4 MiB, streamed above, as gpusort bench sends them).
 # topk: f32 top-100 of 1M and 16M keys over unary/stream and shared memory on each server.
 set -uo pipefail
 bin=$1 out=$2; shift 2
@@ -28,7 +31,10 @@ start_server() {  # start_server NAME FLAGS...: sets $port and $shm_socket
   [ -n "$server_pid" ] && { kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; }
   rm -f "$work/$name.ports"
   "$bin/gpusort-server" --listen 127.0.0.1:0 --metrics-listen "" --log-level warn \
-    --max-message-bytes 1073741824 --shm-socket "$work/$name.sock" --port-file "$work/$name.ports" "$@" \
+    --max-message-bytes 1073741824 --max-inflight 1024 --max-inflight-per-caller 1024 \
+    --shm-max-regions 1024 --shm-max-regions-per-user 1024 --shm-max-bytes 68719476736 \
+    --shm-max-bytes-per-user 68719476736 \
+    --shm-socket "$work/$name.sock" --port-file "$work/$name.ports" "$@" \
     >"$out/server-$name.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 300); do [ -s "$work/$name.ports" ] && break; sleep 0.1; done
