@@ -1,8 +1,12 @@
 #include "server/backend/backend.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <memory>
 #include <string>
+
+#include "server/core/scratch.h"
 
 namespace gpusort {
 
@@ -13,7 +17,19 @@ std::string_view BackendKindName(BackendKind kind) {
 namespace {
 
 // Uninitialised room for a private copy (value-initialising gigabytes first would cost as much again).
-std::unique_ptr<std::byte[]> Room(std::size_t bytes) { return std::unique_ptr<std::byte[]>(new std::byte[bytes]); }
+// glibc serves blocks of up to 32 MiB (its largest dynamic mmap threshold) from the heap once one of
+// that size was freed, so a copy below that reuses memory already faulted in; from there every block is
+// a fresh mapping whose 4 KiB page faults cost more than the copy (the snapshot of a 16M-key top-k from
+// shared memory: 37 ms on the H100 machine, 222 ms on the dev VM), so those go on huge pages
+// (scratch.h): 7.5 ms on the dev VM (BENCHMARKS.md, issue 18).
+constexpr std::size_t kFreshMappingFromBytes = std::size_t{32} << 20;
+
+ScratchArray<std::byte> Room(std::size_t bytes) {
+  if (bytes >= kFreshMappingFromBytes) return MakeScratch<std::byte>(bytes);
+  void* room = std::malloc(bytes == 0 ? 1 : bytes);
+  if (room == nullptr) throw std::bad_alloc();
+  return ScratchArray<std::byte>(static_cast<std::byte*>(room));
+}
 
 }  // namespace
 
@@ -24,9 +40,9 @@ absl::Status Backend::SortPinned(const SortSpec& spec, std::span<const std::byte
   // one else can reach, then the work there, then one write of the answer.
   StageClock copy_in;
   const std::size_t n = buffers.count;
-  std::unique_ptr<std::byte[]> keys = Room(keys_in.size());
+  ScratchArray<std::byte> keys = Room(keys_in.size());
   if (!keys_in.empty()) std::memcpy(keys.get(), keys_in.data(), keys_in.size());
-  std::unique_ptr<std::byte[]> indices;
+  ScratchArray<std::byte> indices;
   SortBuffers mine = buffers;
   mine.keys = std::span(keys.get(), keys_in.size());
   if (!buffers.indices_out.empty()) {
@@ -57,10 +73,10 @@ absl::Status Backend::TopKPinned(const TopKSpec& spec, const TopKBuffers& buffer
                                  ExecutionReport& report) {
   // As SortPinned: the keys read once into private memory, the results written once at the end.
   StageClock copy_in;
-  std::unique_ptr<std::byte[]> keys = Room(buffers.keys.size());
+  ScratchArray<std::byte> keys = Room(buffers.keys.size());
   if (!buffers.keys.empty()) std::memcpy(keys.get(), buffers.keys.data(), buffers.keys.size());
-  std::unique_ptr<std::byte[]> values = Room(buffers.values_out.size());
-  std::unique_ptr<std::byte[]> indices = Room(buffers.indices_out.size_bytes());
+  ScratchArray<std::byte> values = Room(buffers.values_out.size());
+  ScratchArray<std::byte> indices = Room(buffers.indices_out.size_bytes());
   TopKBuffers mine = buffers;
   mine.keys = std::span<const std::byte>(keys.get(), buffers.keys.size());
   mine.values_out = std::span(values.get(), buffers.values_out.size());

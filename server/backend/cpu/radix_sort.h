@@ -41,7 +41,7 @@
 
 #include "absl/status/status.h"
 #include "server/backend/cpu/parallel.h"
-#include "server/backend/cpu/scratch.h"
+#include "server/core/scratch.h"
 #include "server/backend/cpu/unaligned.h"
 #include "server/core/cancellation.h"
 #include "server/core/key_order.h"

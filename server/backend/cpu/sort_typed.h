@@ -13,7 +13,7 @@
 #include "server/backend/cpu/gather.h"
 #include "server/backend/cpu/parallel.h"
 #include "server/backend/cpu/radix_sort.h"
-#include "server/backend/cpu/scratch.h"
+#include "server/core/scratch.h"
 #include "server/backend/cpu/small_sort.h"
 #include "server/core/cancellation.h"
 #include "server/core/dtype.h"

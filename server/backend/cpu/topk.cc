@@ -12,7 +12,7 @@
 
 #include "server/backend/cpu/parallel.h"
 #include "server/backend/cpu/radix_sort.h"
-#include "server/backend/cpu/scratch.h"
+#include "server/core/scratch.h"
 #include "server/backend/cpu/topk_select.h"
 #include "server/core/dtype.h"
 #include "server/core/status_macros.h"

@@ -1,8 +1,8 @@
-#include "server/backend/cpu/scratch.h"
+#include "server/core/scratch.h"
 
 #include <sys/mman.h>
 
-namespace gpusort::cpu::scratch_internal {
+namespace gpusort::scratch_internal {
 
 void* Allocate(std::size_t bytes) {
   if (bytes == 0) bytes = 1;
@@ -18,4 +18,4 @@ void* Allocate(std::size_t bytes) {
   return p;
 }
 
-}  // namespace gpusort::cpu::scratch_internal
+}  // namespace gpusort::scratch_internal

@@ -9,7 +9,7 @@
 #include <new>
 #include <type_traits>
 
-namespace gpusort::cpu {
+namespace gpusort {
 
 namespace scratch_internal {
 inline constexpr std::size_t kHugePage = std::size_t{2} << 20;
@@ -31,4 +31,4 @@ ScratchArray<T> MakeScratch(std::size_t n) {
   return ScratchArray<T>(static_cast<T*>(scratch_internal::Allocate(n * sizeof(T))));
 }
 
-}  // namespace gpusort::cpu
+}  // namespace gpusort
