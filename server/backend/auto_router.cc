@@ -254,16 +254,9 @@ class AutoRouter final : public Backend {
   absl::StatusOr<Placed> PlaceSort(const SortSpec& spec, std::size_t count, bool pinned) {
     ASSIGN_OR_RETURN(Backend* const engine, ForSort(spec, count));
     if (routing_ != AutoRouting::kLoad) return Placed{engine};
-    const EngineCost cpu = CpuSortCost(spec), gpu = GpuSortCost(spec, pinned);
-    Backend* chosen = engine;
     // Only AUTO moves, only where both engines are fit: segments and rows keep the size rule's engine.
-    if (spec.algorithm == Algorithm::kAuto && !spec.segmented()) {
-      const AutoChoice choice = ChooseByLoad(SortRule(spec, count), cpu_backlog_.seconds(), cpu,
-                                             gpu_backlog_.seconds(), gpu, count);
-      chosen = choice == AutoChoice::kCpu ? cpu_.get() : gpu_.get();
-      if (chosen != engine && !chosen->CheckSortLimits(spec, count).ok()) chosen = engine;
-    }
-    return Charged(chosen, chosen == cpu_.get() ? cpu.Seconds(count) : gpu.Seconds(count));
+    return ByLoad(engine, spec.algorithm == Algorithm::kAuto && !spec.segmented(), CpuSortCost(spec),
+                  GpuSortCost(spec, pinned), count, [&](Backend& e) { return e.CheckSortLimits(spec, count).ok(); });
   }
 
   absl::StatusOr<Placed> PlaceTopK(const TopKSpec& spec, std::size_t count, bool pinned) {
@@ -275,21 +268,29 @@ class AutoRouter final : public Backend {
       if (engine != checked && !engine->CheckTopKLimits(spec, count).ok()) engine = checked;
     }
     if (routing_ != AutoRouting::kLoad) return Placed{engine};
-    const EngineCost cpu = CpuTopKCost(spec), gpu = GpuTopKCost(spec, pinned);
-    Backend* chosen = engine;
     // Only AUTO with a k the CPU selects quickly moves (larger k: the size rule's GPU, auto_policy.h).
-    if (spec.algorithm == Algorithm::kAuto && spec.k <= kAutoTopKCpuUpToK && !spec.by_segments()) {
-      const AutoChoice choice = ChooseByLoad(TopKRule(spec, count, pinned), cpu_backlog_.seconds(), cpu,
-                                             gpu_backlog_.seconds(), gpu, count);
-      chosen = choice == AutoChoice::kCpu ? cpu_.get() : gpu_.get();
-      if (chosen != engine && !chosen->CheckTopKLimits(spec, count).ok()) chosen = engine;
-    }
-    return Charged(chosen, chosen == cpu_.get() ? cpu.Seconds(count) : gpu.Seconds(count));
+    return ByLoad(engine, spec.algorithm == Algorithm::kAuto && spec.k <= kAutoTopKCpuUpToK && !spec.by_segments(),
+                  CpuTopKCost(spec), GpuTopKCost(spec, pinned), count,
+                  [&](Backend& e) { return e.CheckTopKLimits(spec, count).ok(); });
   }
 
-  Placed Charged(Backend* engine, double seconds) {
-    return Placed{engine, engine == cpu_.get() ? &cpu_backlog_ : &gpu_backlog_, seconds};
+  // Load-aware AUTO for a request the size rule (or its name) gave `engine`: when `movable`, the engine
+  // that would finish it first (ChooseByLoad) if the request `fits` there; charged to the one chosen.
+  template <typename Fits>
+  Placed ByLoad(Backend* engine, bool movable, const EngineCost& cpu, const EngineCost& gpu, std::size_t count,
+                Fits fits) {
+    Backend* chosen = engine;
+    if (movable) {
+      const AutoChoice by_size = engine == cpu_.get() ? AutoChoice::kCpu : AutoChoice::kGpuRadix;
+      const AutoChoice choice =
+          ChooseByLoad(by_size, cpu_backlog_.seconds(), cpu, gpu_backlog_.seconds(), gpu, count);
+      chosen = choice == AutoChoice::kCpu ? cpu_.get() : gpu_.get();
+      if (chosen != engine && !fits(*chosen)) chosen = engine;
+    }
+    const bool on_cpu = chosen == cpu_.get();
+    return Placed{chosen, on_cpu ? &cpu_backlog_ : &gpu_backlog_, on_cpu ? cpu.Seconds(count) : gpu.Seconds(count)};
   }
+
   // The engine for a request: the one the named algorithm belongs to, or AUTO's choice (auto_policy.h);
   // UNIMPLEMENTED, with the router's list, for an algorithm neither has. The GPU engine's list is built
   // only for a named algorithm: AUTO, most requests, routes without allocating.
