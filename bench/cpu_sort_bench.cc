@@ -172,7 +172,7 @@ void BM_BoostSpreadsort(benchmark::State& state) {
 void BM_Radix11Bit(benchmark::State& state) {
   TimeSort<uint32_t>(state, state.range(0), [](auto& v) {
     auto* bytes = reinterpret_cast<std::byte*>(v.data());
-    (void)cpu::radix::Sort<uint32_t, 11>(v.size(), bytes, bytes, false, cpu::radix::NoPayload{},
+    (void)cpu::radix::Sort<uint32_t, 11>(v.size(), bytes, bytes, uint32_t{0}, cpu::radix::NoPayload{},
                                          Threads(), nullptr);
   });
 }

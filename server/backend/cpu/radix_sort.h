@@ -18,7 +18,8 @@
 // keys we serve, and none of them carries a payload or sorts by an arbitrary key transform without an
 // extra pass. The radix sort is also stable for free, which Sort's `stable` option needs.
 //
-// How it works. Keys are mapped to U = ToOrderedBits(key), XOR-ed with all ones for a descending sort,
+// How it works. Keys are mapped to U = ToOrderedBits(key), XOR-ed with a mask (all ones for a
+// descending sort; engine_key.h folds a key type's bias into it),
 // and sorted ascending by U one 8-bit digit at a time, least significant first. Every pass is a
 // stable counting sort, so equal keys (identical bits) keep their input order in either direction,
 // and the payload (indices or values) moves with its key. The input is read once up front to
@@ -234,10 +235,12 @@ struct Space {
 // Stable LSD radix sort of n elements: keys kin(i) (ordered bits ^ mask), payload pin(i). Writes
 // the keys as T to dst (null: not at all) and the payload through pout. Sorts on digits
 // [0, digits); `given` may hold their histograms for kin with `chunks` chunks.
+// kWriteKeys: dst is not null (a template argument, not a test of dst, so that each instantiation
+// compiles one last pass rather than both: compile time, see engine_key.h).
 // long-function: the pass plan (which buffer each pass reads and writes, where the last one lands) and
 // the pass loop share a dozen locals through lambdas that the compiler inlines into the hot loops;
 // split, each piece would take them all as arguments. The CPU engine's speed (BENCHMARKS.md) is this.
-template <typename T, int kBits, typename P, typename KIn, typename PIn, typename POut>
+template <typename T, bool kWriteKeys, int kBits, typename P, typename KIn, typename PIn, typename POut>
 absl::Status Lsd(std::size_t n, int digits, const KIn& kin, const PIn& pin, std::byte* dst,
                  OrderedBitsType<T> mask, const POut& pout, const Space<OrderedBitsType<T>, P>& space,
                  std::size_t chunks, const Histogram* given, const Cancellation* cancel) {
@@ -339,8 +342,9 @@ absl::Status Lsd(std::size_t n, int digits, const KIn& kin, const PIn& pin, std:
     }
     return absl::OkStatus();
   };
-  absl::Status status = dst != nullptr ? all_passes(RawKeysOut<T>{final_keys, mask})
-                                       : all_passes(DiscardKeys{});
+  absl::Status status;
+  if constexpr (kWriteKeys) status = all_passes(RawKeysOut<T>{final_keys, mask});
+  else status = all_passes(DiscardKeys{});
   if (!status.ok()) return status;
   if (final_keys != dst) {
     ForEachChunk(chunks, [&](std::size_t c) {
@@ -375,15 +379,13 @@ void SmallRange(std::size_t n, const KIn& kin, const PIn& pin, std::byte* dst,
 
 }  // namespace internal
 
-// Sorts the n keys of type T at `src` (any alignment) in the key order, ascending or descending,
-// stably, writing the sorted keys to `dst` (may be `src`; nullptr: keys are not written) and the
-// payload through pay.out. Checks `cancel` (may be null) between passes and returns its error.
+// Sort and Order below (kWriteKeys: dst is not null).
 // long-function: the scratch plan, the first MSD scatter by the top digit and the per-bucket LSD sorts
 // share the scratch buffers, offsets and cancellation flag through lambdas inlined into the hot loops;
 // apart, each piece would take them all as arguments.
-template <typename T, int kBits = 8, typename Pay = NoPayload>
-absl::Status Sort(std::size_t n, const std::byte* src, std::byte* dst, bool descending,
-                  const Pay& pay, int threads, const Cancellation* cancel) {
+template <typename T, bool kWriteKeys, int kBits, typename Pay>
+absl::Status SortImpl(std::size_t n, const std::byte* src, std::byte* dst, OrderedBitsType<T> mask,
+                      const Pay& pay, int threads, const Cancellation* cancel) {
   using U = OrderedBitsType<T>;
   using P = typename Pay::Type;
   using D = internal::Digits<U, kBits>;
@@ -391,7 +393,6 @@ absl::Status Sort(std::size_t n, const std::byte* src, std::byte* dst, bool desc
   static_assert(sizeof(T) == sizeof(U));
   if (n == 0) return absl::OkStatus();
 
-  const U mask = descending ? static_cast<U>(~U{0}) : U{0};
   const std::size_t chunks = n < kParallelSortMinElements ? 1 : ChunkCount(n, threads);
   const RawKeysIn<T> kin{src, mask};
   // One read of the input: every chunk's histogram of every digit.
@@ -416,7 +417,7 @@ absl::Status Sort(std::size_t n, const std::byte* src, std::byte* dst, bool desc
     const internal::Space<U, P> space{x.get(), b, px.get(), py.get(),
                                       dst_bits != nullptr ? internal::Buf::kB : internal::Buf::kNone,
                                       dst_bits != nullptr, in_place};
-    return internal::Lsd<T, kBits, P>(n, D::kCount, kin, pay.in, dst, mask, pay.out, space, chunks,
+    return internal::Lsd<T, kWriteKeys, kBits, P>(n, D::kCount, kin, pay.in, dst, mask, pay.out, space, chunks,
                                       &hist, cancel);
   }
 
@@ -475,7 +476,7 @@ absl::Status Sort(std::size_t n, const std::byte* src, std::byte* dst, bool desc
       // A bucket holding a large share of the keys (skewed input) is itself sorted in parallel.
       const std::size_t bucket_chunks =
           count * 2 * static_cast<std::size_t>(threads) > n ? ChunkCount(count, threads) : 1;
-      (void)internal::Lsd<T, kBits, P>(count, top, bucket_keys, bucket_pay, bucket_dst, mask,
+      (void)internal::Lsd<T, kWriteKeys, kBits, P>(count, top, bucket_keys, bucket_pay, bucket_dst, mask,
                                        bucket_out, space, bucket_chunks, nullptr, nullptr);
     };
     if constexpr (kHasPayload) run(ArrayIn<P>{px.get() + s});
@@ -490,6 +491,23 @@ absl::Status Sort(std::size_t n, const std::byte* src, std::byte* dst, bool desc
   }
   if (stop.load()) return cancel->Check();
   return absl::OkStatus();
+}
+
+// Sorts the n keys of type T at `src` (any alignment) stably by ToOrderedBits(key) ^ mask, ascending
+// (mask = OrderMask(descending), with the engine key's bias where T serves another type: engine_key.h),
+// writing the sorted keys to `dst` (may be `src`) and the payload through pay.out. Checks `cancel`
+// (may be null) between passes and returns its error.
+template <typename T, int kBits = 8, typename Pay = NoPayload>
+absl::Status Sort(std::size_t n, const std::byte* src, std::byte* dst, OrderedBitsType<T> mask,
+                  const Pay& pay, int threads, const Cancellation* cancel) {
+  return SortImpl<T, /*kWriteKeys=*/true, kBits>(n, src, dst, mask, pay, threads, cancel);
+}
+
+// The same order, with only the payload written (an argsort when it is a permutation); keys stay.
+template <typename T, int kBits = 8, typename Pay = NoPayload>
+absl::Status Order(std::size_t n, const std::byte* src, OrderedBitsType<T> mask, const Pay& pay,
+                   int threads, const Cancellation* cancel) {
+  return SortImpl<T, /*kWriteKeys=*/false, kBits>(n, src, nullptr, mask, pay, threads, cancel);
 }
 
 }  // namespace gpusort::cpu::radix

@@ -16,13 +16,13 @@ namespace gpusort::cpu {
 
 inline constexpr std::size_t kSmallSortMax = 256;  // sizes below this take the small path
 
-// n < kSmallSortMax. Buffers as in SortBuffers (values/values_out/indices_out per `payload`).
+// n < kSmallSortMax, sorted by ToOrderedBits(key) ^ mask ascending (engine_key.h: OrderMask and the
+// bias). Buffers as in SortBuffers (values/values_out/indices_out per `payload`).
 template <typename T>
-void SmallSort(std::size_t n, std::byte* keys, bool descending, SortPayload payload,
+void SmallSort(std::size_t n, std::byte* keys, OrderedBitsType<T> mask, SortPayload payload,
                const std::byte* values, std::size_t value_width, std::byte* values_out,
                int64_t* indices_out) {
   using U = OrderedBitsType<T>;
-  const U mask = descending ? static_cast<U>(~U{0}) : U{0};
   if (payload == SortPayload::kNone) {  // equal keys are identical bits: stability is moot
     U bits[kSmallSortMax];
     for (std::size_t i = 0; i < n; ++i) bits[i] = ToOrderedBits(LoadAt<T>(keys, i)) ^ mask;

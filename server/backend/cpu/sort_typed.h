@@ -1,7 +1,8 @@
-// The CPU sort's templates, by key type: the small sort, the radix sort with the payload carried
+// The CPU sort's templates, by engine key type E (engine_key.h: 7 types serve the 12 dtypes, each
+// key type's bias folded into the mask): the small sort, the radix sort with the payload carried
 // through the passes or gathered after them, and rows. Each key type is compiled in the file of its
-// width (sort_keys_8/16/32/64.cc), so that no one file instantiates the radix sort for all twelve
-// dtypes (under ASan that single file took over 12 minutes and 11 GB to compile).
+// width (sort_keys_8/16/32/64.cc), so that no one file instantiates the radix sort for all of them
+// (under ASan that single file took over 12 minutes and 11 GB to compile).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <mutex>
 
 #include "absl/status/status.h"
+#include "server/backend/cpu/engine_key.h"
 #include "server/backend/cpu/gather.h"
 #include "server/backend/cpu/parallel.h"
 #include "server/backend/cpu/radix_sort.h"
@@ -25,14 +27,14 @@ namespace gpusort::cpu::sort_internal {
 
 // Values of these widths ride through the radix passes as one integer; wider or odd widths are
 // moved once, after the sort, by a gather through the permutation (fewer bytes moved per pass).
-template <typename T>
-absl::Status SortCarryingValues(std::size_t n, std::byte* keys, bool descending,
+template <typename E>
+absl::Status SortCarryingValues(std::size_t n, std::byte* keys, OrderedBitsType<E> mask,
                                 const SortBuffers& b, std::size_t width, int threads,
                                 const Cancellation& cancel, bool* done) {
   auto carry = [&](auto tag) {
     using P = decltype(tag);
     *done = true;
-    return radix::Sort<T>(n, keys, keys, descending,
+    return radix::Sort<E>(n, keys, keys, mask,
                           radix::ValuesTo<P>(b.values.data(), b.values_out.data()), threads, &cancel);
   };
   switch (width) {
@@ -44,35 +46,37 @@ absl::Status SortCarryingValues(std::size_t n, std::byte* keys, bool descending,
   }
 }
 
-template <typename T, typename Index>
-absl::Status SortTyped(const SortSpec& spec, const SortBuffers& b, int threads,
+// bias: EngineBias of the request's key type (E serves it).
+template <typename E, typename Index>
+absl::Status SortTyped(const SortSpec& spec, const SortBuffers& b, OrderedBitsType<E> bias, int threads,
                        const Cancellation& cancel, ExecutionReport& report) {
   const std::size_t n = b.count;
-  const bool descending = spec.order == SortOrder::kDescending;
+  const OrderedBitsType<E> mask =
+      OrderMask<OrderedBitsType<E>>(spec.order == SortOrder::kDescending) ^ bias;
   std::byte* keys = b.keys.data();
   StageClock clock;
   if (n < kSmallSortMax) {
-    SmallSort<T>(n, keys, descending, spec.payload, b.values.data(), spec.value_width,
+    SmallSort<E>(n, keys, mask, spec.payload, b.values.data(), spec.value_width,
                  b.values_out.data(), b.indices_out.data());
     report.AddStage(Stage::kSort, clock.Seconds());
     return absl::OkStatus();
   }
   switch (spec.payload) {
     case SortPayload::kNone:
-      RETURN_IF_ERROR(radix::Sort<T>(n, keys, keys, descending, radix::NoPayload{}, threads, &cancel));
+      RETURN_IF_ERROR(radix::Sort<E>(n, keys, keys, mask, radix::NoPayload{}, threads, &cancel));
       break;
     case SortPayload::kIndices:
-      RETURN_IF_ERROR(radix::Sort<T>(n, keys, keys, descending,
+      RETURN_IF_ERROR(radix::Sort<E>(n, keys, keys, mask,
                                       radix::IndicesTo<Index>(b.indices_out.data()), threads,
                                       &cancel));
       break;
     case SortPayload::kValues: {
       bool carried = false;
-      RETURN_IF_ERROR(SortCarryingValues<T>(n, keys, descending, b, spec.value_width, threads,
+      RETURN_IF_ERROR(SortCarryingValues<E>(n, keys, mask, b, spec.value_width, threads,
                                              cancel, &carried));
       if (carried) break;
       ScratchArray<Index> perm = MakeScratch<Index>(n);
-      RETURN_IF_ERROR(radix::Sort<T>(n, keys, keys, descending,
+      RETURN_IF_ERROR(radix::Sort<E>(n, keys, keys, mask,
                                       radix::PermutationTo<Index>(perm.get()), threads, &cancel));
       report.AddStage(Stage::kSort, clock.Seconds());
       RETURN_IF_ERROR(cancel.Check());
@@ -105,9 +109,9 @@ inline SortBuffers SegmentBuffers(const SortSpec& spec, const SortBuffers& b, st
 // segments as threads, every thread takes whole segments and sorts each alone (no segment waits for
 // another's threads; a long one among many short ones then sorts on one thread); fewer go one after
 // another, each on every thread.
-template <typename T>
-absl::Status SortRowsTyped(const SortSpec& spec, const SortBuffers& b, int threads, const Cancellation& cancel,
-                           ExecutionReport& report) {
+template <typename E>
+absl::Status SortRowsTyped(const SortSpec& spec, const SortBuffers& b, OrderedBitsType<E> bias, int threads,
+                           const Cancellation& cancel, ExecutionReport& report) {
   const std::size_t segments = spec.segment_count(), n = b.count;
   SortSpec one = spec;
   one.rows = 1;
@@ -117,8 +121,8 @@ absl::Status SortRowsTyped(const SortSpec& spec, const SortBuffers& b, int threa
     ExecutionReport segment_report;
     const SortBuffers buffers = SegmentBuffers(spec, b, begin, count);
     return count <= std::size_t{std::numeric_limits<uint32_t>::max()}
-               ? SortTyped<T, uint32_t>(one, buffers, segment_threads, cancel, segment_report)
-               : SortTyped<T, uint64_t>(one, buffers, segment_threads, cancel, segment_report);
+               ? SortTyped<E, uint32_t>(one, buffers, bias, segment_threads, cancel, segment_report)
+               : SortTyped<E, uint64_t>(one, buffers, bias, segment_threads, cancel, segment_report);
   };
   StageClock clock;
   if (segments < static_cast<std::size_t>(threads)) {
@@ -145,15 +149,23 @@ absl::Status SortRowsTyped(const SortSpec& spec, const SortBuffers& b, int threa
   return absl::OkStatus();
 }
 
+// The whole of SortOnCpu on engine key type E, for a key type of bias `bias`.
+template <typename E>
+absl::Status SortOnEngine(const SortSpec& spec, const SortBuffers& buffers, OrderedBitsType<E> bias, int threads,
+                          const Cancellation& cancellation, ExecutionReport& report) {
+  if (spec.segmented() && buffers.count > 0)
+    return SortRowsTyped<E>(spec, buffers, bias, threads, cancellation, report);
+  // Positions travel through the passes as 32-bit integers whenever they fit.
+  if (buffers.count <= std::size_t{std::numeric_limits<uint32_t>::max()} + 1)
+    return SortTyped<E, uint32_t>(spec, buffers, bias, threads, cancellation, report);
+  return SortTyped<E, uint64_t>(spec, buffers, bias, threads, cancellation, report);
+}
+
 // The whole of SortOnCpu for keys of type T.
 template <typename T>
 absl::Status SortKeysOf(const SortSpec& spec, const SortBuffers& buffers, int threads,
                         const Cancellation& cancellation, ExecutionReport& report) {
-  if (spec.segmented() && buffers.count > 0) return SortRowsTyped<T>(spec, buffers, threads, cancellation, report);
-  // Positions travel through the passes as 32-bit integers whenever they fit.
-  if (buffers.count <= std::size_t{std::numeric_limits<uint32_t>::max()} + 1)
-    return SortTyped<T, uint32_t>(spec, buffers, threads, cancellation, report);
-  return SortTyped<T, uint64_t>(spec, buffers, threads, cancellation, report);
+  return SortOnEngine<EngineKeyType<T>>(spec, buffers, EngineBias<T>(), threads, cancellation, report);
 }
 
 #define GPUSORT_CPU_SORT_KEYS_OF(T)                                                                     \

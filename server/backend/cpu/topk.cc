@@ -10,6 +10,7 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include "server/backend/cpu/engine_key.h"
 #include "server/backend/cpu/parallel.h"
 #include "server/backend/cpu/radix_sort.h"
 #include "server/core/scratch.h"
@@ -28,9 +29,9 @@ struct RowOutputs {
   int64_t* indices;   // rows * k positions, or null
 };
 
-// One long row split over the threads.
+// One long row split over the threads. mask: as in topk_select.h.
 template <typename T, typename I>
-absl::Status SelectRowParallel(const std::byte* row, std::size_t m, std::size_t k, bool largest,
+absl::Status SelectRowParallel(const std::byte* row, std::size_t m, std::size_t k, OrderedBitsType<T> mask,
                                bool sorted, std::byte* values_out, int64_t* indices_out,
                                int threads, const Cancellation& cancel) {
   using U = OrderedBitsType<T>;
@@ -39,7 +40,6 @@ absl::Status SelectRowParallel(const std::byte* row, std::size_t m, std::size_t 
     // Every chunk's k best; the row's k best are among them.
     const std::size_t chunks = ChunkCount(m, threads);
     std::vector<std::vector<Cand>> best(chunks);
-    const U mask = topk::RankMask<T>(largest);
     ForEachChunk(chunks, [&](std::size_t c) {
       std::vector<Cand> buf;
       topk::FilterBest<T, I>(row, ChunkBegin(m, chunks, c), ChunkBegin(m, chunks, c + 1), k, mask,
@@ -54,8 +54,7 @@ absl::Status SelectRowParallel(const std::byte* row, std::size_t m, std::size_t 
   }
   // Most of the row: the stable radix argsort (ties by position, as the rank order wants).
   ScratchArray<I> order = MakeScratch<I>(m);
-  RETURN_IF_ERROR(radix::Sort<T>(m, row, nullptr, largest, radix::PermutationTo<I>(order.get()),
-                                 threads, &cancel));
+  RETURN_IF_ERROR(radix::Order<T>(m, row, mask, radix::PermutationTo<I>(order.get()), threads, &cancel));
   ForEachRange(k, threads, [&](std::size_t b, std::size_t e) {
     topk::WriteResults<T>(row, b, e, [&](std::size_t r) { return order[r]; }, values_out,
                           indices_out);
@@ -67,7 +66,8 @@ absl::Status SelectRowParallel(const std::byte* row, std::size_t m, std::size_t 
 // one after another, each over every thread; the others in tasks of whole segments, each on one thread
 // (so one long segment among many short ones does not leave the other threads idle).
 template <typename T, typename I>
-absl::Status TopKSegments(const TopKSpec& spec, const TopKBuffers& b, int threads, const Cancellation& cancel) {
+absl::Status TopKSegments(const TopKSpec& spec, const TopKBuffers& b, OrderedBitsType<T> mask, int threads,
+                          const Cancellation& cancel) {
   constexpr std::size_t kSize = sizeof(T);
   const RowOutputs out{spec.wants_values() ? b.values_out.data() : nullptr,
                        spec.wants_indices() ? b.indices_out.data() : nullptr};
@@ -92,7 +92,7 @@ absl::Status TopKSegments(const TopKSpec& spec, const TopKBuffers& b, int thread
       continue;
     }
     RETURN_IF_ERROR(cancel.Check());
-    RETURN_IF_ERROR((SelectRowParallel<T, I>(g.keys, g.length, g.k, spec.largest, spec.sorted, g.values, g.indices,
+    RETURN_IF_ERROR((SelectRowParallel<T, I>(g.keys, g.length, g.k, mask, spec.sorted, g.values, g.indices,
                                              threads, cancel)));
   }
   if (short_segments.empty()) return absl::OkStatus();
@@ -109,7 +109,7 @@ absl::Status TopKSegments(const TopKSpec& spec, const TopKBuffers& b, int thread
     topk::RowScratch<OrderedBitsType<T>, I> scratch;
     for (std::size_t i = first; i < last; ++i) {
       const Segment g = segment(short_segments[i]);
-      topk::SelectRow<T, I>(g.keys, g.length, g.k, spec.largest, spec.sorted, g.values, g.indices, scratch);
+      topk::SelectRow<T, I>(g.keys, g.length, g.k, mask, spec.sorted, g.values, g.indices, scratch);
     }
   };
   if (threads <= 1 || short_keys < kParallelMinElements) {
@@ -122,10 +122,12 @@ absl::Status TopKSegments(const TopKSpec& spec, const TopKBuffers& b, int thread
   return absl::OkStatus();
 }
 
+// T: the engine key type (engine_key.h); bias: EngineBias of the request's key type.
 template <typename T, typename I>
-absl::Status TopKTyped(const TopKSpec& spec, const TopKBuffers& b, int threads,
+absl::Status TopKTyped(const TopKSpec& spec, const TopKBuffers& b, OrderedBitsType<T> bias, int threads,
                        const Cancellation& cancel) {
-  if (spec.by_segments()) return TopKSegments<T, I>(spec, b, threads, cancel);
+  const OrderedBitsType<T> mask = OrderMask<OrderedBitsType<T>>(spec.largest) ^ bias;
+  if (spec.by_segments()) return TopKSegments<T, I>(spec, b, mask, threads, cancel);
   const std::size_t rows = spec.rows == 0 ? 1 : spec.rows;
   const std::size_t m = b.count / rows;
   const std::size_t k = spec.k;
@@ -140,7 +142,7 @@ absl::Status TopKTyped(const TopKSpec& spec, const TopKBuffers& b, int threads,
   if (threads > 1 && m >= kParallelMinElements && rows < 2 * static_cast<std::size_t>(threads)) {
     for (std::size_t r = 0; r < rows; ++r) {
       RETURN_IF_ERROR(cancel.Check());
-      RETURN_IF_ERROR((SelectRowParallel<T, I>(b.keys.data() + r * m * kSize, m, k, spec.largest,
+      RETURN_IF_ERROR((SelectRowParallel<T, I>(b.keys.data() + r * m * kSize, m, k, mask,
                                                spec.sorted, row_values(r), row_indices(r), threads,
                                                cancel)));
     }
@@ -158,7 +160,7 @@ absl::Status TopKTyped(const TopKSpec& spec, const TopKBuffers& b, int threads,
     }
     topk::RowScratch<OrderedBitsType<T>, I> scratch;
     for (std::size_t r = first; r < last; ++r)
-      topk::SelectRow<T, I>(b.keys.data() + r * m * kSize, m, k, spec.largest, spec.sorted,
+      topk::SelectRow<T, I>(b.keys.data() + r * m * kSize, m, k, mask, spec.sorted,
                             row_values(r), row_indices(r), scratch);
   };
   if (threads <= 1 || b.count < kParallelMinElements || rows == 1) {
@@ -181,10 +183,11 @@ absl::Status TopKOnCpu(const TopKSpec& spec, const TopKBuffers& buffers, int thr
   const std::size_t m = spec.by_segments() ? buffers.count : buffers.count / rows;
   absl::Status status = VisitDType(spec.dtype, [&](auto tag) {
     using T = decltype(tag);
+    using E = EngineKeyType<T>;
     // Positions in a row are 32-bit integers whenever they fit.
     if (m <= std::size_t{std::numeric_limits<uint32_t>::max()} + 1)
-      return TopKTyped<T, uint32_t>(spec, buffers, threads, cancellation);
-    return TopKTyped<T, uint64_t>(spec, buffers, threads, cancellation);
+      return TopKTyped<E, uint32_t>(spec, buffers, EngineBias<T>(), threads, cancellation);
+    return TopKTyped<E, uint64_t>(spec, buffers, EngineBias<T>(), threads, cancellation);
   });
   if (!status.ok()) return status;
   report.AddStage(Stage::kSelect, clock.Seconds());

@@ -1,6 +1,7 @@
 // Top-k selection within one row, on the calling thread. A row element is ranked by
-// (ToOrderedBits(key) ^ mask, position): mask = all ones for the largest first, so "best" is always
-// "smallest pair", and the position breaks ties toward the earlier element as the proto requires.
+// (ToOrderedBits(key) ^ mask, position): mask = OrderMask(largest) ^ the key type's bias (engine_key.h),
+// so "best" is always "smallest pair", and the position breaks ties toward the earlier element as the
+// proto requires.
 #pragma once
 
 #include <algorithm>
@@ -28,13 +29,6 @@ inline constexpr std::size_t kRadixRowMin = 4096;
 
 // k <= m / kSmallKRatio counts as a small k: it is found by filtering (below) in one read of the row.
 inline constexpr std::size_t kSmallKRatio = 8;
-
-// XOR-ing ToOrderedBits with this makes the first-ranked element the smallest.
-template <typename T>
-OrderedBitsType<T> RankMask(bool largest) {
-  using U = OrderedBitsType<T>;
-  return largest ? static_cast<U>(~U{0}) : U{0};
-}
 
 template <typename T>
 OrderedBitsType<T> RankedKey(const std::byte* row, std::size_t i, OrderedBitsType<T> mask) {
@@ -100,11 +94,10 @@ struct RowScratch {
 // Top-k of one row of m keys (1 <= k <= m) on the calling thread. values_out / indices_out (k entries
 // each) may be null when not wanted.
 template <typename T, typename I>
-void SelectRow(const std::byte* row, std::size_t m, std::size_t k, bool largest, bool sorted,
+void SelectRow(const std::byte* row, std::size_t m, std::size_t k, OrderedBitsType<T> mask, bool sorted,
                std::byte* values_out, int64_t* indices_out,
                RowScratch<OrderedBitsType<T>, I>& scratch) {
   using U = OrderedBitsType<T>;
-  const U mask = RankMask<T>(largest);
   if (k == 1) {  // one scan: strictly better only, so the earliest of equal keys stays
     std::size_t best = 0;
     U best_key = RankedKey<T>(row, 0, mask);
@@ -121,8 +114,8 @@ void SelectRow(const std::byte* row, std::size_t m, std::size_t k, bool largest,
     FilterBest<T, I>(row, 0, m, k, mask, scratch.filter, cands);
   } else if (sorted && m >= kRadixRowMin) {  // most of a long row, in order: a stable radix argsort
     scratch.order.resize(m);
-    (void)radix::Sort<T>(m, row, nullptr, largest, radix::PermutationTo<I>(scratch.order.data()),
-                         /*threads=*/1, /*cancel=*/nullptr);
+    (void)radix::Order<T>(m, row, mask, radix::PermutationTo<I>(scratch.order.data()),
+                          /*threads=*/1, /*cancel=*/nullptr);
     WriteResults<T>(row, 0, k, [&](std::size_t r) { return scratch.order[r]; }, values_out,
                     indices_out);
     return;
