@@ -211,8 +211,12 @@ TEST(IdleStreams, StreamsThatNeverSendHoldNoTicketAndEndAtTheFirstMessageDeadlin
 TEST(IdleStreams, StreamThatStopsSendingEndsAtTheIdleTimeoutAndGivesBackItsTicket) {
   // The test must see the ticket held before the idle timeout ends the stream: under ThreadSanitizer a
   // scrape of /metrics can take longer than QuickTimeouts' 0.5 s (the test failed 3 runs of 4 there).
+  // And the first message must arrive before its own timeout, or the stream never takes the ticket:
+  // under ThreadSanitizer beside other tests it came later than 0.5 s (a CI-like run, 2026-11-26: the
+  // ticket was never seen in 14.8 s of scrapes).
   ServerConfig config = QuickTimeouts(1);
   config.stream_idle_timeout_seconds = 3;
+  config.stream_first_message_timeout_seconds = 3;
   TestServer server(config);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
