@@ -8,46 +8,25 @@
 // Keys are read and written as bits of the same width, so the answer is bit for bit the same.
 // Why: the radix engine's instantiations were half of every build's compile time (each minutes under
 // the sanitizers; the CI run went past its 90 minutes once 8- and 16-bit keys came, 2026-11-25).
-// tests/cpu/engine_key_test.cc checks the bias over every 8- and 16-bit pattern and the 32- and 64-bit
-// boundary patterns.
+// tests/cpu/key_order_test.cc (EngineKey.*) checks the bias over every 8- and 16-bit pattern and the
+// 32- and 64-bit boundary patterns.
 #pragma once
 
 #include <bit>
 #include <cstdint>
+#include <type_traits>
 
 #include "server/core/key_order.h"
 #include "server/core/narrow_float.h"
 
 namespace gpusort::cpu {
 
+// The type whose engine sorts keys of type T: uintN for intN, float16 for bfloat16, else T itself.
+// (make_unsigned is named, not instantiated, for the other types: only the chosen branch's ::type is.)
 template <typename T>
-struct EngineKey {
-  using type = T;
-};
-template <>
-struct EngineKey<int8_t> {
-  using type = uint8_t;
-};
-template <>
-struct EngineKey<int16_t> {
-  using type = uint16_t;
-};
-template <>
-struct EngineKey<int32_t> {
-  using type = uint32_t;
-};
-template <>
-struct EngineKey<int64_t> {
-  using type = uint64_t;
-};
-template <>
-struct EngineKey<BFloat16> {
-  using type = Float16;
-};
-
-// The type whose engine sorts keys of type T.
-template <typename T>
-using EngineKeyType = typename EngineKey<T>::type;
+using EngineKeyType = typename std::conditional_t<
+    std::is_integral_v<T> && std::is_signed_v<T>, std::make_unsigned<T>,
+    std::type_identity<std::conditional_t<std::is_same_v<T, BFloat16>, Float16, T>>>::type;
 
 // ToOrderedBits(T's bits) == ToOrderedBits(EngineKeyType<T>'s same bits) ^ EngineBias<T>().
 template <typename T>
