@@ -197,6 +197,33 @@ Status ImportedDeviceMemory::Import(int fd, std::size_t bytes, int device, Impor
   return Status::Ok();
 }
 
+Status ImportedDeviceMemory::HomeDevice(int fd, int* device) {
+  struct stat st{};
+  if (fstat(fd, &st) != 0 || S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
+      S_ISDIR(st.st_mode)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "the descriptor is not CUDA device memory exported with cuMemExportToShareableHandle");
+  }
+  const DriverApi* api = Driver();
+  if (api == nullptr) return NoDriver();
+  CUmemGenericAllocationHandle handle = 0;
+  if (CUresult r = api->mem_import(&handle, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)),
+                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+      r != CUDA_SUCCESS) {
+    return DriverError(StatusCode::kInvalidArgument, r,
+                       "the descriptor is not CUDA device memory exported with cuMemExportToShareableHandle");
+  }
+  CUmemAllocationProp prop{};
+  const CUresult r = api->mem_properties(&prop, handle);
+  api->mem_release(handle);
+  if (r != CUDA_SUCCESS) return DriverError(StatusCode::kInvalidArgument, r, "reading the exported allocation's properties");
+  if (prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+    return Status(StatusCode::kInvalidArgument, "the exported allocation is not device memory");
+  }
+  *device = prop.location.id;
+  return Status::Ok();
+}
+
 // ---- ExportableDeviceMemory
 Status ExportableDeviceMemory::Allocate(std::size_t bytes, int device, ExportableDeviceMemory* out) {
   if (bytes == 0) return Status(StatusCode::kInvalidArgument, "allocate at least one byte");

@@ -132,6 +132,8 @@ class AutoRouter final : public Backend {
   bool SmallCallsAreCheap() const override { return routing_ != AutoRouting::kGpu && cpu_->SmallCallsAreCheap(); }
   std::vector<MemoryReading> memory() const override { return gpu_->memory(); }
   absl::Status Healthy() const override { return gpu_->Healthy(); }
+  std::vector<DeviceServing> devices() const override { return gpu_->devices(); }
+  int devices_lost() const override { return gpu_->devices_lost(); }
 
   absl::Status CheckSortLimits(const SortSpec& spec, std::size_t count) const override {
     ASSIGN_OR_RETURN(Backend* const engine, ForSort(spec, count));

@@ -97,6 +97,18 @@ class Backend {
   // status and turns health NOT_SERVING, so that callers go to another replica and Kubernetes restarts
   // this one.
   virtual absl::Status Healthy() const { return absl::OkStatus(); }
+  // The GPUs this backend serves from and whether each still can (OK, or why not): one entry per GPU
+  // of a CUDA backend (gpu_set.h), none for the CPU engine. A server on several GPUs serves while one
+  // does; health names each ("gpusort.v1.SortService/cuda:1") and gpusort_device_serving{device} says
+  // the same to Prometheus.
+  struct DeviceServing {
+    std::string device;  // "cuda:1"
+    absl::Status status;
+  };
+  virtual std::vector<DeviceServing> devices() const { return {}; }
+  // How many of those stopped serving so far: cheap enough for the service to ask after every call and
+  // read devices() only when it changes.
+  virtual int devices_lost() const { return 0; }
 
   // The limits this backend publishes, checked by the service while it validates a request (before the
   // request queues, takes a stream slot or touches a device), against `count`, the keys of the whole

@@ -29,10 +29,21 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice
   auto cpu = [&] { return MakeCpuBackend(CpuBackendOptions{.threads = choice.cpu_threads}); };
   if (choice.backend == "cpu") return cpu();
 #ifdef GPUSORT_WITH_CUDA
+  std::vector<int> devices;
+  if (!choice.cuda_devices.empty()) {
+    absl::StatusOr<std::vector<int>> parsed = ParseCudaDevices(choice.cuda_devices);
+    // A list that is wrong is wrong whatever the backend; "all" without a GPU falls back like a GPU that is not usable.
+    if (!parsed.ok() && (choice.backend == "cuda" || parsed.status().code() == absl::StatusCode::kInvalidArgument)) {
+      return parsed.status();
+    }
+    if (parsed.ok()) devices = std::move(*parsed);
+  }
   auto cuda = MakeCudaBackend({.engine = {.device = choice.cuda_device,
                                           .streams = choice.cuda_streams,
                                           .staging_bytes = choice.cuda_staging_bytes,
                                           .memory_limit_bytes = choice.cuda_memory_limit_bytes},
+                               .devices = devices,
+                               .split_from_keys = choice.split_from_keys,
                                .cpu_threads = choice.cpu_threads,
                                .auto_routing = *routing});
   if (cuda.ok()) {

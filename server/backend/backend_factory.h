@@ -14,6 +14,8 @@ struct BackendChoice {
   std::string backend = "auto";  // auto: CUDA when a GPU is usable, else CPU (logged either way)
   int cpu_threads = 0;
   int cuda_device = 0;
+  std::string cuda_devices;            // "all" or "0,1": one engine per GPU (gpu_set.h); empty: cuda_device
+  std::size_t split_from_keys = 0;     // arrays this large split across the GPUs (0: only what one cannot take)
   int cuda_streams = 4;
   std::size_t cuda_staging_bytes = std::size_t{16} << 20;
   std::size_t cuda_memory_limit_bytes = 0;

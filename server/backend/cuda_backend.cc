@@ -1,14 +1,71 @@
 #include "server/backend/cuda_backend.h"
 
+#include <algorithm>
+#include <charconv>
+#include <string_view>
+#include <utility>
+
+#include "gpusort/kernels/runtime.h"
 #include "server/backend/auto_router.h"
 #include "server/backend/cpu/cpu_backend.h"
+#include "server/backend/cuda/device_regions.h"
+#include "server/backend/gpu_set.h"
+#include "server/core/caller_text.h"
 #include "server/core/status_macros.h"
 
 namespace gpusort {
 
 absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const CudaBackendOptions& options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Backend> gpu, MakeCudaEngine(options.engine));
-  return MakeAutoRouter(MakeCpuBackend({.threads = options.cpu_threads}), std::move(gpu), options.auto_routing);
+  const std::vector<int> ordinals = options.devices.empty() ? std::vector<int>{options.engine.device} : options.devices;
+  std::vector<GpuSetMember> members;
+  for (const int ordinal : ordinals) {
+    CudaEngineOptions engine = options.engine;
+    engine.device = ordinal;
+    absl::StatusOr<std::unique_ptr<Backend>> made = MakeCudaEngine(engine);
+    if (!made.ok()) {
+      if (ordinals.size() == 1) return made.status();
+      return absl::Status(made.status().code(),
+                          "GPU " + std::to_string(ordinal) + " of --cuda-devices: " + std::string(made.status().message()));
+    }
+    kernels::DeviceProperties properties;
+    const std::size_t total = kernels::GetDeviceProperties(ordinal, &properties).ok() ? properties.total_memory : 0;
+    members.push_back({.ordinal = ordinal,
+                       .engine = std::move(*made),
+                       .memory_bytes = engine.memory_limit_bytes != 0 ? engine.memory_limit_bytes : total});
+  }
+  std::unique_ptr<Backend> gpus =
+      MakeGpuSet(std::move(members), {.split_from_keys = options.split_from_keys,
+                                      .merge_threads = options.cpu_threads,
+                                      .home_of_region = [](int fd) { return HomeDeviceOf(fd); }});
+  return MakeAutoRouter(MakeCpuBackend({.threads = options.cpu_threads}), std::move(gpus), options.auto_routing);
+}
+
+absl::StatusOr<std::vector<int>> ParseCudaDevices(const std::string& value) {
+  std::vector<int> devices;
+  if (value == "all") {
+    std::string why_none;
+    const int count = kernels::CountDevices(&why_none);
+    if (count <= 0) return absl::UnavailableError("--cuda-devices all: no usable GPU: " + why_none);
+    for (int d = 0; d < count; ++d) devices.push_back(d);
+    return devices;
+  }
+  std::size_t from = 0;
+  while (from <= value.size()) {
+    const std::size_t comma = std::min(value.find(',', from), value.size());
+    const std::string_view item = std::string_view(value).substr(from, comma - from);
+    from = comma + 1;
+    int d = -1;
+    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), d);
+    if (item.empty() || error != std::errc() || end != item.data() + item.size() || d < 0 || d > 255) {
+      return absl::InvalidArgumentError("--cuda-devices: \"" + CallerText(item, 32) +
+                                        "\" is not a GPU ordinal (all, or a list such as 0,1)");
+    }
+    if (std::find(devices.begin(), devices.end(), d) != devices.end()) {
+      return absl::InvalidArgumentError("--cuda-devices names GPU " + std::to_string(d) + " twice");
+    }
+    devices.push_back(d);
+  }
+  return devices;
 }
 
 }  // namespace gpusort

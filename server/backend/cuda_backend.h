@@ -1,10 +1,12 @@
-// The CUDA backend the server serves from: the router (auto_router.h) above the CUDA engine
-// (cuda/cuda_engine.h) and the CPU engine, which takes the work AUTO finds too small to pay for the
-// trip over PCIe (auto_policy.h) and the requests that name CPU.
+// The CUDA backend the server serves from: the router (auto_router.h) above the set of GPU engines
+// (gpu_set.h: one CUDA engine, cuda/cuda_engine.h, per GPU) and the CPU engine, which takes the work
+// AUTO finds too small to pay for the trip over PCIe (auto_policy.h) and the requests that name CPU.
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/backend/auto_policy.h"
@@ -13,14 +15,24 @@
 
 namespace gpusort {
 
-// The two engines' own options, not a copy of them.
+// The engines' own options, not a copy of them.
 struct CudaBackendOptions {
-  CudaEngineOptions engine;
+  CudaEngineOptions engine;  // every GPU's engine; .device is the one GPU when `devices` is empty
+  // The GPUs to serve from (--cuda-devices), each with its own engine; empty: engine.device alone.
+  std::vector<int> devices;
+  // A whole-array Sort or one-row TopK of at least this many keys is split across the GPUs (0: only
+  // what one GPU cannot take; gpu_set.h).
+  std::size_t split_from_keys = 0;
   int cpu_threads = 0;  // the CPU engine's threads (0: every core)
   AutoRouting auto_routing = AutoRouting::kSize;  // how AUTO picks an engine
 };
 
 // UNAVAILABLE (with the reason) when no GPU is usable, so that --backend auto can fall back.
 absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const CudaBackendOptions& options);
+
+// The GPU ordinals a --cuda-devices value names: "all" (every GPU this process sees) or a list such as
+// "0,2". INVALID_ARGUMENT for anything else, a repeated GPU or an empty list; UNAVAILABLE for "all"
+// when there is no GPU.
+absl::StatusOr<std::vector<int>> ParseCudaDevices(const std::string& value);
 
 }  // namespace gpusort

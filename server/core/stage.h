@@ -25,6 +25,7 @@ enum class Stage {
   kSort,          // a CPU sort
   kSelect,        // a CPU top-k selection
   kGather,        // values moved into their sorted order (CPU)
+  kMerge,         // sorted runs merged on the host (an array split across GPUs, or larger than one GPU)
   kWriteBack,     // results written back to a shared-memory region
   kSend,          // a stream's answer written out
 };
@@ -33,7 +34,7 @@ inline constexpr std::size_t kStageCount = static_cast<std::size_t>(Stage::kSend
 
 inline constexpr std::array<std::string_view, kStageCount> kStageNames = {
     "receive", "validate", "parts_wait", "batch_wait", "batch_prepare", "queue", "snapshot", "stream_wait", "prepare",
-    "h2d",     "kernel",   "d2h",        "sort",       "select",        "gather", "write_back", "send",
+    "h2d",     "kernel",   "d2h",        "sort",       "select",        "gather", "merge",      "write_back", "send",
 };
 
 constexpr std::string_view StageName(Stage stage) { return kStageNames[static_cast<std::size_t>(stage)]; }

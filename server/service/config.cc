@@ -82,6 +82,15 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
   app.add_option("--cuda-device", c.cuda_device, "GPU ordinal the CUDA backend uses")
       ->check(CLI::Range(0, 255))
       ->capture_default_str();
+  app.add_option("--cuda-devices", c.cuda_devices,
+                 "GPUs to serve from, each with its own engine, requests placed by load: all, or a list such as "
+                 "0,1 (overrides --cuda-device; --cuda-streams, --cuda-staging-bytes and --cuda-memory-limit-bytes "
+                 "apply to each)")
+      ->capture_default_str();
+  app.add_option("--split-from-keys", c.split_from_keys,
+                 "a whole-array Sort or one-row TopK of at least this many keys is split across every GPU serving "
+                 "and merged on the host (0: only an array too large for one GPU's memory, or over 2^31-1 keys)")
+      ->capture_default_str();
   app.add_option("--cuda-streams", c.cuda_streams,
                  "CUDA streams, each with two pinned staging buffers: jobs on the GPU at once")
       ->check(CLI::Range(1, 256))
@@ -91,7 +100,9 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
       ->check(CLI::Range(std::size_t{1} << 16, std::size_t{1} << 30))
       ->capture_default_str();
   app.add_option("--cuda-memory-limit-bytes", c.cuda_memory_limit_bytes,
-                 "device memory requests may hold at once (0: all the GPU has); beyond it RESOURCE_EXHAUSTED")
+                 "device memory requests may hold at once on each GPU (0: all the GPU has); beyond it RESOURCE_EXHAUSTED, "
+                 "except a whole-array Sort or one-row TopK too large for it, which is sorted in runs that fit and "
+                 "merged on the host")
       ->capture_default_str();
   app.add_option("--http2-lookahead-bytes", c.http2_lookahead_bytes,
                  "HTTP/2 receive window per stream (0: gRPC's default); larger lets a streamed upload run ahead")

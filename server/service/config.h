@@ -26,6 +26,8 @@ struct ServerConfig {
   int workers = 0;                               // threads running jobs; 0 = one per core
   int cpu_threads = 0;                           // threads the CPU backend may use; 0 = all cores
   int cuda_device = 0;                           // which GPU the CUDA backend uses
+  std::string cuda_devices;                      // "all" or "0,1": serve from each (overrides cuda_device)
+  std::size_t split_from_keys = 0;               // arrays this large split across the GPUs; 0 = only when too big for one
   std::string auto_routing = "size";             // AUTO between CPU and GPU: size | load | gpu (auto_policy.h)
   int cuda_streams = 4;                          // jobs on the GPU at once (one stream each)
   std::size_t cuda_staging_bytes = 16u << 20;    // each of a stream's two pinned staging buffers

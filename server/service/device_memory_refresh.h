@@ -1,5 +1,5 @@
-// Reads the backend's device memory into gpusort_device_memory_bytes as /metrics is scraped, so that
-// the gauges say what is held now. (They used to be set as each call ended, from inside that call, so
+// Reads the backend's device memory into gpusort_device_memory_bytes, and which GPUs serve into
+// gpusort_device_serving, as /metrics is scraped, so that the gauges say what is held now. (They used to be set as each call ended, from inside that call, so
 // after the load stopped pool_used still showed the last call's own memory: the GPU soak read 128 MiB
 // "held" with nothing running.) Registered with the exposer before the registry it fills.
 #pragma once
@@ -20,6 +20,7 @@ class DeviceMemoryRefresh final : public prometheus::Collectable {
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     for (const Backend::MemoryReading& m : backend_.memory()) metrics_.SetDeviceMemory(m.device, m.kind, m.bytes);
+    for (const Backend::DeviceServing& d : backend_.devices()) metrics_.SetDeviceServing(d.device, d.status.ok());
     return {};  // the gauges themselves come with the registry
   }
 

@@ -31,7 +31,16 @@ Metrics::Metrics(std::string_view version, std::string_view backend)
                          .Name("gpusort_device_memory_bytes")
                          .Help("GPU memory: pool_used (held by requests now), pool_reserved (cached by the "
                                "pool), device_used and device_total (as the driver sees the device)")
-                         .Register(*registry_)) {
+                         .Register(*registry_)),
+      device_serving_(prometheus::BuildGauge()
+                          .Name("gpusort_device_serving")
+                          .Help("1 while the GPU serves, 0 once it failed (a server on several GPUs serves on "
+                                "from the others)")
+                          .Register(*registry_)),
+      device_requests_(prometheus::BuildCounter()
+                           .Name("gpusort_device_requests_total")
+                           .Help("Requests each GPU served (a request split across GPUs counts on each)")
+                           .Register(*registry_)) {
   inflight_ = &prometheus::BuildGauge()
                    .Name("gpusort_inflight_requests")
                    .Help("Calls admitted and not yet answered")
@@ -67,6 +76,21 @@ Metrics::Metrics(std::string_view version, std::string_view backend)
 
 void Metrics::SetDeviceMemory(std::string_view device, std::string_view kind, double bytes) {
   device_memory_.Add({{"device", std::string(device)}, {"kind", std::string(kind)}}).Set(bytes);
+}
+
+void Metrics::SetDeviceServing(std::string_view device, bool serving) {
+  device_serving_.Add({{"device", std::string(device)}}).Set(serving ? 1 : 0);
+}
+
+void Metrics::RecordDevices(std::string_view report_device) {
+  // Each "cuda:N" the device string names; the rest of each name (the GPU's model) is left out.
+  for (std::size_t at = report_device.find("cuda:"); at != std::string_view::npos;
+       at = report_device.find("cuda:", at + 5)) {
+    std::size_t end = at + 5;
+    while (end < report_device.size() && report_device[end] >= '0' && report_device[end] <= '9') ++end;
+    if (end == at + 5) continue;
+    device_requests_.Add({{"device", std::string(report_device.substr(at, end - at))}}).Increment();
+  }
 }
 
 void Metrics::Record(const RequestRecord& r) {

@@ -36,6 +36,11 @@ class Metrics {
   // gpusort_device_memory_bytes{device,kind}: set from the backend's readings at each scrape
   // (DeviceMemoryRefresh).
   void SetDeviceMemory(std::string_view device, std::string_view kind, double bytes);
+  // gpusort_device_serving{device}: 1 while that GPU serves, 0 once it failed; set at each scrape.
+  void SetDeviceServing(std::string_view device, bool serving);
+  // gpusort_device_requests_total{device}: requests a GPU served (each GPU of a request split across
+  // several counts it), from the report's device, e.g. "cuda:0 NVIDIA H100 80GB HBM3, cuda:1 ...".
+  void RecordDevices(std::string_view report_device);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -49,6 +54,8 @@ class Metrics {
   prometheus::Histogram* batch_wait_;
   prometheus::Gauge* batch_queue_depth_;
   prometheus::Family<prometheus::Gauge>& device_memory_;
+  prometheus::Family<prometheus::Gauge>& device_serving_;
+  prometheus::Family<prometheus::Counter>& device_requests_;
 };
 
 // Bucket boundaries, in seconds, shared by the latency histograms: 50 us to 2 min.

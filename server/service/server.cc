@@ -83,6 +83,8 @@ absl::StatusOr<std::unique_ptr<GpusortServer>> GpusortServer::Start(const Server
   auto backend = MakeBackend({.backend = config.backend,
                               .cpu_threads = config.cpu_threads,
                               .cuda_device = config.cuda_device,
+                              .cuda_devices = config.cuda_devices,
+                              .split_from_keys = config.split_from_keys,
                               .cuda_streams = config.cuda_streams,
                               .cuda_staging_bytes = config.cuda_staging_bytes,
                               .cuda_memory_limit_bytes = config.cuda_memory_limit_bytes,
@@ -126,8 +128,10 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
   // A backend that fails for good (a GPU whose context a sticky CUDA error ruined) cannot come back in
   // this process: health says so, so that balancing callers leave and Kubernetes' liveness probe
   // restarts the pod, while new calls are refused with UNAVAILABLE (ServiceCore::Admit).
-  core_ = std::make_unique<ServiceCore>(config_, *backend_, *metrics_,
-                                        [this](const absl::Status&) { SetServing(false); });
+  // On several GPUs, one that fails leaves the others serving: health then names the one lost.
+  core_ = std::make_unique<ServiceCore>(
+      config_, *backend_, *metrics_, [this](const absl::Status&) { SetServing(false); },
+      [this] { SetServing(backend_->Healthy().ok() && !core_->draining()); });
   auto region_socket = StartRegionSocket(config_, core_->regions());
   if (!region_socket.ok()) return region_socket.status();
   region_socket_ = std::move(*region_socket);
@@ -182,6 +186,12 @@ void GpusortServer::SetServing(bool serving) {
     if (s == nullptr) continue;
     s->GetHealthCheckService()->SetServingStatus(serving);
     s->GetHealthCheckService()->SetServingStatus(kServiceName, serving);
+    // Each GPU as a service of its own, "gpusort.v1.SortService/cuda:1": serving while the server
+    // serves and that GPU can.
+    for (const Backend::DeviceServing& d : backend_->devices()) {
+      s->GetHealthCheckService()->SetServingStatus(std::string(kServiceName) + "/" + d.device,
+                                                    serving && d.status.ok());
+    }
   }
 }
 

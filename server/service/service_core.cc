@@ -54,12 +54,13 @@ absl::Status WithRequestId(const CallState& call, const absl::Status& status) {
 }  // namespace
 
 ServiceCore::ServiceCore(const ServerConfig& config, Backend& backend, Metrics& metrics,
-                         BackendFailedFn backend_failed)
+                         BackendFailedFn backend_failed, DevicesChangedFn devices_changed)
     : config_(config),
       backend_(backend),
       metrics_(metrics),
       failure_log_(kFailureLogLinesPerSecond),
       backend_failed_(std::move(backend_failed)),
+      devices_changed_(std::move(devices_changed)),
       regions_(backend, {.max_regions = config.shm_max_regions, .max_total_bytes = config.shm_max_bytes}),
       parted_sorts_(static_cast<std::size_t>(std::max(1, config.max_inflight)),
                     [&metrics](const RequestRecord& record) { metrics.Record(record); }),
@@ -91,6 +92,14 @@ absl::Status ServiceCore::AdmitWaitingStream(CallState& call, const grpc::Callba
 }
 
 absl::Status ServiceCore::BackendHealth() {
+  const int lost = backend_.devices_lost();
+  if (lost != devices_lost_seen_.load(std::memory_order_relaxed) &&
+      devices_lost_seen_.exchange(lost) != lost) {
+    for (const Backend::DeviceServing& d : backend_.devices()) {
+      if (!d.status.ok()) spdlog::error("GPU {} stopped serving ({})", d.device, std::string(d.status.message()));
+    }
+    if (devices_changed_) devices_changed_();
+  }
   absl::Status health = backend_.Healthy();
   if (!health.ok() && !backend_failed_seen_.exchange(true)) {
     spdlog::critical("the {} backend cannot serve any more ({}): health is NOT_SERVING and new calls are refused",
@@ -116,6 +125,7 @@ absl::Status ServiceCore::Complete(CallState& call, const absl::Status& status) 
     call.joint_record->Add(record, call.arrival);
   } else {
     metrics_.Record(record);
+    if (status.ok() && !call.report.device.empty()) metrics_.RecordDevices(call.report.device);
   }
   uint64_t held_back = 0;
   if (status.ok() || failure_log_.Allow(code, &held_back)) {

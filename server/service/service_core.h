@@ -26,7 +26,11 @@ class ServiceCore {
   // `backend_failed` is called once, with the backend's Healthy() status, when the backend first reports
   // that it cannot serve any more (the server turns health NOT_SERVING).
   using BackendFailedFn = std::function<void(const absl::Status&)>;
-  ServiceCore(const ServerConfig& config, Backend& backend, Metrics& metrics, BackendFailedFn backend_failed = {});
+  // `devices_changed` is called when one of the backend's GPUs stops serving while others serve on
+  // (Backend::devices_lost): the server then says which in health.
+  using DevicesChangedFn = std::function<void()>;
+  ServiceCore(const ServerConfig& config, Backend& backend, Metrics& metrics, BackendFailedFn backend_failed = {},
+              DevicesChangedFn devices_changed = {});
 
   const ServerConfig& config() const { return config_; }
   Backend& backend() { return backend_; }
@@ -85,13 +89,16 @@ class ServiceCore {
   // What every ticket needs first: UNAVAILABLE while draining or once the backend has failed for good;
   // names the caller.
   absl::Status Open(CallState& call, const grpc::CallbackServerContext& context);
-  // The backend's Healthy(); the first failure is logged and handed to backend_failed_, once.
+  // The backend's Healthy(); the first failure is logged and handed to backend_failed_, once. A GPU lost
+  // while others serve is logged and handed to devices_changed_.
   absl::Status BackendHealth();
 
   LogLimiter failure_log_;
   std::atomic<bool> draining_{false};
   BackendFailedFn backend_failed_;
   std::atomic<bool> backend_failed_seen_{false};
+  DevicesChangedFn devices_changed_;
+  std::atomic<int> devices_lost_seen_{0};
   std::atomic<std::chrono::steady_clock::rep> last_drain_refusal_{0};
   SharedRegions regions_;
   PartedSorts parted_sorts_;  // every part is an admitted call, so max_inflight bounds the jobs too

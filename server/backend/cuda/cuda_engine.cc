@@ -76,11 +76,16 @@ class CudaEngine final : public Backend {
 
   // UNAVAILABLE once a job met a sticky CUDA error (DeviceContext::Watch): the process must restart.
   absl::Status Healthy() const override { return context_->Health(); }
+  std::vector<DeviceServing> devices() const override {
+    return {{"cuda:" + std::to_string(context_->ordinal()), context_->Health()}};
+  }
+  int devices_lost() const override { return context_->Health().ok() ? 0 : 1; }
 
   std::vector<MemoryReading> memory() const override {
     const kernels::PoolCounters c = context_->pool().Counters();
     std::size_t free_bytes = 0, total_bytes = 0;
-    (void)kernels::DeviceMemoryInfo(&free_bytes, &total_bytes);
+    // The scrape's thread reads this GPU's figures, not those of whichever GPU it last used.
+    if (kernels::UseDevice(context_->ordinal()).ok()) (void)kernels::DeviceMemoryInfo(&free_bytes, &total_bytes);
     const std::string device = "cuda:" + std::to_string(context_->ordinal());
     return {{device, "pool_used", static_cast<double>(c.used_bytes)},
             {device, "pool_reserved", static_cast<double>(c.reserved_bytes)},

@@ -26,4 +26,10 @@ absl::StatusOr<std::unique_ptr<DeviceMemoryImport>> ImportForDevice(int fd, std:
   return std::unique_ptr<DeviceMemoryImport>(new ImportedRegion(std::move(memory)));
 }
 
+absl::StatusOr<int> HomeDeviceOf(int fd) {
+  int device = -1;
+  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::ImportedDeviceMemory::HomeDevice(fd, &device), "reading the device region's GPU");
+  return device;
+}
+
 }  // namespace gpusort

@@ -14,4 +14,7 @@ namespace gpusort {
 // Imports `bytes` of the memory behind `fd` for GPU `device`; the caller keeps and closes `fd`.
 absl::StatusOr<std::unique_ptr<DeviceMemoryImport>> ImportForDevice(int fd, std::size_t bytes, int device);
 
+// The GPU whose memory is behind `fd` (not taken): a server on several GPUs imports it there.
+absl::StatusOr<int> HomeDeviceOf(int fd);
+
 }  // namespace gpusort

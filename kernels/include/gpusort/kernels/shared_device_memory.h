@@ -51,6 +51,9 @@ class ImportedDeviceMemory {
   // exported CUDA allocation or the allocation is smaller than `bytes`; FAILED_PRECONDITION when the
   // allocation lives on another GPU that `device` cannot reach (no peer access between them).
   static Status Import(int fd, std::size_t bytes, int device, ImportedDeviceMemory* out);
+  // The GPU the allocation behind `fd` lives on (not taken), without mapping it: where a server on
+  // several GPUs imports it. INVALID_ARGUMENT as for Import.
+  static Status HomeDevice(int fd, int* device);
 
   void* data() const { return mapping_.data(); }
   std::size_t size() const { return mapping_.size(); }

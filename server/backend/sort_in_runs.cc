@@ -1,0 +1,223 @@
+#include "server/backend/sort_in_runs.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "server/backend/cpu/parallel.h"
+#include "server/backend/cpu/run_merge.h"
+#include "server/core/dtype.h"
+#include "server/core/status_macros.h"
+
+namespace gpusort {
+namespace {
+
+// The device memory one run may count on, as a share of what the engine has: the sort's own
+// workspace (CUB's temporary storage, the pool's rounding) and other requests take the rest.
+constexpr std::size_t kRunMemoryShareDivisor = 4;
+
+struct Run {
+  std::size_t begin = 0, end = 0;
+};
+
+std::vector<Run> CutRuns(std::size_t n, std::size_t run_keys, std::size_t engines) {
+  const std::size_t by_size = (n + run_keys - 1) / std::max<std::size_t>(run_keys, 1);
+  // At least one run per engine, so that every GPU takes a share of an array split across them.
+  const std::size_t count = std::max<std::size_t>({by_size, std::min(engines, n), 1});
+  std::vector<Run> runs(count);
+  for (std::size_t r = 0; r < count; ++r) runs[r] = {cpu::ChunkBegin(n, count, r), cpu::ChunkBegin(n, count, r + 1)};
+  return runs;
+}
+
+// Runs `work(run index, engine, report)` for every run: each engine on its own thread, its runs one
+// after another. The first error stops every engine before its next run and is what returns.
+template <typename Work>
+absl::Status ForEachRun(std::size_t run_count, const RunPlan& plan, const Cancellation& cancellation,
+                        std::vector<ExecutionReport>& reports, Work work) {
+  reports.assign(run_count, ExecutionReport{});
+  std::mutex mutex;
+  absl::Status first_error;
+  std::atomic<bool> failed{false};
+  auto engine_loop = [&](std::size_t e) {
+    for (std::size_t r = e; r < run_count; r += plan.engines.size()) {
+      if (failed.load(std::memory_order_relaxed)) return;
+      absl::Status status = cancellation.Check();
+      if (status.ok()) status = work(r, *plan.engines[e], reports[r]);
+      if (!status.ok()) {
+        const std::lock_guard lock(mutex);
+        if (first_error.ok()) first_error = std::move(status);
+        failed.store(true, std::memory_order_relaxed);
+        return;
+      }
+    }
+  };
+  const std::size_t engines = std::min(plan.engines.size(), run_count);
+  std::vector<std::thread> threads;
+  for (std::size_t e = 1; e < engines; ++e) threads.emplace_back(engine_loop, e);
+  engine_loop(0);
+  for (std::thread& t : threads) t.join();
+  return first_error;
+}
+
+// The runs' reports as one: the first run's algorithm, each stage's time summed over the runs (so
+// above the wall time where runs overlapped on several GPUs), and every device that served a run.
+void CombineReports(const std::vector<ExecutionReport>& runs, ExecutionReport& report) {
+  std::string devices;
+  for (const ExecutionReport& run : runs) {
+    for (const StageTime& s : run.stages) report.AddStage(s.stage, s.seconds);
+    if (!run.device.empty() && devices.find(run.device) == std::string::npos) {
+      devices += devices.empty() ? run.device : ", " + run.device;
+    }
+  }
+  if (!runs.empty()) report.algorithm = runs.front().algorithm;
+  if (!devices.empty()) report.device = devices;
+}
+
+std::unique_ptr<std::byte[]> Scratch(std::size_t bytes) {
+  return bytes == 0 ? nullptr : std::make_unique_for_overwrite<std::byte[]>(bytes);
+}
+
+}  // namespace
+
+bool SortSplitsInRuns(const SortSpec& spec) { return !spec.segmented(); }
+bool TopKSplitsInRuns(const TopKSpec& spec) { return spec.rows <= 1 && !spec.by_segments(); }
+
+std::size_t SortRunKeys(const SortSpec& spec, std::size_t memory_bytes, std::size_t max_keys) {
+  if (memory_bytes == 0) return max_keys;
+  const std::size_t payload = spec.payload == SortPayload::kValues    ? spec.value_width
+                              : spec.payload == SortPayload::kIndices ? sizeof(int64_t)
+                                                                      : 0;
+  // Keys and payload twice (the sort's input and output buffers) and the ordered-bits copy of the keys.
+  const std::size_t per_key = 3 * ElementSize(spec.dtype) + 2 * payload;
+  return std::clamp<std::size_t>(memory_bytes / kRunMemoryShareDivisor * 3 / per_key, 1, max_keys);
+}
+
+std::size_t TopKRunKeys(const TopKSpec& spec, std::size_t memory_bytes, std::size_t max_keys) {
+  if (memory_bytes == 0) return max_keys;
+  const std::size_t per_key = 2 * ElementSize(spec.dtype);  // the keys and their ordered bits
+  // A run must also hold its k results: at least k + 1 keys, or a run would give back all it took.
+  return std::clamp<std::size_t>(memory_bytes / kRunMemoryShareDivisor * 3 / per_key, std::min(spec.k + 1, max_keys),
+                                 max_keys);
+}
+
+// long-function: one sort's four steps (runs, indices made global, private copy, merge) read best in order
+absl::Status SortInRuns(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
+                        bool pinned, const RunPlan& plan, const Cancellation& cancellation, ExecutionReport& report) {
+  const std::size_t n = buffers.count, w = ElementSize(spec.dtype);
+  const std::vector<Run> runs = CutRuns(n, plan.run_keys, plan.engines.size());
+  std::vector<ExecutionReport> reports;
+  RETURN_IF_ERROR(ForEachRun(runs.size(), plan, cancellation, reports,
+                             [&](std::size_t r, Backend& engine, ExecutionReport& run_report) {
+    const Run run = runs[r];
+    const std::size_t len = run.end - run.begin;
+    SortBuffers part;
+    part.count = len;
+    part.keys = buffers.keys.subspan(run.begin * w, len * w);
+    if (spec.payload == SortPayload::kValues) {
+      part.values = buffers.values.subspan(run.begin * spec.value_width, len * spec.value_width);
+      part.values_out = buffers.values_out.subspan(run.begin * spec.value_width, len * spec.value_width);
+    }
+    if (spec.payload == SortPayload::kIndices) part.indices_out = buffers.indices_out.subspan(run.begin, len);
+    run_report.device = engine.device();
+    if (pinned) return engine.SortPinned(spec, keys_in.subspan(run.begin * w, len * w), part, cancellation, run_report);
+    return engine.Sort(spec, part, cancellation, run_report);
+  }));
+  CombineReports(reports, report);
+  if (runs.size() == 1) return absl::OkStatus();
+
+  const StageClock merging;
+  const int threads = plan.merge_threads;
+  // Each run's indices count from its own start: from the array's start now.
+  if (spec.payload == SortPayload::kIndices) {
+    cpu::ForEachChunk(runs.size(), [&](std::size_t r) {
+      for (std::size_t i = runs[r].begin; i < runs[r].end; ++i) buffers.indices_out[i] += static_cast<int64_t>(runs[r].begin);
+    });
+  }
+  // The runs move to private memory first: the answer's memory may be a region its owner can write at
+  // any moment, and the merge reads each run more than once (its slices' searches, then the merge).
+  const std::span<std::byte> payload_out =
+      spec.payload == SortPayload::kValues    ? buffers.values_out
+      : spec.payload == SortPayload::kIndices ? std::as_writable_bytes(buffers.indices_out)
+                                              : std::span<std::byte>();
+  std::unique_ptr<std::byte[]> keys_copy = Scratch(n * w);
+  std::unique_ptr<std::byte[]> payload_copy = Scratch(payload_out.size());
+  cpu::ParallelCopy(keys_copy.get(), buffers.keys.data(), n * w, threads > 0 ? threads : 64);
+  if (!payload_out.empty()) cpu::ParallelCopy(payload_copy.get(), payload_out.data(), payload_out.size(), threads > 0 ? threads : 64);
+  RETURN_IF_ERROR(cancellation.Check());
+
+  std::vector<std::size_t> bounds;
+  for (const Run& run : runs) bounds.push_back(run.begin);
+  bounds.push_back(n);
+  cpu::MergeSortedRuns({.dtype = spec.dtype,
+                        .descending = spec.order == SortOrder::kDescending,
+                        .bounds = bounds,
+                        .keys = std::span<const std::byte>(keys_copy.get(), n * w),
+                        .payload_width = n == 0 ? 0 : payload_out.size() / n,
+                        .payload = std::span<const std::byte>(payload_copy.get(), payload_out.size())},
+                       {.keys = buffers.keys, .payload = payload_out}, threads);
+  report.AddStage(Stage::kMerge, merging.Seconds());
+  return absl::OkStatus();
+}
+
+// long-function: the runs' selections, then one ranking of their candidates, read best together
+absl::Status TopKInRuns(const TopKSpec& spec, const TopKBuffers& buffers, bool pinned, const RunPlan& plan,
+                        const Cancellation& cancellation, ExecutionReport& report) {
+  const std::size_t n = buffers.count, w = ElementSize(spec.dtype);
+  const std::vector<Run> runs = CutRuns(n, plan.run_keys, plan.engines.size());
+  // Each run's own top-k, with positions: candidates[c], candidate c of run r at [r * k, ...).
+  std::vector<std::size_t> found(runs.size(), 0);
+  std::vector<std::byte> candidate_keys(runs.size() * spec.k * w);
+  std::vector<int64_t> candidate_indices(runs.size() * spec.k);
+  std::vector<ExecutionReport> reports;
+  RETURN_IF_ERROR(ForEachRun(runs.size(), plan, cancellation, reports,
+                             [&](std::size_t r, Backend& engine, ExecutionReport& run_report) {
+    const Run run = runs[r];
+    TopKSpec part_spec = spec;
+    part_spec.k = std::min(spec.k, run.end - run.begin);
+    part_spec.output = TopKOutput::kValuesAndIndices;
+    part_spec.rows = 1;
+    TopKBuffers part;
+    part.count = run.end - run.begin;
+    part.keys = buffers.keys.subspan(run.begin * w, part.count * w);
+    part.values_out = std::span(candidate_keys).subspan(r * spec.k * w, part_spec.k * w);
+    part.indices_out = std::span(candidate_indices).subspan(r * spec.k, part_spec.k);
+    found[r] = part_spec.k;
+    run_report.device = engine.device();
+    return pinned ? engine.TopKPinned(part_spec, part, cancellation, run_report)
+                  : engine.TopK(part_spec, part, cancellation, run_report);
+  }));
+  CombineReports(reports, report);
+
+  const StageClock merging;
+  // Rank every candidate as the proto does: by key (largest first when asked), ties by position.
+  struct Candidate {
+    std::uint64_t rank;
+    int64_t index;
+    std::size_t slot;
+  };
+  std::vector<Candidate> candidates;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    for (std::size_t c = 0; c < found[r]; ++c) {
+      const std::size_t slot = r * spec.k + c;
+      candidates.push_back({cpu::RankBits(spec.dtype, &candidate_keys[slot * w], spec.largest),
+                            candidate_indices[slot] + static_cast<int64_t>(runs[r].begin), slot});
+    }
+  }
+  const std::size_t k = std::min(spec.k, candidates.size());
+  const auto before = [](const Candidate& a, const Candidate& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.index < b.index;
+  };
+  std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(k), candidates.end(), before);
+  for (std::size_t i = 0; i < k; ++i) {
+    if (spec.wants_values()) std::memcpy(&buffers.values_out[i * w], &candidate_keys[candidates[i].slot * w], w);
+    if (spec.wants_indices()) buffers.indices_out[i] = candidates[i].index;
+  }
+  report.AddStage(Stage::kMerge, merging.Seconds());
+  return absl::OkStatus();
+}
+
+}  // namespace gpusort
