@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Issue 19 on a GPU machine (two GPUs where lent): the multi-GPU tests, the large-sort benchmark (one GPU
+# and two, beside the PCIe floor) and the mixed load on one GPU and on two. Everything is built here:
+#
+#   here:  scripts/multi-gpu-device.sh bundle      # CUDA build in build-cuda, bundled into build/device
+#   GPU:   scripts/multi-gpu-device.sh device OUT [--keys 4G] [--big 16G] [--quick] [--no-tests] [--no-mixed]
+#          (run(command='scripts/multi-gpu-device.sh device $OUT', carry=['build/device'], kind='nvidia-h100-x2'))
+#
+# Logs go to OUT: summary.txt (a line per step) and one log per step.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bundle() {
+  set -e
+  export PATH=/usr/local/cuda/bin:$PATH
+  cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > /dev/null
+  local exes="gpusort-server mixed_load_bench large_sort_bench multi_gpu_test multi_gpu_fault_test gpu_set_test
+              cuda_backend_test device_region_test gpu_fault_test sort_ingest_test"
+  cmake --build build-cuda --target $exes
+  rm -rf build/device
+  ../shared/tools/device-bundle.sh build/device $(for e in $exes; do echo build-cuda/bin/$e; done)
+  du -sh build/device
+}
+
+device() {
+  local out=$1; shift
+  local keys=4G big="" quick="" tests=1 mixed=1
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --keys) keys=$2; shift ;; --big) big=$2; shift ;; --quick) quick=1 ;;
+      --no-tests) tests="" ;; --no-mixed) mixed="" ;;
+      *) echo "unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+  done
+  mkdir -p "$out"
+  local run=build/device/run summary=$out/summary.txt
+  nvidia-smi --query-gpu=index,name,memory.total --format=csv > "$out/gpus.txt" 2>&1
+  nproc >> "$out/gpus.txt"; free -g >> "$out/gpus.txt"
+  step() {  # step NAME COMMAND...: runs it, logs to OUT/NAME.log, a line in summary.txt
+    local name=$1; shift
+    local start=$SECONDS
+    "$@" > "$out/$name.log" 2>&1
+    local rc=$?
+    echo "$name rc=$rc $((SECONDS - start))s" >> "$summary"
+  }
+  if [ -n "$tests" ]; then
+    step gpu_set_test $run gpu_set_test --gtest_brief=1
+    step multi_gpu_test $run multi_gpu_test --gtest_brief=1
+    step multi_gpu_fault_test $run multi_gpu_fault_test --gtest_brief=1
+    step device_region_test $run device_region_test --gtest_brief=1
+    step gpu_fault_test $run gpu_fault_test --gtest_brief=1
+  fi
+  if [ -n "$tests" ] && [ -z "$quick" ]; then
+    step sort_ingest_test $run sort_ingest_test --gtest_brief=1
+    step cuda_backend_test $run cuda_backend_test --gtest_brief=1
+  fi
+  local gpus; gpus=$(nvidia-smi -L | wc -l)
+  local sets="--devices 0"; [ "$gpus" -ge 2 ] && sets="--devices 0 --devices 0,1"
+  [ -n "$keys" ] && step large_sort_$keys $run large_sort_bench --keys "$keys" $sets --repeats 3 --json "$out/large_sort_$keys.json"
+  [ -n "$big" ] && step large_sort_$big $run large_sort_bench --keys "$big" $sets --repeats 1 --json "$out/large_sort_$big.json"
+  # Mixed load through shared memory on one GPU, then on two (the same pool of requests, same order).
+  local list
+  for list in ${mixed:+0 0,1}; do
+    [ "$list" = 0,1 ] && [ "$gpus" -lt 2 ] && continue
+    local sock=/tmp/gpusort-mixed-$$.sock
+    $run gpusort-server --listen 127.0.0.1:50151 --metrics-listen "" --backend cuda --cuda-devices $list \
+      --max-inflight 1024 --max-inflight-per-caller 1024 --shm-socket $sock --shm-max-regions 1024 \
+      --shm-max-regions-per-user 1024 --shm-max-bytes 137438953472 --shm-max-bytes-per-user 137438953472 \
+      > "$out/server_$list.log" 2>&1 &
+    local pid=$!
+    sleep 4
+    step mixed_${list/,/_} $run mixed_load_bench --server 127.0.0.1:50151 --shm-socket $sock --concurrency 64 \
+      --connections 8 --duration 15 --warmup 3 --check --json "$out/mixed_${list/,/_}.json"
+    kill $pid; wait $pid
+  done
+  cat "$summary"
+}
+
+case ${1:-} in
+  bundle) bundle && tar -cf - -C build device | xz -T2 -6 > build/device.tar.xz ;;
+  device) shift; device "$@" ;;
+  *) echo "usage: $0 bundle | device OUT [--keys 4G] [--big 16G] [--quick]" >&2; exit 2 ;;
+esac
