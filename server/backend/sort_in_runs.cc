@@ -11,6 +11,7 @@
 #include "server/backend/cpu/parallel.h"
 #include "server/backend/cpu/run_merge.h"
 #include "server/core/dtype.h"
+#include "server/core/scratch.h"
 #include "server/core/status_macros.h"
 
 namespace gpusort {
@@ -26,8 +27,10 @@ struct Run {
 
 std::vector<Run> CutRuns(std::size_t n, std::size_t run_keys, std::size_t engines) {
   const std::size_t by_size = (n + run_keys - 1) / std::max<std::size_t>(run_keys, 1);
-  // At least one run per engine, so that every GPU takes a share of an array split across them.
-  const std::size_t count = std::max<std::size_t>({by_size, std::min(engines, n), 1});
+  // As many runs on each engine, so that every GPU takes an equal share (and none waits on another's
+  // second run), and at least one each.
+  engines = std::max<std::size_t>(std::min(engines, n), 1);
+  const std::size_t count = std::max<std::size_t>((by_size + engines - 1) / engines * engines, 1);
   std::vector<Run> runs(count);
   for (std::size_t r = 0; r < count; ++r) runs[r] = {cpu::ChunkBegin(n, count, r), cpu::ChunkBegin(n, count, r + 1)};
   return runs;
@@ -77,8 +80,17 @@ void CombineReports(const std::vector<ExecutionReport>& runs, ExecutionReport& r
   if (!devices.empty()) report.device = devices;
 }
 
-std::unique_ptr<std::byte[]> Scratch(std::size_t bytes) {
-  return bytes == 0 ? nullptr : std::make_unique_for_overwrite<std::byte[]>(bytes);
+ScratchArray<std::byte> Scratch(std::size_t bytes) { return MakeScratch<std::byte>(std::max<std::size_t>(bytes, 1)); }
+
+// Device bytes per key of a run, above what the CUDA engine asked for on the H200 pair (2026-11-26,
+// multi_gpu_test under an 8 MiB limit): a sort of 8-bit keys 6.1 bytes, of 32-bit keys at most 12, of
+// 8-bit keys with int64 indices 25.5; a top-k by sort of 32-bit keys 12.9, of 8-bit keys 8.1. Keys
+// narrower than 32 bits are sorted as 32-bit words, and payloads go in twice (input and output).
+std::size_t SortBytesPerKey(const SortSpec& spec) {
+  const std::size_t payload = spec.payload == SortPayload::kValues    ? spec.value_width
+                              : spec.payload == SortPayload::kIndices ? sizeof(int64_t)
+                                                                      : 0;
+  return 3 * std::max<std::size_t>(ElementSize(spec.dtype), 4) + 2 * payload;
 }
 
 }  // namespace
@@ -88,17 +100,12 @@ bool TopKSplitsInRuns(const TopKSpec& spec) { return spec.rows <= 1 && !spec.by_
 
 std::size_t SortRunKeys(const SortSpec& spec, std::size_t memory_bytes, std::size_t max_keys) {
   if (memory_bytes == 0) return max_keys;
-  const std::size_t payload = spec.payload == SortPayload::kValues    ? spec.value_width
-                              : spec.payload == SortPayload::kIndices ? sizeof(int64_t)
-                                                                      : 0;
-  // Keys and payload twice (the sort's input and output buffers) and the ordered-bits copy of the keys.
-  const std::size_t per_key = 3 * ElementSize(spec.dtype) + 2 * payload;
-  return std::clamp<std::size_t>(memory_bytes / kRunMemoryShareDivisor * 3 / per_key, 1, max_keys);
+  return std::clamp<std::size_t>(memory_bytes / kRunMemoryShareDivisor * 3 / SortBytesPerKey(spec), 1, max_keys);
 }
 
 std::size_t TopKRunKeys(const TopKSpec& spec, std::size_t memory_bytes, std::size_t max_keys) {
   if (memory_bytes == 0) return max_keys;
-  const std::size_t per_key = 2 * ElementSize(spec.dtype);  // the keys and their ordered bits
+  const std::size_t per_key = 2 * std::max<std::size_t>(ElementSize(spec.dtype), 4) + 12;
   // A run must also hold its k results: at least k + 1 keys, or a run would give back all it took.
   return std::clamp<std::size_t>(memory_bytes / kRunMemoryShareDivisor * 3 / per_key, std::min(spec.k + 1, max_keys),
                                  max_keys);
@@ -143,8 +150,9 @@ absl::Status SortInRuns(const SortSpec& spec, std::span<const std::byte> keys_in
       spec.payload == SortPayload::kValues    ? buffers.values_out
       : spec.payload == SortPayload::kIndices ? std::as_writable_bytes(buffers.indices_out)
                                               : std::span<std::byte>();
-  std::unique_ptr<std::byte[]> keys_copy = Scratch(n * w);
-  std::unique_ptr<std::byte[]> payload_copy = Scratch(payload_out.size());
+  // Scratch of huge pages (core/scratch.h): a fresh 16 GiB copy would otherwise fault 4M times.
+  const ScratchArray<std::byte> keys_copy = Scratch(n * w);
+  const ScratchArray<std::byte> payload_copy = Scratch(payload_out.size());
   cpu::ParallelCopy(keys_copy.get(), buffers.keys.data(), n * w, threads > 0 ? threads : 64);
   if (!payload_out.empty()) cpu::ParallelCopy(payload_copy.get(), payload_out.data(), payload_out.size(), threads > 0 ? threads : 64);
   RETURN_IF_ERROR(cancellation.Check());

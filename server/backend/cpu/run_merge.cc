@@ -140,12 +140,12 @@ class Merger {
     if (live.size() == 2) {
       std::size_t a = at[live[0]], b = at[live[1]];
       const std::size_t ae = end[live[0]], be = end[live[1]];
+      // Branch-free: on random keys the choice is a coin toss, which a branch mispredicts half the time.
       while (a < ae && b < be) {
-        if (Bits(b) < Bits(a)) {  // ties take the earlier run's key: stable
-          Emit(b++, to++);
-        } else {
-          Emit(a++, to++);
-        }
+        const bool take_b = Bits(b) < Bits(a);  // ties take the earlier run's key: stable
+        Emit(take_b ? b : a, to++);
+        b += take_b;
+        a += !take_b;
       }
       while (a < ae) Emit(a++, to++);
       while (b < be) Emit(b++, to++);
