@@ -67,14 +67,21 @@ device() {
     $run gpusort-server --listen 127.0.0.1:50151 --metrics-listen "" --backend cuda --cuda-devices $list \
       --max-inflight 1024 --max-inflight-per-caller 1024 --shm-socket $sock --shm-max-regions 1024 \
       --shm-max-regions-per-user 1024 --shm-max-bytes 137438953472 --shm-max-bytes-per-user 137438953472 \
-      > "$out/server_$list.log" 2>&1 &
+      > "$out/server_${list/,/_}.log" 2>&1 &
     local pid=$!
     sleep 4
+    # Issue 18's mix (half the requests small enough for the CPU engine), then only large sorts (every
+    # one on a GPU), which is what a second GPU can add to.
     step mixed_${list/,/_} $run mixed_load_bench --server 127.0.0.1:50151 --shm-socket $sock --concurrency 64 \
       --connections 8 --duration 15 --warmup 3 --check --json "$out/mixed_${list/,/_}.json"
+    step mixed_large_${list/,/_} $run mixed_load_bench --server 127.0.0.1:50151 --shm-socket $sock \
+      --concurrency 64 --connections 8 --duration 15 --warmup 3 --min-keys 1M --max-keys 16M --topk-share 0 \
+      --json "$out/mixed_large_${list/,/_}.json"
     kill $pid; wait $pid
   done
   cat "$summary"
+  # What comes back is at most 8 files: the summary and the logs in one archive.
+  tar -czf "$out/logs.tar.gz" -C "$out" --exclude=logs.tar.gz . && find "$out" -type f ! -name logs.tar.gz ! -name summary.txt -delete
 }
 
 case ${1:-} in

@@ -11,7 +11,6 @@
 #include "server/backend/cpu/parallel.h"
 #include "server/backend/cpu/run_merge.h"
 #include "server/core/dtype.h"
-#include "server/core/scratch.h"
 #include "server/core/status_macros.h"
 
 namespace gpusort {
@@ -80,8 +79,6 @@ void CombineReports(const std::vector<ExecutionReport>& runs, ExecutionReport& r
   if (!devices.empty()) report.device = devices;
 }
 
-ScratchArray<std::byte> Scratch(std::size_t bytes) { return MakeScratch<std::byte>(std::max<std::size_t>(bytes, 1)); }
-
 // Device bytes per key of a run, above what the CUDA engine asked for on the H200 pair (2026-11-26,
 // multi_gpu_test under an 8 MiB limit): a sort of 8-bit keys 6.1 bytes, of 32-bit keys at most 12, of
 // 8-bit keys with int64 indices 25.5; a top-k by sort of 32-bit keys 12.9, of 8-bit keys 8.1. Keys
@@ -137,36 +134,29 @@ absl::Status SortInRuns(const SortSpec& spec, std::span<const std::byte> keys_in
   if (runs.size() == 1) return absl::OkStatus();
 
   const StageClock merging;
-  const int threads = plan.merge_threads;
   // Each run's indices count from its own start: from the array's start now.
   if (spec.payload == SortPayload::kIndices) {
     cpu::ForEachChunk(runs.size(), [&](std::size_t r) {
       for (std::size_t i = runs[r].begin; i < runs[r].end; ++i) buffers.indices_out[i] += static_cast<int64_t>(runs[r].begin);
     });
   }
-  // The runs move to private memory first: the answer's memory may be a region its owner can write at
-  // any moment, and the merge reads each run more than once (its slices' searches, then the merge).
+  // Merged in place, in passes through host scratch (cpu/run_merge.h). The answer's memory may be a
+  // region its owner can write at any moment; each pass reads every element once and checks its splits
+  // before it merges, so such writes can change the answer, never reach outside the arrays.
   const std::span<std::byte> payload_out =
       spec.payload == SortPayload::kValues    ? buffers.values_out
       : spec.payload == SortPayload::kIndices ? std::as_writable_bytes(buffers.indices_out)
                                               : std::span<std::byte>();
-  // Scratch of huge pages (core/scratch.h): a fresh 16 GiB copy would otherwise fault 4M times.
-  const ScratchArray<std::byte> keys_copy = Scratch(n * w);
-  const ScratchArray<std::byte> payload_copy = Scratch(payload_out.size());
-  cpu::ParallelCopy(keys_copy.get(), buffers.keys.data(), n * w, threads > 0 ? threads : 64);
-  if (!payload_out.empty()) cpu::ParallelCopy(payload_copy.get(), payload_out.data(), payload_out.size(), threads > 0 ? threads : 64);
-  RETURN_IF_ERROR(cancellation.Check());
-
   std::vector<std::size_t> bounds;
   for (const Run& run : runs) bounds.push_back(run.begin);
   bounds.push_back(n);
   cpu::MergeSortedRuns({.dtype = spec.dtype,
                         .descending = spec.order == SortOrder::kDescending,
                         .bounds = bounds,
-                        .keys = std::span<const std::byte>(keys_copy.get(), n * w),
+                        .keys = buffers.keys,
                         .payload_width = n == 0 ? 0 : payload_out.size() / n,
-                        .payload = std::span<const std::byte>(payload_copy.get(), payload_out.size())},
-                       {.keys = buffers.keys, .payload = payload_out}, threads);
+                        .payload = payload_out},
+                       plan.merge_threads);
   report.AddStage(Stage::kMerge, merging.Seconds());
   return absl::OkStatus();
 }

@@ -325,9 +325,9 @@ TEST(GpuSet, CancellationStopsTheRunsNotYetStarted) {
 // The merge alone: many runs, some empty, and runs that are not sorted (a region's owner wrote them
 // meanwhile), which must give a permutation of the input and stay inside the arrays.
 TEST(RunMerge, ManyRunsSomeEmptyMergeStablyOnManyThreads) {
-  const std::size_t n = (std::size_t{1} << 20) + 3;  // enough for the parallel slices
+  const std::size_t n = (std::size_t{4} << 20) + 3;  // enough for the parallel slices
   std::vector<uint64_t> keys = MakeInput<uint64_t>(Pattern::kFewDistinct, n, 8);
-  std::vector<std::size_t> bounds = {0, 0, 1000, 1000, 500000, n - 1, n};
+  std::vector<std::size_t> bounds = {0, 0, 1000, 1000, 500000, (std::size_t{3} << 20) - 5, n - 1, n};
   std::vector<int64_t> positions(n);
   for (std::size_t r = 0; r + 1 < bounds.size(); ++r) {
     std::vector<int64_t> idx = ReferenceStableArgsort(
@@ -339,28 +339,25 @@ TEST(RunMerge, ManyRunsSomeEmptyMergeStablyOnManyThreads) {
     }
     std::copy(run.begin(), run.end(), keys.begin() + bounds[r]);
   }
-  std::vector<uint64_t> out(n);
-  std::vector<int64_t> out_positions(n);
   cpu::MergeSortedRuns({.dtype = DType::kUInt64,
                         .bounds = bounds,
-                        .keys = std::as_bytes(std::span(keys)),
+                        .keys = std::as_writable_bytes(std::span(keys)),
                         .payload_width = 8,
-                        .payload = std::as_bytes(std::span(positions))},
-                       {.keys = std::as_writable_bytes(std::span(out)),
-                        .payload = std::as_writable_bytes(std::span(out_positions))},
+                        .payload = std::as_writable_bytes(std::span(positions))},
                        4);
+  const std::vector<uint64_t>& out = keys;
+  const std::vector<int64_t>& out_positions = positions;
   std::vector<uint64_t> original = MakeInput<uint64_t>(Pattern::kFewDistinct, n, 8);
   EXPECT_EQ(out, ReferenceSort(original, SortOrder::kAscending));
   EXPECT_EQ(out_positions, ReferenceStableArgsort(original, SortOrder::kAscending));
 }
 
 TEST(RunMerge, RunsThatAreNotSortedGiveAPermutationAndStayInBounds) {
-  const std::size_t n = (std::size_t{1} << 20) + 11;
+  const std::size_t n = (std::size_t{4} << 20) + 11;
   const std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, n, 12);  // not sorted at all
   const std::vector<std::size_t> bounds = {0, n / 3, n / 2, n};
-  std::vector<uint32_t> out(n);
-  cpu::MergeSortedRuns({.dtype = DType::kUInt32, .bounds = bounds, .keys = std::as_bytes(std::span(keys))},
-                       {.keys = std::as_writable_bytes(std::span(out))}, 4);
+  std::vector<uint32_t> out = keys;
+  cpu::MergeSortedRuns({.dtype = DType::kUInt32, .bounds = bounds, .keys = std::as_writable_bytes(std::span(out))}, 4);
   std::vector<uint32_t> a = keys, b = out;
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());
