@@ -60,6 +60,37 @@ class Pass {
     return true;
   }
 
+  // Merges the m <= kMaxWays runs [b[0], b[1]), ..., [b[m-1], b[m]) of src into [b[0], b[m]) of dst in
+  // one go, over slices on every thread: for m > 2, one pass where two-way merges would take two or
+  // three. False when a split was inconsistent (runs not sorted); the group was then merged as one slice.
+  bool MergeGroup(const std::size_t* b, std::size_t m) const {
+    const std::size_t n = b[m] - b[0], slices = std::max<std::size_t>(1, n / kSliceElements);
+    // at[j * m + r]: where run r's part of slice j begins (slice `slices`: each run's end).
+    std::vector<std::size_t> at((slices + 1) * m);
+    for (std::size_t r = 0; r < m; ++r) {
+      at[r] = b[r];
+      at[slices * m + r] = b[r + 1];
+    }
+    ForEachChunk(slices - 1, [&](std::size_t j) { SplitGroup(b, m, ChunkBegin(n, slices, j + 1), &at[(j + 1) * m]); });
+    for (std::size_t j = 0; j < slices; ++j) {
+      std::size_t taken = 0;
+      for (std::size_t r = 0; r < m; ++r) {
+        const std::size_t lo = at[j * m + r], hi = at[(j + 1) * m + r];
+        if (hi < lo || lo < b[r] || hi > b[r + 1]) taken = n + 1;  // inconsistent
+        if (taken <= n) taken += hi - lo;
+      }
+      if (taken != ChunkBegin(n, slices, j + 1) - ChunkBegin(n, slices, j)) {
+        std::vector<std::size_t> begin(b, b + m), end(b + 1, b + m + 1);
+        TournamentSlice(begin.data(), end.data(), m, b[0]);
+        return false;
+      }
+    }
+    ForEachChunk(slices, [&](std::size_t j) {
+      TournamentSlice(&at[j * m], &at[(j + 1) * m], m, b[0] + ChunkBegin(n, slices, j));
+    });
+    return true;
+  }
+
   // Copies [a, e) of src to dst (a run left without a partner in this pass).
   void Copy(std::size_t a, std::size_t e) const {
     ForEachRange(e - a, 64, [&](std::size_t b, std::size_t f) {
@@ -112,24 +143,104 @@ class Pass {
     while (b < be) Emit(b++, to++);
   }
 
+  // Elements of run r (of the group b) whose key is below v, or at most v.
+  std::size_t CountBelow(const std::size_t* b, std::size_t r, U v, bool or_equal) const {
+    std::size_t lo = b[r], hi = b[r + 1];
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      const U k = Bits(mid);
+      if (k < v || (or_equal && k == v)) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo - b[r];
+  }
+
+  // Where output position p of the group falls in each of its m runs (`at`, absolute): every element
+  // before it ranks before every element after, keys equal to the one at p taken from earlier runs
+  // first. A search over the key space: the smallest key v with at least p elements at or below it.
+  void SplitGroup(const std::size_t* b, std::size_t m, std::size_t p, std::size_t* at) const {
+    auto count_all = [&](U v, bool or_equal) {
+      std::size_t total = 0;
+      for (std::size_t r = 0; r < m; ++r) total += CountBelow(b, r, v, or_equal);
+      return total;
+    };
+    U lo = 0, hi = static_cast<U>(~U{0});
+    while (lo < hi) {
+      const U mid = static_cast<U>(lo + (hi - lo) / 2);
+      if (count_all(mid, true) >= p) {
+        hi = mid;
+      } else {
+        lo = static_cast<U>(mid + 1);
+      }
+    }
+    const std::size_t below = count_all(lo, false);
+    std::size_t need = p > below ? p - below : 0;
+    for (std::size_t r = 0; r < m; ++r) {
+      const std::size_t lt = CountBelow(b, r, lo, false), le = CountBelow(b, r, lo, true);
+      const std::size_t take = std::min(le > lt ? le - lt : 0, need);
+      need -= take;
+      at[r] = b[r] + lt + take;
+    }
+  }
+
+  // A key and its run in one integer, so that one comparison orders by key and then by run (stable);
+  // an exhausted run is kDone, above every key.
+  using Ranked = std::conditional_t<sizeof(U) <= 4, uint64_t, unsigned __int128>;
+  static constexpr Ranked kDone = ~Ranked{0};
+
+  Ranked Head(std::size_t r, std::size_t at, std::size_t end, std::size_t last) const {
+    // Reads at or before the run's last element whatever `at` is, and picks kDone without a branch.
+    const Ranked ranked = (static_cast<Ranked>(Bits(std::min(at, last))) << 3) | r;
+    return at < end ? ranked : kDone;
+  }
+
+  // Merges [begin[r], end[r]) of each of m <= 8 runs into dst from `to`: a tournament of
+  // branch-free minimums over (key, run), the winner's next key read in its place.
+  void TournamentSlice(const std::size_t* begin, const std::size_t* end, std::size_t m, std::size_t to) const {
+    std::size_t at[kMaxWays], last[kMaxWays];
+    Ranked head[kMaxWays];
+    std::size_t total = 0;
+    for (std::size_t r = 0; r < kMaxWays; ++r) {
+      at[r] = r < m ? begin[r] : 0;
+      last[r] = r < m && end[r] > begin[r] ? end[r] - 1 : 0;
+      head[r] = r < m && begin[r] < end[r] ? Head(r, at[r], end[r], last[r]) : kDone;
+      if (r < m) total += end[r] - begin[r];
+    }
+    const auto low = [](Ranked x, Ranked y) { return y < x ? y : x; };
+    for (std::size_t i = 0; i < total; ++i) {
+      const Ranked best = low(low(low(head[0], head[1]), low(head[2], head[3])),
+                              low(low(head[4], head[5]), low(head[6], head[7])));
+      const std::size_t r = static_cast<std::size_t>(best & 7);
+      Emit(at[r]++, to++);
+      head[r] = Head(r, at[r], end[r], last[r]);
+    }
+  }
+
+  static constexpr std::size_t kMaxWays = 8;
   const bool descending_;
   const std::size_t width_;
   const Arrays src_, dst_;
 };
 
+// Runs merged in one pass of a group: two by Merge Path, up to eight by the tournament.
+constexpr std::size_t GroupSize(std::size_t runs) { return runs <= 2 ? 2 : runs <= 4 ? 4 : 8; }
+
 template <typename T, int kPayloadWidth>
-void MergeTyped(const SortedRuns& runs, int threads) {
+void MergeTyped(const SortedRuns& runs) {
   std::vector<std::size_t> bounds(runs.bounds.begin(), runs.bounds.end());
   std::size_t passes = 0;
-  for (std::size_t r = bounds.size() - 1; r > 1; r = (r + 1) / 2) ++passes;
+  for (std::size_t r = bounds.size() - 1; r > 1; r = (r + GroupSize(r) - 1) / GroupSize(r)) ++passes;
   if (passes == 0) return;
   const std::size_t n = bounds.back(), width = runs.payload_width;
   const ScratchArray<std::byte> scratch_keys = MakeScratch<std::byte>(n * sizeof(T));
   const ScratchArray<std::byte> scratch_payload = MakeScratch<std::byte>(std::max<std::size_t>(n * width, 1));
   Arrays data{runs.keys.data(), runs.payload.data()}, scratch{scratch_keys.get(), scratch_payload.get()};
   // Each pass reads one array and writes the other; the last must write the caller's. With an odd
-  // number of passes the first is a plain copy of the runs into scratch (a two-run merge: a copy, then
-  // the merge back), so that no pass writes what it reads.
+  // number of passes the first is a plain copy of the runs into scratch (one pass: a copy, then the
+  // merge back), so that no pass writes what it reads.
   Arrays src = data, dst = scratch;
   if (passes % 2 == 1) {
     Pass<T, kPayloadWidth>(runs.descending, width, data, scratch).Copy(0, n);
@@ -137,32 +248,35 @@ void MergeTyped(const SortedRuns& runs, int threads) {
   }
   for (std::size_t p = 0; p < passes; ++p) {
     const Pass<T, kPayloadWidth> pass(runs.descending, width, src, dst);
+    const std::size_t count = bounds.size() - 1, group = GroupSize(count);
     std::vector<std::size_t> next = {0};
-    for (std::size_t r = 0; r + 1 < bounds.size(); r += 2) {
-      if (r + 2 < bounds.size()) {
+    for (std::size_t r = 0; r < count; r += group) {
+      const std::size_t m = std::min(group, count - r);
+      if (m == 1) {
+        pass.Copy(bounds[r], bounds[r + 1]);
+      } else if (m == 2) {
         (void)pass.MergePair(bounds[r], bounds[r + 1], bounds[r + 2]);
       } else {
-        pass.Copy(bounds[r], bounds[r + 1]);
+        (void)pass.MergeGroup(&bounds[r], m);
       }
-      next.push_back(bounds[std::min(r + 2, bounds.size() - 1)]);
+      next.push_back(bounds[r + m]);
     }
     bounds = std::move(next);
     std::swap(src, dst);
   }
-  (void)threads;
 }
 
 template <typename T>
-void MergeWithPayload(const SortedRuns& runs, int threads) {
+void MergeWithPayload(const SortedRuns& runs) {
   switch (runs.payload_width) {
     case 0:
-      MergeTyped<T, 0>(runs, threads);
+      MergeTyped<T, 0>(runs);
       return;
     case 8:
-      MergeTyped<T, 8>(runs, threads);
+      MergeTyped<T, 8>(runs);
       return;
     default:
-      MergeTyped<T, -1>(runs, threads);
+      MergeTyped<T, -1>(runs);
   }
 }
 
@@ -172,7 +286,7 @@ void MergeSortedRuns(const SortedRuns& runs, int threads) {
   if (runs.bounds.size() < 3 || runs.bounds.back() == 0) return;
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   tbb::task_arena arena(threads);
-  arena.execute([&] { VisitDType(runs.dtype, [&](auto tag) { MergeWithPayload<decltype(tag)>(runs, threads); }); });
+  arena.execute([&] { VisitDType(runs.dtype, [&](auto tag) { MergeWithPayload<decltype(tag)>(runs); }); });
 }
 
 std::uint64_t RankBits(DType dtype, const std::byte* key, bool descending) {
