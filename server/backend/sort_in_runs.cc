@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 #include <utility>
@@ -150,13 +151,13 @@ absl::Status SortInRuns(const SortSpec& spec, std::span<const std::byte> keys_in
   std::vector<std::size_t> bounds;
   for (const Run& run : runs) bounds.push_back(run.begin);
   bounds.push_back(n);
-  cpu::MergeSortedRuns({.dtype = spec.dtype,
+  RETURN_IF_ERROR(cpu::MergeSortedRuns({.dtype = spec.dtype,
                         .descending = spec.order == SortOrder::kDescending,
                         .bounds = bounds,
                         .keys = buffers.keys,
                         .payload_width = n == 0 ? 0 : payload_out.size() / n,
                         .payload = payload_out},
-                       plan.merge_threads);
+                       plan.merge_threads, cancellation));
   report.AddStage(Stage::kMerge, merging.Seconds());
   return absl::OkStatus();
 }
@@ -168,8 +169,15 @@ absl::Status TopKInRuns(const TopKSpec& spec, const TopKBuffers& buffers, bool p
   const std::vector<Run> runs = CutRuns(n, plan.run_keys, plan.engines.size());
   // Each run's own top-k, with positions: candidates[c], candidate c of run r at [r * k, ...).
   std::vector<std::size_t> found(runs.size(), 0);
-  std::vector<std::byte> candidate_keys(runs.size() * spec.k * w);
-  std::vector<int64_t> candidate_indices(runs.size() * spec.k);
+  std::vector<std::byte> candidate_keys;
+  std::vector<int64_t> candidate_indices;
+  try {
+    candidate_keys.resize(runs.size() * spec.k * w);
+    candidate_indices.resize(runs.size() * spec.k);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("no host memory for the top-k candidates of " + std::to_string(runs.size()) +
+                                        " runs of k = " + std::to_string(spec.k));
+  }
   std::vector<ExecutionReport> reports;
   RETURN_IF_ERROR(ForEachRun(runs.size(), plan, cancellation, reports,
                              [&](std::size_t r, Backend& engine, ExecutionReport& run_report) {

@@ -339,12 +339,13 @@ TEST(RunMerge, ManyRunsSomeEmptyMergeStablyOnManyThreads) {
     }
     std::copy(run.begin(), run.end(), keys.begin() + bounds[r]);
   }
-  cpu::MergeSortedRuns({.dtype = DType::kUInt64,
+  ASSERT_TRUE(cpu::MergeSortedRuns({.dtype = DType::kUInt64,
                         .bounds = bounds,
                         .keys = std::as_writable_bytes(std::span(keys)),
                         .payload_width = 8,
                         .payload = std::as_writable_bytes(std::span(positions))},
-                       4);
+                       4, Cancellation())
+                  .ok());
   const std::vector<uint64_t>& out = keys;
   const std::vector<int64_t>& out_positions = positions;
   std::vector<uint64_t> original = MakeInput<uint64_t>(Pattern::kFewDistinct, n, 8);
@@ -352,12 +353,24 @@ TEST(RunMerge, ManyRunsSomeEmptyMergeStablyOnManyThreads) {
   EXPECT_EQ(out_positions, ReferenceStableArgsort(original, SortOrder::kAscending));
 }
 
+TEST(RunMerge, ACancelledMergeStopsBetweenPasses) {
+  std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 4000, 1);
+  const std::vector<std::size_t> bounds = {0, 1000, 2000, 3000, 4000};
+  Cancellation cancellation;
+  cancellation.Cancel();
+  EXPECT_EQ(cpu::MergeSortedRuns({.bounds = bounds, .keys = std::as_writable_bytes(std::span(keys))}, 2, cancellation)
+                .code(),
+            absl::StatusCode::kCancelled);
+}
+
 TEST(RunMerge, RunsThatAreNotSortedGiveAPermutationAndStayInBounds) {
   const std::size_t n = (std::size_t{4} << 20) + 11;
   const std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, n, 12);  // not sorted at all
   const std::vector<std::size_t> bounds = {0, n / 3, n / 2, n};
   std::vector<uint32_t> out = keys;
-  cpu::MergeSortedRuns({.dtype = DType::kUInt32, .bounds = bounds, .keys = std::as_writable_bytes(std::span(out))}, 4);
+  ASSERT_TRUE(cpu::MergeSortedRuns({.dtype = DType::kUInt32, .bounds = bounds, .keys = std::as_writable_bytes(std::span(out))},
+                                   4, Cancellation())
+                  .ok());
   std::vector<uint32_t> a = keys, b = out;
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());

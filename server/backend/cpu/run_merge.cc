@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -229,14 +231,20 @@ class Pass {
 constexpr std::size_t GroupSize(std::size_t runs) { return runs <= 2 ? 2 : runs <= 4 ? 4 : 8; }
 
 template <typename T, int kPayloadWidth>
-void MergeTyped(const SortedRuns& runs) {
+absl::Status MergeTyped(const SortedRuns& runs, const Cancellation& cancellation) {
   std::vector<std::size_t> bounds(runs.bounds.begin(), runs.bounds.end());
   std::size_t passes = 0;
   for (std::size_t r = bounds.size() - 1; r > 1; r = (r + GroupSize(r) - 1) / GroupSize(r)) ++passes;
-  if (passes == 0) return;
+  if (passes == 0) return absl::OkStatus();
   const std::size_t n = bounds.back(), width = runs.payload_width;
-  const ScratchArray<std::byte> scratch_keys = MakeScratch<std::byte>(n * sizeof(T));
-  const ScratchArray<std::byte> scratch_payload = MakeScratch<std::byte>(std::max<std::size_t>(n * width, 1));
+  ScratchArray<std::byte> scratch_keys, scratch_payload;
+  try {
+    scratch_keys = MakeScratch<std::byte>(n * sizeof(T));
+    scratch_payload = MakeScratch<std::byte>(std::max<std::size_t>(n * width, 1));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("no host memory for the merge of the sorted runs (" +
+                                        std::to_string(n * (sizeof(T) + width)) + " bytes of scratch)");
+  }
   Arrays data{runs.keys.data(), runs.payload.data()}, scratch{scratch_keys.get(), scratch_payload.get()};
   // Each pass reads one array and writes the other; the last must write the caller's. With an odd
   // number of passes the first is a plain copy of the runs into scratch (one pass: a copy, then the
@@ -247,6 +255,7 @@ void MergeTyped(const SortedRuns& runs) {
     std::swap(src, dst);
   }
   for (std::size_t p = 0; p < passes; ++p) {
+    if (absl::Status status = cancellation.Check(); !status.ok()) return status;
     const Pass<T, kPayloadWidth> pass(runs.descending, width, src, dst);
     const std::size_t count = bounds.size() - 1, group = GroupSize(count);
     std::vector<std::size_t> next = {0};
@@ -264,29 +273,32 @@ void MergeTyped(const SortedRuns& runs) {
     bounds = std::move(next);
     std::swap(src, dst);
   }
+  return absl::OkStatus();
 }
 
 template <typename T>
-void MergeWithPayload(const SortedRuns& runs) {
+absl::Status MergeWithPayload(const SortedRuns& runs, const Cancellation& cancellation) {
   switch (runs.payload_width) {
     case 0:
-      MergeTyped<T, 0>(runs);
-      return;
+      return MergeTyped<T, 0>(runs, cancellation);
     case 8:
-      MergeTyped<T, 8>(runs);
-      return;
+      return MergeTyped<T, 8>(runs, cancellation);
     default:
-      MergeTyped<T, -1>(runs);
+      return MergeTyped<T, -1>(runs, cancellation);
   }
 }
 
 }  // namespace
 
-void MergeSortedRuns(const SortedRuns& runs, int threads) {
-  if (runs.bounds.size() < 3 || runs.bounds.back() == 0) return;
+absl::Status MergeSortedRuns(const SortedRuns& runs, int threads, const Cancellation& cancellation) {
+  if (runs.bounds.size() < 3 || runs.bounds.back() == 0) return absl::OkStatus();
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   tbb::task_arena arena(threads);
-  arena.execute([&] { VisitDType(runs.dtype, [&](auto tag) { MergeWithPayload<decltype(tag)>(runs); }); });
+  absl::Status status;
+  arena.execute([&] {
+    status = VisitDType(runs.dtype, [&](auto tag) { return MergeWithPayload<decltype(tag)>(runs, cancellation); });
+  });
+  return status;
 }
 
 std::uint64_t RankBits(DType dtype, const std::byte* key, bool descending) {

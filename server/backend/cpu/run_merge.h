@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <span>
 
+#include "absl/status/status.h"
+#include "server/core/cancellation.h"
 #include "server/core/dtype.h"
 
 namespace gpusort::cpu {
@@ -36,7 +38,9 @@ struct SortedRuns {
 // Merges `runs` in place, on up to `threads` threads (0: every core), with scratch of the same size.
 // Runs that are not in fact sorted (memory another process wrote meanwhile) give some order of the same
 // elements, never a read or write outside the arrays: every pass checks its split before it merges.
-void MergeSortedRuns(const SortedRuns& runs, int threads);
+// `cancellation` is looked at between passes: CANCELLED or DEADLINE_EXCEEDED then, the arrays left in
+// some order of their elements. RESOURCE_EXHAUSTED when the host has no memory for the scratch.
+absl::Status MergeSortedRuns(const SortedRuns& runs, int threads, const Cancellation& cancellation);
 
 // The key at `key` (ElementSize(dtype) bytes) as an unsigned integer whose order is the key order, or
 // its reverse when `descending`: for ranking a few candidates (top-k across runs) without a typed sort.
