@@ -1,6 +1,9 @@
 #include "server/backend/sort_in_runs.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -66,6 +69,53 @@ absl::Status ForEachRun(std::size_t run_count, const RunPlan& plan, const Cancel
   return first_error;
 }
 
+// Runs handed over as they are sorted, each then passed to `move` on the mover's own thread, in order.
+class RunMover {
+ public:
+  explicit RunMover(std::function<void(std::size_t)> move) : move_(std::move(move)), thread_([this] { Loop(); }) {}
+  ~RunMover() { Finish(); }
+  RunMover(const RunMover&) = delete;
+  RunMover& operator=(const RunMover&) = delete;
+
+  void Push(std::size_t r) {
+    {
+      const std::lock_guard lock(mutex_);
+      queue_.push_back(r);
+    }
+    ready_.notify_one();
+  }
+  // Returns once every run pushed has been moved.
+  void Finish() {
+    {
+      const std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    ready_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      ready_.wait(lock, [&] { return done_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // done, and nothing left
+      const std::size_t r = queue_.front();
+      queue_.pop_front();
+      lock.unlock();
+      move_(r);
+      lock.lock();
+    }
+  }
+
+  std::function<void(std::size_t)> move_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::size_t> queue_;
+  bool done_ = false;
+  std::thread thread_;  // last: starts once the rest is built
+};
+
 // The runs' reports as one: the first run's algorithm, each stage's time summed over the runs (so
 // above the wall time where runs overlapped on several GPUs), and every device that served a run.
 void CombineReports(const std::vector<ExecutionReport>& runs, ExecutionReport& report) {
@@ -109,14 +159,43 @@ std::size_t TopKRunKeys(const TopKSpec& spec, std::size_t memory_bytes, std::siz
                                  max_keys);
 }
 
-// long-function: one sort's four steps (runs, indices made global, private copy, merge) read best in order
+// long-function: one sort's steps (scratch, runs with their moves, merge) read best in order
 absl::Status SortInRuns(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
                         bool pinned, const RunPlan& plan, const Cancellation& cancellation, ExecutionReport& report) {
   const std::size_t n = buffers.count, w = ElementSize(spec.dtype);
   const std::vector<Run> runs = CutRuns(n, plan.run_keys, plan.engines.size());
+  // Merged in place, in passes through host scratch (cpu/run_merge.h), taken before any GPU work. The
+  // answer's memory may be a region its owner can write at any moment; each pass reads every element
+  // once and checks its splits before it merges, so such writes can change the answer, never reach
+  // outside the arrays.
+  const std::span<std::byte> payload_out =
+      spec.payload == SortPayload::kValues    ? buffers.values_out
+      : spec.payload == SortPayload::kIndices ? std::as_writable_bytes(buffers.indices_out)
+                                              : std::span<std::byte>();
+  std::vector<std::size_t> bounds;
+  for (const Run& run : runs) bounds.push_back(run.begin);
+  bounds.push_back(n);
+  std::unique_ptr<cpu::RunMerge> merge;
+  if (runs.size() > 1) {
+    ASSIGN_OR_RETURN(merge, cpu::RunMerge::Prepare({.dtype = spec.dtype,
+                                                    .descending = spec.order == SortOrder::kDescending,
+                                                    .bounds = bounds,
+                                                    .keys = buffers.keys,
+                                                    .payload_width = n == 0 ? 0 : payload_out.size() / n,
+                                                    .payload = payload_out},
+                                                   plan.merge_threads));
+  }
+  // Each sorted run's indices are made to count from the array's start, and the run moves to the merge's
+  // scratch, on one thread beside the engines' while the GPUs sort the next runs.
+  RunMover mover([&](std::size_t r) {
+    if (spec.payload == SortPayload::kIndices) {
+      for (std::size_t i = runs[r].begin; i < runs[r].end; ++i) buffers.indices_out[i] += static_cast<int64_t>(runs[r].begin);
+    }
+    if (merge != nullptr) merge->RunSorted(r);
+  });
   std::vector<ExecutionReport> reports;
-  RETURN_IF_ERROR(ForEachRun(runs.size(), plan, cancellation, reports,
-                             [&](std::size_t r, Backend& engine, ExecutionReport& run_report) {
+  const absl::Status sorted = ForEachRun(runs.size(), plan, cancellation, reports,
+                                         [&](std::size_t r, Backend& engine, ExecutionReport& run_report) {
     const Run run = runs[r];
     const std::size_t len = run.end - run.begin;
     SortBuffers part;
@@ -128,36 +207,18 @@ absl::Status SortInRuns(const SortSpec& spec, std::span<const std::byte> keys_in
     }
     if (spec.payload == SortPayload::kIndices) part.indices_out = buffers.indices_out.subspan(run.begin, len);
     run_report.device = engine.device();
-    if (pinned) return engine.SortPinned(spec, keys_in.subspan(run.begin * w, len * w), part, cancellation, run_report);
-    return engine.Sort(spec, part, cancellation, run_report);
-  }));
+    absl::Status status = pinned ? engine.SortPinned(spec, keys_in.subspan(run.begin * w, len * w), part, cancellation,
+                                                     run_report)
+                                 : engine.Sort(spec, part, cancellation, run_report);
+    if (status.ok() && runs.size() > 1) mover.Push(r);
+    return status;
+  });
+  mover.Finish();
+  RETURN_IF_ERROR(sorted);
   CombineReports(reports, report);
-  if (runs.size() == 1) return absl::OkStatus();
-
+  if (merge == nullptr) return absl::OkStatus();
   const StageClock merging;
-  // Each run's indices count from its own start: from the array's start now.
-  if (spec.payload == SortPayload::kIndices) {
-    cpu::ForEachChunk(runs.size(), [&](std::size_t r) {
-      for (std::size_t i = runs[r].begin; i < runs[r].end; ++i) buffers.indices_out[i] += static_cast<int64_t>(runs[r].begin);
-    });
-  }
-  // Merged in place, in passes through host scratch (cpu/run_merge.h). The answer's memory may be a
-  // region its owner can write at any moment; each pass reads every element once and checks its splits
-  // before it merges, so such writes can change the answer, never reach outside the arrays.
-  const std::span<std::byte> payload_out =
-      spec.payload == SortPayload::kValues    ? buffers.values_out
-      : spec.payload == SortPayload::kIndices ? std::as_writable_bytes(buffers.indices_out)
-                                              : std::span<std::byte>();
-  std::vector<std::size_t> bounds;
-  for (const Run& run : runs) bounds.push_back(run.begin);
-  bounds.push_back(n);
-  RETURN_IF_ERROR(cpu::MergeSortedRuns({.dtype = spec.dtype,
-                        .descending = spec.order == SortOrder::kDescending,
-                        .bounds = bounds,
-                        .keys = buffers.keys,
-                        .payload_width = n == 0 ? 0 : payload_out.size() / n,
-                        .payload = payload_out},
-                       plan.merge_threads, cancellation));
+  RETURN_IF_ERROR(merge->Merge(cancellation));
   report.AddStage(Stage::kMerge, merging.Seconds());
   return absl::OkStatus();
 }

@@ -1,6 +1,8 @@
 #include "server/backend/cpu/run_merge.h"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <cstring>
 #include <new>
 #include <string>
@@ -13,6 +15,7 @@
 #include "server/backend/cpu/parallel.h"
 #include "server/core/key_order.h"
 #include "server/core/scratch.h"
+#include "server/core/status_macros.h"
 
 namespace gpusort::cpu {
 namespace {
@@ -83,12 +86,12 @@ class Pass {
       }
       if (taken != ChunkBegin(n, slices, j + 1) - ChunkBegin(n, slices, j)) {
         std::vector<std::size_t> begin(b, b + m), end(b + 1, b + m + 1);
-        TournamentSlice(begin.data(), end.data(), m, b[0]);
+        Tournament(begin.data(), end.data(), m, b[0]);
         return false;
       }
     }
     ForEachChunk(slices, [&](std::size_t j) {
-      TournamentSlice(&at[j * m], &at[(j + 1) * m], m, b[0] + ChunkBegin(n, slices, j));
+      Tournament(&at[j * m], &at[(j + 1) * m], m, b[0] + ChunkBegin(n, slices, j));
     });
     return true;
   }
@@ -195,68 +198,72 @@ class Pass {
 
   Ranked Head(std::size_t r, std::size_t at, std::size_t end, std::size_t last) const {
     // Reads at or before the run's last element whatever `at` is, and picks kDone without a branch.
-    const Ranked ranked = (static_cast<Ranked>(Bits(std::min(at, last))) << 3) | r;
+    const Ranked ranked = (static_cast<Ranked>(Bits(std::min(at, last))) << kRunBits) | r;
     return at < end ? ranked : kDone;
   }
 
-  // Merges [begin[r], end[r]) of each of m <= 8 runs into dst from `to`: a tournament of
+  // The least of kWays heads: a tree of branch-free minimums.
+  template <std::size_t kWays>
+  static Ranked Least(const Ranked* head) {
+    if constexpr (kWays == 1) {
+      return head[0];
+    } else {
+      const Ranked x = Least<kWays / 2>(head), y = Least<kWays / 2>(head + kWays / 2);
+      return y < x ? y : x;
+    }
+  }
+
+  // Merges [begin[r], end[r]) of each of m <= kWays runs into dst from `to`: a tournament of
   // branch-free minimums over (key, run), the winner's next key read in its place.
+  template <std::size_t kWays>
   void TournamentSlice(const std::size_t* begin, const std::size_t* end, std::size_t m, std::size_t to) const {
-    std::size_t at[kMaxWays], last[kMaxWays];
-    Ranked head[kMaxWays];
+    std::size_t at[kWays], last[kWays];
+    Ranked head[kWays];
     std::size_t total = 0;
-    for (std::size_t r = 0; r < kMaxWays; ++r) {
+    for (std::size_t r = 0; r < kWays; ++r) {
       at[r] = r < m ? begin[r] : 0;
       last[r] = r < m && end[r] > begin[r] ? end[r] - 1 : 0;
       head[r] = r < m && begin[r] < end[r] ? Head(r, at[r], end[r], last[r]) : kDone;
       if (r < m) total += end[r] - begin[r];
     }
-    const auto low = [](Ranked x, Ranked y) { return y < x ? y : x; };
     for (std::size_t i = 0; i < total; ++i) {
-      const Ranked best = low(low(low(head[0], head[1]), low(head[2], head[3])),
-                              low(low(head[4], head[5]), low(head[6], head[7])));
-      const std::size_t r = static_cast<std::size_t>(best & 7);
+      const std::size_t r = static_cast<std::size_t>(Least<kWays>(head) & (kMaxWays - 1));
       Emit(at[r]++, to++);
       head[r] = Head(r, at[r], end[r], last[r]);
     }
   }
 
-  static constexpr std::size_t kMaxWays = 8;
+  void Tournament(const std::size_t* begin, const std::size_t* end, std::size_t m, std::size_t to) const {
+    if (m <= 4) return TournamentSlice<4>(begin, end, m, to);
+    if (m <= 8) return TournamentSlice<8>(begin, end, m, to);
+    TournamentSlice<16>(begin, end, m, to);
+  }
+
+  static constexpr std::size_t kMaxWays = 16;
+  static constexpr int kRunBits = 4;  // log2(kMaxWays): the run's place below the key
   const bool descending_;
   const std::size_t width_;
   const Arrays src_, dst_;
 };
 
-// Runs merged in one pass of a group: two by Merge Path, up to eight by the tournament.
-constexpr std::size_t GroupSize(std::size_t runs) { return runs <= 2 ? 2 : runs <= 4 ? 4 : 8; }
+// Runs merged in one pass of a group: two by Merge Path, up to sixteen by the tournament.
+constexpr std::size_t GroupSize(std::size_t runs) { return runs <= 2 ? 2 : 16; }
 
-template <typename T, int kPayloadWidth>
-absl::Status MergeTyped(const SortedRuns& runs, const Cancellation& cancellation) {
-  std::vector<std::size_t> bounds(runs.bounds.begin(), runs.bounds.end());
+std::size_t PassCount(std::size_t runs) {
   std::size_t passes = 0;
-  for (std::size_t r = bounds.size() - 1; r > 1; r = (r + GroupSize(r) - 1) / GroupSize(r)) ++passes;
-  if (passes == 0) return absl::OkStatus();
-  const std::size_t n = bounds.back(), width = runs.payload_width;
-  ScratchArray<std::byte> scratch_keys, scratch_payload;
-  try {
-    scratch_keys = MakeScratch<std::byte>(n * sizeof(T));
-    scratch_payload = MakeScratch<std::byte>(std::max<std::size_t>(n * width, 1));
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError("no host memory for the merge of the sorted runs (" +
-                                        std::to_string(n * (sizeof(T) + width)) + " bytes of scratch)");
-  }
-  Arrays data{runs.keys.data(), runs.payload.data()}, scratch{scratch_keys.get(), scratch_payload.get()};
-  // Each pass reads one array and writes the other; the last must write the caller's. With an odd
-  // number of passes the first is a plain copy of the runs into scratch (one pass: a copy, then the
-  // merge back), so that no pass writes what it reads.
-  Arrays src = data, dst = scratch;
-  if (passes % 2 == 1) {
-    Pass<T, kPayloadWidth>(runs.descending, width, data, scratch).Copy(0, n);
-    std::swap(src, dst);
-  }
+  for (std::size_t r = runs; r > 1; r = (r + GroupSize(r) - 1) / GroupSize(r)) ++passes;
+  return passes;
+}
+
+// Every pass, from `src` (where the runs are) to `dst`, then back: the caller picks `src` so that the
+// last pass writes the caller's arrays.
+template <typename T, int kPayloadWidth>
+absl::Status MergeTyped(const SortedRuns& runs, Arrays src, Arrays dst, const Cancellation& cancellation) {
+  std::vector<std::size_t> bounds(runs.bounds.begin(), runs.bounds.end());
+  const std::size_t passes = PassCount(bounds.size() - 1);
   for (std::size_t p = 0; p < passes; ++p) {
     if (absl::Status status = cancellation.Check(); !status.ok()) return status;
-    const Pass<T, kPayloadWidth> pass(runs.descending, width, src, dst);
+    const Pass<T, kPayloadWidth> pass(runs.descending, runs.payload_width, src, dst);
     const std::size_t count = bounds.size() - 1, group = GroupSize(count);
     std::vector<std::size_t> next = {0};
     for (std::size_t r = 0; r < count; r += group) {
@@ -277,28 +284,68 @@ absl::Status MergeTyped(const SortedRuns& runs, const Cancellation& cancellation
 }
 
 template <typename T>
-absl::Status MergeWithPayload(const SortedRuns& runs, const Cancellation& cancellation) {
+absl::Status MergeWithPayload(const SortedRuns& runs, Arrays src, Arrays dst, const Cancellation& cancellation) {
   switch (runs.payload_width) {
     case 0:
-      return MergeTyped<T, 0>(runs, cancellation);
+      return MergeTyped<T, 0>(runs, src, dst, cancellation);
     case 8:
-      return MergeTyped<T, 8>(runs, cancellation);
+      return MergeTyped<T, 8>(runs, src, dst, cancellation);
     default:
-      return MergeTyped<T, -1>(runs, cancellation);
+      return MergeTyped<T, -1>(runs, src, dst, cancellation);
   }
 }
 
 }  // namespace
 
-absl::Status MergeSortedRuns(const SortedRuns& runs, int threads, const Cancellation& cancellation) {
-  if (runs.bounds.size() < 3 || runs.bounds.back() == 0) return absl::OkStatus();
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  tbb::task_arena arena(threads);
+absl::StatusOr<std::unique_ptr<RunMerge>> RunMerge::Prepare(const SortedRuns& runs, int threads) {
+  std::unique_ptr<RunMerge> merge(new RunMerge());
+  merge->bounds_.assign(runs.bounds.begin(), runs.bounds.end());
+  merge->runs_ = runs;
+  merge->runs_.bounds = merge->bounds_;
+  merge->threads_ = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  merge->passes_ = merge->bounds_.size() < 2 ? 0 : PassCount(merge->bounds_.size() - 1);
+  const std::size_t n = merge->bounds_.empty() ? 0 : merge->bounds_.back();
+  if (merge->passes_ == 0 || n == 0) return merge;
+  try {
+    merge->keys_ = MakeScratch<std::byte>(n * ElementSize(runs.dtype));
+    merge->payload_ = MakeScratch<std::byte>(std::max<std::size_t>(n * runs.payload_width, 1));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("no host memory for the merge of the sorted runs (" +
+                                        std::to_string(n * (ElementSize(runs.dtype) + runs.payload_width)) +
+                                        " bytes of scratch)");
+  }
+  merge->copied_ = std::make_unique<std::atomic<bool>[]>(merge->bounds_.size() - 1);
+  return merge;
+}
+
+void RunMerge::RunSorted(std::size_t r) {
+  // With an odd number of passes the runs start in the scratch (so that the last pass writes the
+  // caller's arrays and no pass writes what it reads): this one goes there now.
+  if (passes_ % 2 == 0 || copied_[r].exchange(true)) return;
+  const std::size_t w = ElementSize(runs_.dtype), p = runs_.payload_width, b = bounds_[r], e = bounds_[r + 1];
+  ParallelCopy(keys_.get() + b * w, runs_.keys.data() + b * w, (e - b) * w, threads_);
+  if (p != 0) ParallelCopy(payload_.get() + b * p, runs_.payload.data() + b * p, (e - b) * p, threads_);
+}
+
+absl::Status RunMerge::Merge(const Cancellation& cancellation) {
+  if (passes_ == 0) return absl::OkStatus();
+  tbb::task_arena arena(threads_);
   absl::Status status;
   arena.execute([&] {
-    status = VisitDType(runs.dtype, [&](auto tag) { return MergeWithPayload<decltype(tag)>(runs, cancellation); });
+    ForEachChunk(bounds_.size() - 1, [&](std::size_t r) { RunSorted(r); });  // those not moved yet
+    const Arrays data{runs_.keys.data(), runs_.payload.data()}, scratch{keys_.get(), payload_.get()};
+    const bool from_scratch = passes_ % 2 == 1;
+    status = VisitDType(runs_.dtype, [&](auto tag) {
+      return MergeWithPayload<decltype(tag)>(runs_, from_scratch ? scratch : data, from_scratch ? data : scratch,
+                                             cancellation);
+    });
   });
   return status;
+}
+
+absl::Status MergeSortedRuns(const SortedRuns& runs, int threads, const Cancellation& cancellation) {
+  ASSIGN_OR_RETURN(std::unique_ptr<RunMerge> merge, RunMerge::Prepare(runs, threads));
+  return merge->Merge(cancellation);
 }
 
 std::uint64_t RankBits(DType dtype, const std::byte* key, bool descending) {

@@ -13,13 +13,18 @@
 // PCIe floor's 2.5 s, its compares all branches; two-way passes took 17.6 s.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "server/core/cancellation.h"
 #include "server/core/dtype.h"
+#include "server/core/scratch.h"
 
 namespace gpusort::cpu {
 
@@ -41,6 +46,30 @@ struct SortedRuns {
 // `cancellation` is looked at between passes: CANCELLED or DEADLINE_EXCEEDED then, the arrays left in
 // some order of their elements. RESOURCE_EXHAUSTED when the host has no memory for the scratch.
 absl::Status MergeSortedRuns(const SortedRuns& runs, int threads, const Cancellation& cancellation);
+
+// One merge, prepared before its runs are sorted: the scratch is taken up front (no GPU time spent on an
+// array the host cannot merge), and each run can move into it as soon as it is sorted, on another
+// thread while the GPUs sort the next runs, so that only the last run's move is left for the end.
+class RunMerge {
+ public:
+  // RESOURCE_EXHAUSTED when the host has no memory for the scratch. `runs`' arrays need not be sorted
+  // yet; they must stay where they are until Merge returns.
+  static absl::StatusOr<std::unique_ptr<RunMerge>> Prepare(const SortedRuns& runs, int threads);
+  // Run r is sorted (with its payload): moves it into the scratch now if the merge starts there. Safe
+  // to call from several threads at once for different runs; each at most once.
+  void RunSorted(std::size_t r);
+  // Merges, once every run is sorted (moving the runs RunSorted was not told of). As MergeSortedRuns.
+  absl::Status Merge(const Cancellation& cancellation);
+
+ private:
+  RunMerge() = default;
+  SortedRuns runs_;
+  std::vector<std::size_t> bounds_;
+  int threads_ = 0;
+  std::size_t passes_ = 0;
+  ScratchArray<std::byte> keys_, payload_;
+  std::unique_ptr<std::atomic<bool>[]> copied_;
+};
 
 // The key at `key` (ElementSize(dtype) bytes) as an unsigned integer whose order is the key order, or
 // its reverse when `descending`: for ranking a few candidates (top-k across runs) without a typed sort.
