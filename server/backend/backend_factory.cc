@@ -44,6 +44,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice
                                           .memory_limit_bytes = choice.cuda_memory_limit_bytes},
                                .devices = devices,
                                .split_from_keys = choice.split_from_keys,
+                               .max_request_bytes = choice.max_request_bytes,
                                .cpu_threads = choice.cpu_threads,
                                .auto_routing = *routing});
   if (cuda.ok()) {

@@ -16,6 +16,7 @@ struct BackendChoice {
   int cuda_device = 0;
   std::string cuda_devices;            // "all" or "0,1": one engine per GPU (gpu_set.h); empty: cuda_device
   std::size_t split_from_keys = 0;     // arrays this large split across the GPUs (0: only what one cannot take)
+  std::size_t max_request_bytes = 0;   // the server's --max-request-bytes (gpu_set.h: where streams go)
   int cuda_streams = 4;
   std::size_t cuda_staging_bytes = std::size_t{16} << 20;
   std::size_t cuda_memory_limit_bytes = 0;

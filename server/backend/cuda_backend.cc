@@ -36,6 +36,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const CudaBackendOption
   std::unique_ptr<Backend> gpus =
       MakeGpuSet(std::move(members), {.split_from_keys = options.split_from_keys,
                                       .merge_threads = options.cpu_threads,
+                                      .max_request_bytes = options.max_request_bytes,
                                       .home_of_region = [](int fd) { return HomeDeviceOf(fd); }});
   return MakeAutoRouter(MakeCpuBackend({.threads = options.cpu_threads}), std::move(gpus), options.auto_routing);
 }

@@ -23,6 +23,9 @@ struct CudaBackendOptions {
   // A whole-array Sort or one-row TopK of at least this many keys is split across the GPUs (0: only
   // what one GPU cannot take; gpu_set.h).
   std::size_t split_from_keys = 0;
+  // The server's --max-request-bytes: where a stream that long would not fit one GPU, streams are
+  // collected on the host instead of copied to a GPU as they arrive (gpu_set.h). 0: always to a GPU.
+  std::size_t max_request_bytes = 0;
   int cpu_threads = 0;  // the CPU engine's threads (0: every core)
   AutoRouting auto_routing = AutoRouting::kSize;  // how AUTO picks an engine
 };

@@ -283,8 +283,11 @@ class GpuSet final : public Backend {
     return gpu->engine->TopKInDeviceMemory(spec, buffers, cancellation, report);
   }
 
-  // A stream's length is not known when it starts: it goes to one GPU, within that GPU's limits.
+  // A stream's length is not known when it starts: it goes to one GPU as it arrives where the longest
+  // stream the server takes fits one; else nullptr, and the stream is collected on the host and sorted
+  // through Sort (in runs when it must be).
   std::unique_ptr<SortIngest> StartSortIngest(const SortSpec& spec) override {
+    if (SortSplitsInRuns(spec) && options_.max_request_bytes / ElementSize(spec.dtype) > SortRun(spec)) return nullptr;
     absl::StatusOr<Gpu*> gpu = Place();
     if (!gpu.ok()) return nullptr;  // Sort, with the whole array, then answers why
     std::unique_ptr<SortIngest> ingest = (*gpu)->engine->StartSortIngest(spec);

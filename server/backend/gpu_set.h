@@ -34,6 +34,11 @@ struct GpuSetOptions {
   // (0: only what one GPU cannot take is split).
   std::size_t split_from_keys = 0;
   int merge_threads = 0;  // host threads merging runs (0: every core)
+  // The most bytes of keys one request may bring (the server's --max-request-bytes). A stream's length
+  // is not known when it starts: where a stream that long would not fit one GPU, streams are collected
+  // on the host and sorted like a whole array (in runs when they must be), instead of being copied to
+  // one GPU as they arrive. 0: streams always go to one GPU.
+  std::size_t max_request_bytes = 0;
   // The GPU a device region's memory lives on, from its descriptor; unset: the first GPU that serves.
   std::function<absl::StatusOr<int>(int fd)> home_of_region;
 };

@@ -85,6 +85,7 @@ absl::StatusOr<std::unique_ptr<GpusortServer>> GpusortServer::Start(const Server
                               .cuda_device = config.cuda_device,
                               .cuda_devices = config.cuda_devices,
                               .split_from_keys = config.split_from_keys,
+                              .max_request_bytes = config.max_request_bytes,
                               .cuda_streams = config.cuda_streams,
                               .cuda_staging_bytes = config.cuda_staging_bytes,
                               .cuda_memory_limit_bytes = config.cuda_memory_limit_bytes,

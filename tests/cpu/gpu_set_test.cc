@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "server/backend/auto_router.h"
+#include "server/backend/cpu/cpu_backend.h"
 #include "server/backend/cpu/run_merge.h"
 #include "server/backend/gpu_set.h"
 #include "server/backend/sort_in_runs.h"
@@ -209,6 +211,34 @@ TEST(GpuSet, SharedMemorySortsReadTheirInputOnceAndWriteTheAnswerWhereAsked) {
   ExecutionReport report;
   ASSERT_TRUE(set.backend->SortPinned(spec, std::as_bytes(std::span(input)), buffers, Cancellation(), report).ok());
   EXPECT_TRUE(SameBits(output, ReferenceSort(input, SortOrder::kAscending)));
+}
+
+// A stream's length is unknown when it starts: where the longest request the server takes would not fit
+// one GPU, the stream is collected on the host and sorted in runs (through the router, as the server
+// calls it), instead of going to one GPU that might run out of memory.
+TEST(GpuSet, StreamsThatMayNotFitOneGpuAreCollectedAndSortedInRuns) {
+  SortSpec spec;
+  spec.algorithm = Algorithm::kRadix;
+  Set set = MakeSet(2, MaxKeysOf(spec), {.max_request_bytes = std::size_t{1} << 20});
+  Backend* const gpus = set.backend.get();
+  EXPECT_EQ(gpus->StartSortIngest(spec), nullptr);
+  std::unique_ptr<Backend> router = MakeAutoRouter(MakeCpuBackend({}), std::move(set.backend));
+  std::unique_ptr<SortIngest> ingest = router->StartSortIngest(spec);
+  ASSERT_NE(ingest, nullptr);
+  const std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 40000, 5);
+  for (std::size_t at = 0; at < keys.size(); at += 3000) {
+    const std::size_t len = std::min<std::size_t>(3000, keys.size() - at);
+    ASSERT_TRUE(ingest->Append(std::as_bytes(std::span(keys).subspan(at, len))).ok());
+  }
+  ExecutionReport report;
+  ASSERT_TRUE(ingest->Sort(Cancellation(), report).ok());
+  std::vector<uint32_t> got(keys.size());
+  ASSERT_TRUE(ingest->Read(0, keys.size(), reinterpret_cast<std::byte*>(got.data()), nullptr).ok());
+  EXPECT_EQ(got, ReferenceSort(keys, SortOrder::kAscending));
+  for (const auto& gpu : set.gpus) {
+    EXPECT_GT(gpu->calls.load(), 1);
+    EXPECT_LE(gpu->largest.load(), MaxKeysOf(spec));
+  }
 }
 
 TEST(GpuSet, LimitsAllowAWholeArrayOverOneGpuButNotSegmentsOverIt) {
