@@ -57,8 +57,22 @@ void Parallel(std::size_t n, F f) {
 
 struct Checksum {
   uint64_t sum = 0, xor_all = 0;
+  void Add(uint64_t key) {
+    sum += key;
+    xor_all ^= key;
+  }
+  void Add(const Checksum& other) {
+    sum += other.sum;
+    xor_all ^= other.xor_all;
+  }
   bool operator==(const Checksum&) const = default;
 };
+
+Checksum Total(const std::vector<Checksum>& parts) {
+  Checksum all;
+  for (const Checksum& c : parts) all.Add(c);
+  return all;
+}
 
 Checksum Fill(uint32_t* keys, std::size_t n, uint64_t seed) {
   std::vector<Checksum> parts(Threads());
@@ -72,17 +86,11 @@ Checksum Fill(uint32_t* keys, std::size_t n, uint64_t seed) {
       z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
       z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
       keys[i] = static_cast<uint32_t>(z ^ (z >> 31));
-      c.sum += keys[i];
-      c.xor_all ^= keys[i];
+      c.Add(keys[i]);
     }
     parts[next++] = c;
   });
-  Checksum all;
-  for (const Checksum& c : parts) {
-    all.sum += c.sum;
-    all.xor_all ^= c.xor_all;
-  }
-  return all;
+  return Total(parts);
 }
 
 bool SortedWith(const uint32_t* keys, std::size_t n, const Checksum& want) {
@@ -93,17 +101,11 @@ bool SortedWith(const uint32_t* keys, std::size_t n, const Checksum& want) {
     Checksum c;
     for (std::size_t i = b; i < e; ++i) {
       if (i > 0 && keys[i - 1] > keys[i]) ok = false;
-      c.sum += keys[i];
-      c.xor_all ^= keys[i];
+      c.Add(keys[i]);
     }
     parts[next++] = c;
   });
-  Checksum all;
-  for (const Checksum& c : parts) {
-    all.sum += c.sum;
-    all.xor_all ^= c.xor_all;
-  }
-  return ok && all == want;
+  return ok && Total(parts) == want;
 }
 
 // Seconds to copy `bytes` of `host` to the GPUs and back, each GPU its share at once, through a 1 GiB

@@ -153,26 +153,36 @@ DeviceMapping& DeviceMapping::operator=(DeviceMapping&& other) noexcept {
 }
 
 // ---- ImportedDeviceMemory
-Status ImportedDeviceMemory::Import(int fd, std::size_t bytes, int device, ImportedDeviceMemory* out) {
-  if (bytes == 0) return Status(StatusCode::kInvalidArgument, "a device region has at least one byte");
-  // The driver judges the descriptor; plain files, pipes and sockets are refused before it sees them.
+namespace {
+
+// The allocation handle behind `fd` (not taken), for Import and HomeDevice. The driver judges the
+// descriptor; plain files, pipes, sockets and directories are refused before it sees them.
+Status ImportHandle(const DriverApi& api, int fd, CUmemGenericAllocationHandle* handle) {
   struct stat st{};
   if (fstat(fd, &st) != 0 || S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
       S_ISDIR(st.st_mode)) {
     return Status(StatusCode::kInvalidArgument,
                   "the descriptor is not CUDA device memory exported with cuMemExportToShareableHandle");
   }
+  if (CUresult r = api.mem_import(handle, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)),
+                                  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+      r != CUDA_SUCCESS) {
+    return DriverError(StatusCode::kInvalidArgument, r,
+                       "the descriptor is not CUDA device memory exported with cuMemExportToShareableHandle");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ImportedDeviceMemory::Import(int fd, std::size_t bytes, int device, ImportedDeviceMemory* out) {
+  if (bytes == 0) return Status(StatusCode::kInvalidArgument, "a device region has at least one byte");
   const DriverApi* api = Driver();
   if (api == nullptr) return NoDriver();
   const CurrentDeviceScope scope;
   GPUSORT_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   CUmemGenericAllocationHandle handle = 0;
-  if (CUresult r = api->mem_import(&handle, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)),
-                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-      r != CUDA_SUCCESS) {
-    return DriverError(StatusCode::kInvalidArgument, r,
-                       "the descriptor is not CUDA device memory exported with cuMemExportToShareableHandle");
-  }
+  if (Status imported = ImportHandle(*api, fd, &handle); !imported.ok()) return imported;
   CUmemAllocationProp prop{};
   std::size_t granularity = 0;
   if (CUresult r = api->mem_properties(&prop, handle); r != CUDA_SUCCESS) {
@@ -198,21 +208,10 @@ Status ImportedDeviceMemory::Import(int fd, std::size_t bytes, int device, Impor
 }
 
 Status ImportedDeviceMemory::HomeDevice(int fd, int* device) {
-  struct stat st{};
-  if (fstat(fd, &st) != 0 || S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
-      S_ISDIR(st.st_mode)) {
-    return Status(StatusCode::kInvalidArgument,
-                  "the descriptor is not CUDA device memory exported with cuMemExportToShareableHandle");
-  }
   const DriverApi* api = Driver();
   if (api == nullptr) return NoDriver();
   CUmemGenericAllocationHandle handle = 0;
-  if (CUresult r = api->mem_import(&handle, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)),
-                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-      r != CUDA_SUCCESS) {
-    return DriverError(StatusCode::kInvalidArgument, r,
-                       "the descriptor is not CUDA device memory exported with cuMemExportToShareableHandle");
-  }
+  if (Status imported = ImportHandle(*api, fd, &handle); !imported.ok()) return imported;
   CUmemAllocationProp prop{};
   const CUresult r = api->mem_properties(&prop, handle);
   api->mem_release(handle);
