@@ -15,6 +15,7 @@ bundle() {
   export PATH=/usr/local/cuda/bin:$PATH
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > /dev/null
   local exes="gpusort-server mixed_load_bench large_sort_bench multi_gpu_test multi_gpu_fault_test gpu_set_test
+              device_merged_sort_test
               cuda_backend_test device_region_test gpu_fault_test sort_ingest_test"
   cmake --build build-cuda --target $exes
   rm -rf build/device
@@ -46,6 +47,7 @@ device() {
   }
   if [ -n "$tests" ]; then
     step gpu_set_test $run gpu_set_test --gtest_brief=1
+    step device_merged_sort_test $run device_merged_sort_test --gtest_brief=1
     step multi_gpu_test $run multi_gpu_test --gtest_brief=1
     step multi_gpu_fault_test $run multi_gpu_fault_test --gtest_brief=1
     step device_region_test $run device_region_test --gtest_brief=1
@@ -81,7 +83,9 @@ device() {
   done
   cat "$summary"
   # What comes back is at most 8 files: the summary and the logs in one archive.
-  tar -czf "$out/logs.tar.gz" -C "$out" --exclude=logs.tar.gz . && find "$out" -type f ! -name logs.tar.gz ! -name summary.txt -delete
+  # (Written beside OUT first: tar reading a folder it writes into stops with "file changed".)
+  tar -czf "$out.logs.tar.gz" -C "$out" . && mv "$out.logs.tar.gz" "$out/logs.tar.gz" &&
+    find "$out" -type f ! -name logs.tar.gz ! -name summary.txt -delete
 }
 
 case ${1:-} in

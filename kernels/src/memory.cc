@@ -61,6 +61,15 @@ Status DeviceMemoryPool::Allocate(std::size_t bytes, const Stream& stream,
   return Status::Ok();
 }
 
+Status DeviceMemoryPool::AllowAccessFrom(int ordinal) const {
+  cudaMemAccessDesc access{};
+  access.location.type = cudaMemLocationTypeDevice;
+  access.location.id = ordinal;
+  access.flags = cudaMemAccessFlagsProtReadWrite;
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaMemPoolSetAccess(static_cast<cudaMemPool_t>(pool_), &access, 1));
+  return Status::Ok();
+}
+
 void DeviceMemoryPool::Trim() const {
   // Memory freed on streams that have not reached the free yet cannot be released; synchronize first.
   IgnoreCudaError(cudaDeviceSynchronize());

@@ -37,6 +37,20 @@ Status UseDevice(int ordinal) {
   return Status::Ok();
 }
 
+Status EnablePeerAccess(int device, int peer) {
+  int can = 0;
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaDeviceCanAccessPeer(&can, device, peer));
+  if (!can) return Status(StatusCode::kUnavailable, "the GPUs cannot reach each other's memory directly");
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+  const cudaError_t error = cudaDeviceEnablePeerAccess(peer, 0);
+  if (error == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();  // not an error here: clear it so that the next call does not see it
+    return Status::Ok();
+  }
+  GPUSORT_CUDA_RETURN_IF_ERROR(error);
+  return Status::Ok();
+}
+
 Status DeviceMemoryInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
   GPUSORT_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(free_bytes, total_bytes));
   return Status::Ok();

@@ -169,6 +169,20 @@ class Backend {
   // gathers them in host memory and calls Sort; the CUDA backend copies each part to the GPU as it comes.
   virtual absl::StatusOr<std::unique_ptr<PartedSortIngest>> StartPartedSortIngest(const SortSpec& spec,
                                                                                   std::size_t total_keys);
+  // A whole-array Sort of more keys than one pass takes here (the GPU paths' 2^31-1, or more than a run
+  // may hold in this device's memory share), or one split across GPUs, sorted in runs of at most
+  // `max_run_keys` that stay in device memory and are merged there (cuda/device_merged_sort.h): on this
+  // backend's GPU and on the GPUs of `peers` (other engines of the same kind; others are ignored). Reads
+  // keys_in (memory given to PinHostMemory, or buffers.keys itself) and writes buffers.keys, as
+  // SortPinned does; report.device names every GPU that took part. false, with nothing done, where the
+  // backend declines: this default, and the CUDA engine for a payload or where the GPUs' memory does
+  // not hold every key; the caller then sorts in runs merged on the host.
+  virtual absl::StatusOr<bool> SortMergedOnDevice(const SortSpec&, std::span<const std::byte> /*keys_in*/,
+                                                  const SortBuffers&, std::size_t /*max_run_keys*/,
+                                                  std::span<Backend* const> /*peers*/, const Cancellation&,
+                                                  ExecutionReport&) {
+    return false;
+  }
   // Fills values_out / indices_out with each row's top-k, as the proto defines it.
   virtual absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers,
                             const Cancellation& cancellation, ExecutionReport& report) = 0;

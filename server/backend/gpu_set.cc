@@ -201,7 +201,7 @@ class GpuSet final : public Backend {
   absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
                     ExecutionReport& report) override {
     if (SortSplitsInRuns(spec) && InRuns(buffers.count, SortRun(spec))) {
-      return SortInRuns(spec, buffers.keys, buffers, /*pinned=*/false, Plan(SortRun(spec)), cancellation, report);
+      return SortLarge(spec, buffers.keys, buffers, /*pinned=*/false, cancellation, report);
     }
     ASSIGN_OR_RETURN(Gpu* const gpu, Place());
     const Charge charge(gpu, Weight(buffers.count, spec.dtype));
@@ -232,7 +232,7 @@ class GpuSet final : public Backend {
   absl::Status SortPinned(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
                           const Cancellation& cancellation, ExecutionReport& report) override {
     if (SortSplitsInRuns(spec) && InRuns(buffers.count, SortRun(spec))) {
-      return SortInRuns(spec, keys_in, buffers, /*pinned=*/true, Plan(SortRun(spec)), cancellation, report);
+      return SortLarge(spec, keys_in, buffers, /*pinned=*/true, cancellation, report);
     }
     ASSIGN_OR_RETURN(Gpu* const gpu, Place());
     const Charge charge(gpu, Weight(buffers.count, spec.dtype));
@@ -319,6 +319,29 @@ class GpuSet final : public Backend {
     report.device = gpu->engine->device();
     return pinned ? gpu->engine->TopKPinned(spec, buffers, cancellation, report)
                   : gpu->engine->TopK(spec, buffers, cancellation, report);
+  }
+
+  // An array served in runs (one pass on a GPU cannot take it, or --split-from-keys splits it): first
+  // sorted in runs kept in every serving GPU's memory and merged there (Backend::SortMergedOnDevice; the
+  // keys cross PCIe once each way, each GPU's share over its own link). Where the engines decline
+  // (payloads, too little memory), in runs merged on the host (sort_in_runs.h).
+  absl::Status SortLarge(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
+                         bool pinned, const Cancellation& cancellation, ExecutionReport& report) {
+    const absl::StatusOr<Gpu*> gpu = Place();
+    if (gpu.ok()) {  // with no GPU serving, SortInRuns says why
+      const Charge charge(*gpu, Weight(buffers.count, spec.dtype));
+      ExecutionReport merged;
+      ASSIGN_OR_RETURN(const bool done, (*gpu)->engine->SortMergedOnDevice(spec, keys_in, buffers,
+                                                                          options_.max_keys_per_run, Serving(),
+                                                                          cancellation, merged));
+      if (done) {
+        for (const StageTime& s : merged.stages) report.AddStage(s.stage, s.seconds);
+        report.algorithm = merged.algorithm;
+        report.device = merged.device;
+        return absl::OkStatus();
+      }
+    }
+    return SortInRuns(spec, keys_in, buffers, pinned, Plan(SortRun(spec)), cancellation, report);
   }
 
   // The most keys of one run: what the smallest GPU's memory takes, within the GPU paths' limit.

@@ -26,6 +26,7 @@ enum class Stage {
   kSelect,        // a CPU top-k selection
   kGather,        // values moved into their sorted order (CPU)
   kMerge,         // sorted runs merged on the host (an array split across GPUs, or larger than one GPU)
+  kDeviceMerge,   // sorted runs kept on the GPU merged there and copied back (too many keys for one pass)
   kWriteBack,     // results written back to a shared-memory region
   kSend,          // a stream's answer written out
 };
@@ -33,8 +34,9 @@ enum class Stage {
 inline constexpr std::size_t kStageCount = static_cast<std::size_t>(Stage::kSend) + 1;
 
 inline constexpr std::array<std::string_view, kStageCount> kStageNames = {
-    "receive", "validate", "parts_wait", "batch_wait", "batch_prepare", "queue", "snapshot", "stream_wait", "prepare",
-    "h2d",     "kernel",   "d2h",        "sort",       "select",        "gather", "merge",      "write_back", "send",
+    "receive", "validate",     "parts_wait", "batch_wait", "batch_prepare", "queue",  "snapshot",
+    "stream_wait", "prepare",  "h2d",        "kernel",     "d2h",           "sort",   "select",
+    "gather",  "merge",        "device_merge", "write_back", "send",
 };
 
 constexpr std::string_view StageName(Stage stage) { return kStageNames[static_cast<std::size_t>(stage)]; }

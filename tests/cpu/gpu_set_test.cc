@@ -154,6 +154,68 @@ TEST(GpuSet, ReportNamesEveryGpuThatServedARunAndTheMergeStage) {
   EXPECT_TRUE(merged);
 }
 
+bool HasStage(const ExecutionReport& report, Stage stage) {
+  return std::any_of(report.stages.begin(), report.stages.end(), [&](const StageTime& s) { return s.stage == stage; });
+}
+
+// Keys alone go first to the engines' own merge on the devices, with every serving GPU as a peer;
+// payloads, and arrays the engines decline, are merged on the host.
+TEST(GpuSet, KeysAloneAreMergedOnTheDevicesWithEveryServingGpu) {
+  Set set = MakeSet(2, 1000);
+  for (const auto& gpu : set.gpus) gpu->merges_on_device = true;
+  std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 2500, 3);
+  std::vector<uint32_t> want = keys;
+  std::sort(want.begin(), want.end());
+  SortSpec spec;
+  SortBuffers buffers;
+  buffers.count = keys.size();
+  buffers.keys = std::as_writable_bytes(std::span(keys));
+  ExecutionReport report;
+  ASSERT_TRUE(set.backend->Sort(spec, buffers, Cancellation(), report).ok());
+  EXPECT_EQ(keys, want);
+  EXPECT_TRUE(HasStage(report, Stage::kDeviceMerge));
+  EXPECT_FALSE(HasStage(report, Stage::kMerge));
+  EXPECT_EQ(set.gpus[0]->merged_on_device + set.gpus[1]->merged_on_device, 1);
+  EXPECT_EQ(set.gpus[0]->merge_peers + set.gpus[1]->merge_peers, 2u);
+  EXPECT_EQ(set.gpus[0]->calls + set.gpus[1]->calls, 0);  // no run went through Sort
+
+  // One GPU lost: the other merges alone.
+  set.gpus[1]->lost = true;
+  set.gpus[0]->merge_peers = 0;
+  keys = MakeInput<uint32_t>(Pattern::kFewDistinct, 2500, 4);
+  want = keys;
+  std::sort(want.begin(), want.end());
+  report = ExecutionReport{};
+  ASSERT_TRUE(set.backend->Sort(spec, buffers, Cancellation(), report).ok());
+  EXPECT_EQ(keys, want);
+  EXPECT_EQ(set.gpus[0]->merge_peers, 1u);
+  EXPECT_EQ(report.device, "cuda:0 stand-in");
+}
+
+TEST(GpuSet, PayloadsAndDeclinedMergesGoToTheHostMerge) {
+  Set set = MakeSet(2, 1000);
+  for (const auto& gpu : set.gpus) gpu->merges_on_device = true;
+  std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kFewDistinct, 2500, 5);
+  SortSpec spec;
+  spec.payload = SortPayload::kIndices;
+  spec.stable = true;
+  ExpectSortedInRuns<uint32_t>(*set.backend, spec, keys, "indices");
+  EXPECT_EQ(set.gpus[0]->merged_on_device + set.gpus[1]->merged_on_device, 0);
+
+  for (const auto& gpu : set.gpus) gpu->merges_on_device = false;  // as engines without the memory
+  SortSpec keys_only;
+  std::vector<uint32_t> got = keys;
+  SortBuffers buffers;
+  buffers.count = got.size();
+  buffers.keys = std::as_writable_bytes(std::span(got));
+  ExecutionReport report;
+  ASSERT_TRUE(set.backend->Sort(keys_only, buffers, Cancellation(), report).ok());
+  EXPECT_TRUE(HasStage(report, Stage::kMerge));
+  EXPECT_FALSE(HasStage(report, Stage::kDeviceMerge));
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(got, keys);
+}
+
 template <typename T>
 class GpuSetTopK : public ::testing::Test {};
 TYPED_TEST_SUITE(GpuSetTopK, AllKeyTypes);

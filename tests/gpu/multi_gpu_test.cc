@@ -220,6 +220,31 @@ TEST(MultiGpu, RegisteredMemorySortsInRunsAcrossBothGpus) {
   EXPECT_NE(report.device.find("cuda:1"), std::string::npos) << report.device;
 }
 
+// Keys alone split across the GPUs are sorted in runs kept on both and merged there, each GPU making
+// half of the answer from both GPUs' runs (peer copies); SplitAcrossTwoGpusAroundTheSplitPoint checks
+// every dtype and order the same way.
+TEST(MultiGpu, KeysAloneSplitAcrossBothGpusMergeOnTheDevices) {
+  SKIP_WITHOUT_GPUS(2);
+  for (const Pattern pattern : kAllPatterns) {
+    const std::size_t n = (std::size_t{1} << 20) + 3;
+    std::vector<double> keys = MakeInput<double>(pattern, n, 21);
+    SortSpec spec;
+    spec.dtype = DType::kFloat64;
+    spec.order = SortOrder::kDescending;
+    spec.algorithm = Algorithm::kRadix;
+    const SortOutput gpu = SortOn(*SplitPair(), spec, BytesOf(keys), {});
+    spec.algorithm = Algorithm::kAuto;
+    const SortOutput cpu = SortOn(*Cpu(), spec, BytesOf(keys), {});
+    ASSERT_TRUE(gpu.status.ok()) << gpu.status;
+    EXPECT_TRUE(gpu.keys == cpu.keys) << PatternName(pattern);
+    EXPECT_TRUE(std::any_of(gpu.report.stages.begin(), gpu.report.stages.end(),
+                            [](const StageTime& s) { return s.stage == Stage::kDeviceMerge; }))
+        << PatternName(pattern);
+    EXPECT_NE(gpu.report.device.find("cuda:0"), std::string::npos) << gpu.report.device;
+    EXPECT_NE(gpu.report.device.find("cuda:1"), std::string::npos) << gpu.report.device;
+  }
+}
+
 TEST(MultiGpu, DeviceRegionOnTheSecondGpuIsServedThere) {
   SKIP_WITHOUT_GPUS(2);
   const std::size_t n = std::size_t{1} << 20;

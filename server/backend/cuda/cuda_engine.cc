@@ -12,6 +12,7 @@
 #include "server/backend/cuda/comparison_sort.h"
 #include "server/backend/cuda/batch_sort.h"
 #include "server/backend/cuda/device_context.h"
+#include "server/backend/cuda/device_merged_sort.h"
 #include "server/backend/cuda/device_regions.h"
 #include "server/backend/cuda/kernel_status.h"
 #include "server/backend/cuda/gpu_job.h"
@@ -119,6 +120,24 @@ class CudaEngine final : public Backend {
   absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                     ExecutionReport& report) override {
     return context_->Watch(RunTopK(spec, buffers, cancellation, report));
+  }
+  // On this GPU and the peers' that are CUDA engines too, each with its own context.
+  absl::StatusOr<bool> SortMergedOnDevice(const SortSpec& spec, std::span<const std::byte> keys_in,
+                                          const SortBuffers& buffers, std::size_t max_run_keys,
+                                          std::span<Backend* const> peers, const Cancellation& cancellation,
+                                          ExecutionReport& report) override {
+    std::vector<DeviceContext*> contexts = {context_.get()};
+    for (Backend* peer : peers) {
+      auto* engine = dynamic_cast<CudaEngine*>(peer);
+      if (engine != nullptr && engine != this) contexts.push_back(engine->context_.get());
+    }
+    absl::StatusOr<bool> done = SortMergedOnDevices(contexts, spec, buffers.count, keys_in, buffers.keys,
+                                                    max_run_keys, cancellation, report);
+    if (done.ok()) return done;
+    // A sticky error met on any of the GPUs is watched on each: the status does not say which GPU met
+    // it, and on the H200 pair such an error ruined the process's other GPU too (multi_gpu_fault_test).
+    for (DeviceContext* context : contexts) (void)context->Watch(done.status());
+    return done.status();
   }
 
   absl::StatusOr<std::unique_ptr<DeviceMemoryImport>> ImportDeviceMemory(int fd, std::size_t bytes) override {

@@ -41,6 +41,7 @@ class DeviceContext {
   int ordinal() const { return ordinal_; }
   const kernels::DeviceProperties& properties() const { return properties_; }
   const kernels::DeviceMemoryPool& pool() const { return pool_; }
+  std::size_t memory_limit_bytes() const { return memory_limit_bytes_; }  // 0: no limit
 
   // A slot for the duration of one job; waits while every slot is busy (admission bounds the wait).
   class Lease {

@@ -50,6 +50,9 @@ class DeviceMemoryPool {
 
   // Stream-ordered allocation on `stream`; kOutOfMemory when the device has no room.
   Status Allocate(std::size_t bytes, const Stream& stream, DeviceAllocation* out) const;
+  // Maps the pool's memory, present and future, for device `ordinal` too, so that copies between the
+  // two GPUs run peer to peer (stream-ordered allocations ignore cudaDeviceEnablePeerAccess).
+  Status AllowAccessFrom(int ordinal) const;
   // Returns the pool's unused memory to the driver (all of it not in use).
   void Trim() const;
   PoolCounters Counters() const;

@@ -24,6 +24,10 @@ int CountDevices(std::string* why_none);
 Status GetDeviceProperties(int ordinal, DeviceProperties* out);
 // Makes `ordinal` the calling thread's current device (every thread that launches work calls this).
 Status UseDevice(int ordinal);
+// Lets `device`'s kernels and copies reach `peer`'s memory directly (cudaDeviceEnablePeerAccess), once
+// per pair for the process; already enabled is OK. kUnavailable where the two cannot reach each other:
+// copies between them then pass through host memory, which the runtime does on its own.
+Status EnablePeerAccess(int device, int peer);
 // Free and total device memory as the driver sees it (cudaMemGetInfo).
 Status DeviceMemoryInfo(std::size_t* free_bytes, std::size_t* total_bytes);
 

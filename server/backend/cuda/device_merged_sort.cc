@@ -1,0 +1,580 @@
+#include "server/backend/cuda/device_merged_sort.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "gpusort/kernels/key_transform.h"
+#include "gpusort/kernels/memory.h"
+#include "gpusort/kernels/radix_sort.h"
+#include "gpusort/kernels/runtime.h"
+#include "gpusort/kernels/sorted_runs.h"
+#include "server/backend/cuda/gpu_job.h"
+#include "server/backend/cuda/gpu_job_ends.h"
+#include "server/backend/cuda/kernel_status.h"
+#include "server/backend/cuda/staging.h"
+#include "server/core/status_macros.h"
+
+namespace gpusort {
+namespace {
+
+// Runs of 2^29 keys (2 GiB of 32-bit keys) keep the working buffers near a tenth of an 80 GiB GPU while
+// each run's copy (about 40 ms at PCIe 5 speed) hides its sort (about 15 ms on an H100). Fewer keys per
+// run where memory is short, down to 2^16.
+constexpr std::size_t kLargestRunKeys = std::size_t{1} << 29;
+constexpr std::size_t kSmallestRunKeys = std::size_t{1} << 16;
+// Blocks of the answer are in flight on two streams per GPU: one is gathered and sorted while the other
+// is copied back.
+constexpr std::size_t kLanes = 2;
+// A sixteenth of the memory stays free for the pool's rounding and for CUB's own launches.
+constexpr std::size_t kMemoryMarginDivisor = 16;
+constexpr std::size_t kAlign = 256;
+
+std::size_t AlignUp(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+std::size_t DivUp(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+std::size_t RoundUpTo(std::size_t a, std::size_t multiple) { return DivUp(a, multiple) * multiple; }
+
+// Position where piece `i` of `pieces` equal pieces of `n` begins.
+std::size_t PieceBegin(std::size_t n, std::size_t pieces, std::size_t i) {
+  return static_cast<std::size_t>(static_cast<unsigned __int128>(n) * i / pieces);
+}
+
+absl::StatusOr<std::size_t> RadixTempBytes(kernels::KeyWidth width, std::size_t count) {
+  kernels::RadixSortArgs args;
+  args.key_width = width;
+  args.count = count;
+  args.end_bit = width == kernels::KeyWidth::k32 ? 32 : 64;
+  std::size_t bytes = 0;
+  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSortTempBytes(args, &bytes), "sizing the sort");
+  return bytes;
+}
+
+// The sizes of one sort's runs, blocks and buffers. Runs and blocks are equal pieces of the array; GPU d
+// holds runs [FirstRun(d), FirstRun(d + 1)) and makes blocks [FirstBlock(d), FirstBlock(d + 1)).
+struct Plan {
+  std::size_t n = 0, devices = 1, runs = 0, blocks = 0;
+  std::size_t run_keys = 0, block_keys = 0;  // the most keys of one run, of one block
+  std::size_t host_key_bytes = 0, device_key_bytes = 0;
+  // Phase 1 (one run sorting at a time per GPU): the sort's second buffer, CUB's temporary storage, the
+  // landing place of narrow keys before they widen. Phase 2, per lane: two block buffers and CUB's.
+  std::size_t run_alt = 0, run_temp = 0, run_landing = 0;
+  std::size_t block_buffer = 0, block_temp = 0;
+  std::size_t scratch = 0;  // phase 1's and phase 2's buffers share one allocation
+
+  std::size_t RunBegin(std::size_t r) const { return PieceBegin(n, runs, r); }
+  std::size_t BlockBegin(std::size_t j) const { return PieceBegin(n, blocks, j); }
+  std::size_t FirstRun(std::size_t d) const { return PieceBegin(runs, devices, d); }
+  std::size_t FirstBlock(std::size_t d) const { return PieceBegin(blocks, devices, d); }
+  std::size_t KeysOn(std::size_t d) const { return RunBegin(FirstRun(d + 1)) - RunBegin(FirstRun(d)); }
+  // The per-run bit folds, the searches' queries and their two ranks (every run's, on each GPU).
+  std::size_t or_and_bytes() const { return AlignUp(runs * 2 * sizeof(std::uint64_t)); }
+  std::size_t query_bytes() const { return AlignUp(blocks * sizeof(std::uint64_t)); }
+  std::size_t rank_bytes() const { return AlignUp(blocks * runs * sizeof(std::uint64_t)); }
+  std::size_t small() const { return or_and_bytes() + query_bytes() + 2 * rank_bytes(); }
+  std::size_t DeviceBytes(std::size_t d) const { return AlignUp(KeysOn(d) * device_key_bytes) + scratch + small(); }
+};
+
+absl::Status SizePlan(const KeyCoding& coding, std::size_t run_keys, Plan& plan) {
+  plan.runs = RoundUpTo(DivUp(plan.n, run_keys), plan.devices);
+  plan.run_keys = DivUp(plan.n, plan.runs);
+  plan.blocks = RoundUpTo(DivUp(plan.n, std::max<std::size_t>(plan.run_keys / 2, 1)), plan.devices);
+  plan.block_keys = DivUp(plan.n, plan.blocks);
+  const std::size_t kb = plan.device_key_bytes;
+  plan.run_alt = AlignUp(plan.run_keys * kb);
+  plan.run_landing = plan.host_key_bytes < kb ? AlignUp(plan.run_keys * plan.host_key_bytes) : 0;
+  ASSIGN_OR_RETURN(const std::size_t run_temp, RadixTempBytes(coding.width(), plan.run_keys));
+  ASSIGN_OR_RETURN(const std::size_t block_temp, RadixTempBytes(coding.width(), plan.block_keys));
+  plan.run_temp = AlignUp(run_temp);
+  plan.block_temp = AlignUp(block_temp);
+  plan.block_buffer = AlignUp(plan.block_keys * kb);
+  plan.scratch =
+      std::max(plan.run_alt + plan.run_temp + plan.run_landing, kLanes * (2 * plan.block_buffer + plan.block_temp));
+  return absl::OkStatus();
+}
+
+// Device memory a request may count on: its share under --cuda-memory-limit-bytes, else what the
+// driver has free plus what the pool holds unused. The GPU must be the calling thread's.
+std::size_t MemoryBudget(const DeviceContext& context) {
+  const kernels::PoolCounters pool = context.pool().Counters();
+  std::size_t budget = 0;
+  if (context.memory_limit_bytes() > 0) {
+    budget = context.memory_limit_bytes() > pool.used_bytes ? context.memory_limit_bytes() - pool.used_bytes : 0;
+  } else {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    if (!kernels::DeviceMemoryInfo(&free_bytes, &total_bytes).ok()) return 0;
+    budget = free_bytes + (pool.reserved_bytes > pool.used_bytes ? pool.reserved_bytes - pool.used_bytes : 0);
+  }
+  return budget - budget / kMemoryMarginDivisor;
+}
+
+// The plan with the longest runs that fits every GPU's budget, or none (false).
+absl::StatusOr<bool> ChoosePlan(const KeyCoding& coding, std::size_t n, std::size_t max_run_keys,
+                                const std::vector<std::size_t>& budgets, Plan& plan) {
+  plan.n = n;
+  plan.devices = budgets.size();
+  plan.host_key_bytes = coding.key_bytes();
+  plan.device_key_bytes = coding.device_key_bytes();
+  const std::size_t first = std::min({max_run_keys, kLargestRunKeys, DivUp(n, plan.devices)});
+  for (std::size_t run = first; run >= std::min(first, kSmallestRunKeys) && run > 0; run /= 2) {
+    if (RoundUpTo(DivUp(n, run), plan.devices) > static_cast<std::size_t>(kernels::kMaxSortedRuns)) return false;
+    RETURN_IF_ERROR(SizePlan(coding, run, plan));
+    bool fits = true;
+    for (std::size_t d = 0; d < plan.devices; ++d) fits = fits && plan.DeviceBytes(d) <= budgets[d];
+    if (fits) return true;
+  }
+  return false;
+}
+
+// Device and pinned host arrays of the searches, on one GPU.
+struct Small {
+  std::uint64_t* or_and = nullptr;  // two words per run: OR and AND of its ordered bits
+  std::uint64_t* queries = nullptr;
+  std::uint64_t* ranks_below = nullptr;  // [query][local run]
+  std::uint64_t* ranks_at_or_below = nullptr;
+
+  void Carve(std::byte* base, const Plan& plan) {
+    or_and = reinterpret_cast<std::uint64_t*>(base);
+    queries = reinterpret_cast<std::uint64_t*>(base + plan.or_and_bytes());
+    ranks_below = reinterpret_cast<std::uint64_t*>(base + plan.or_and_bytes() + plan.query_bytes());
+    ranks_at_or_below =
+        reinterpret_cast<std::uint64_t*>(base + plan.or_and_bytes() + plan.query_bytes() + plan.rank_bytes());
+  }
+};
+
+// One GPU's part of the sort: its slot (whose stream carries uploads, then every other block), a
+// second stream (run sorts, searches, the other blocks), its buffers. Destroyed after waiting for both
+// streams, so that no buffer is freed under work still queued.
+struct Share {
+  explicit Share(DeviceContext& c) : context(c) {}
+  ~Share() {
+    if (!lease) return;
+    (void)kernels::UseDevice(context.ordinal());
+    (void)upload().Synchronize();
+    (void)sort.Synchronize();
+  }
+  Share(const Share&) = delete;
+  Share& operator=(const Share&) = delete;
+
+  const kernels::Stream& upload() const { return lease->slot().stream; }
+
+  DeviceContext& context;
+  std::optional<DeviceContext::Lease> lease;
+  kernels::Stream sort;
+  kernels::PinnedBuffer host_small_buffer;
+  std::vector<kernels::DeviceAllocation> device;  // keys, scratch, small
+  std::vector<kernels::Event> landed;             // per local run: copied in and converted
+  Small small, host;
+  std::uint64_t or_bits = 0, and_bits = ~std::uint64_t{0};  // over this GPU's keys
+
+  std::byte* keys() const { return device[0].as<std::byte>(); }
+  std::byte* scratch() const { return device[1].as<std::byte>(); }
+};
+
+// Runs `work(d)` for every GPU d, each on its own thread with its GPU selected (the first on the
+// calling thread); the first error is what returns.
+template <typename Work>
+absl::Status ForEachGpu(std::vector<std::unique_ptr<Share>>& shares, Work work) {
+  std::mutex mutex;
+  absl::Status first_error;
+  auto one = [&](std::size_t d) {
+    absl::Status status = ToAbslStatus(kernels::UseDevice(shares[d]->context.ordinal()), "selecting the GPU");
+    if (status.ok()) status = work(d);
+    if (!status.ok()) {
+      const std::lock_guard lock(mutex);
+      if (first_error.ok()) first_error = std::move(status);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t d = 1; d < shares.size(); ++d) threads.emplace_back(one, d);
+  one(0);
+  for (std::thread& t : threads) t.join();
+  return first_error;
+}
+
+class MergedSort {
+ public:
+  MergedSort(const SortSpec& spec, const Plan& plan, std::vector<std::unique_ptr<Share>>& shares,
+             std::span<const std::byte> keys_in, std::span<std::byte> keys_out)
+      : coding_{spec.dtype, spec.order == SortOrder::kDescending},
+        plan_(plan),
+        shares_(shares),
+        in_(keys_in),
+        out_(keys_out) {
+    for (std::size_t d = 0; d < shares_.size(); ++d) {
+      for (std::size_t r = plan_.FirstRun(d); r < plan_.FirstRun(d + 1); ++r) {
+        run_owner_.push_back(d);
+        run_keys_.push_back(shares_[d]->keys() +
+                            (plan_.RunBegin(r) - plan_.RunBegin(plan_.FirstRun(d))) * plan_.device_key_bytes);
+      }
+    }
+  }
+
+  // Phase 1: on every GPU at once, each of its runs crosses into place and is sorted there while the
+  // next crosses.
+  absl::Status SortRuns(const Cancellation& cancellation) {
+    RETURN_IF_ERROR(ForEachGpu(shares_, [&](std::size_t d) { return SortRunsOn(d, cancellation); }));
+    for (const auto& share : shares_) {
+      or_bits_ |= share->or_bits;
+      and_bits_ &= share->and_bits;
+    }
+    return absl::OkStatus();
+  }
+
+  // Phase 2: the splits, then on every GPU at once its blocks, each gathered, sorted and copied back.
+  absl::Status MergeBlocks(const Cancellation& cancellation) {
+    RETURN_IF_ERROR(FindSplits());
+    return ForEachGpu(shares_, [&](std::size_t d) -> absl::Status {
+      Share& share = *shares_[d];
+      for (std::size_t j = plan_.FirstBlock(d); j < plan_.FirstBlock(d + 1); ++j) {
+        const kernels::Stream& lane = (j - plan_.FirstBlock(d)) % kLanes == 0 ? share.upload() : share.sort;
+        // The lane's last block is out before its buffers take the next (and a cancellation is seen).
+        GPUSORT_RETURN_IF_KERNEL_ERROR(lane.Synchronize(), "merging on the device");
+        RETURN_IF_ERROR(cancellation.Check());
+        RETURN_IF_ERROR(SortBlock(share, j, (j - plan_.FirstBlock(d)) % kLanes, lane));
+      }
+      for (const kernels::Stream* s : {&share.upload(), static_cast<const kernels::Stream*>(&share.sort)}) {
+        GPUSORT_RETURN_IF_KERNEL_ERROR(s->Synchronize(), "merging on the device");
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  std::size_t RunLength(std::size_t r) const { return plan_.RunBegin(r + 1) - plan_.RunBegin(r); }
+
+  absl::Status SortRunsOn(std::size_t d, const Cancellation& cancellation) {
+    Share& share = *shares_[d];
+    const std::size_t first = plan_.FirstRun(d), end = plan_.FirstRun(d + 1);
+    share.landed.resize(end - first);
+    for (kernels::Event& e : share.landed) {
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::Event::Create(&e), "creating an event");
+    }
+    for (std::size_t i = 0; i < end - first; ++i) {
+      share.host.or_and[2 * i] = 0;
+      share.host.or_and[2 * i + 1] = ~std::uint64_t{0};
+    }
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToDeviceAsync(share.small.or_and, share.host.or_and,
+                                                              (end - first) * 2 * sizeof(std::uint64_t),
+                                                              share.upload()),
+                                   "host to device");
+    RETURN_IF_ERROR(UploadRun(share, first, first));
+    for (std::size_t r = first; r < end; ++r) {
+      RETURN_IF_ERROR(cancellation.Check());
+      if (r + 1 < end) RETURN_IF_ERROR(UploadRun(share, first, r + 1));
+      RETURN_IF_ERROR(SortRun(share, first, r));
+    }
+    GPUSORT_RETURN_IF_KERNEL_ERROR(share.sort.Synchronize(), "sorting the runs");
+    return absl::OkStatus();
+  }
+
+  absl::Status UploadRun(Share& share, std::size_t first, std::size_t r) {
+    const std::size_t len = RunLength(r), hb = plan_.host_key_bytes, i = r - first;
+    const std::byte* from = in_.data() + plan_.RunBegin(r) * hb;
+    std::uint64_t* or_and = share.small.or_and + 2 * i;
+    const kernels::Stream& stream = share.upload();
+    if (plan_.run_landing > 0) {  // narrow keys land in scratch, then widen into place
+      std::byte* landing = share.scratch() + plan_.run_alt + plan_.run_temp;
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(landing, from, len * hb, stream), "host to device");
+      GPUSORT_RETURN_IF_KERNEL_ERROR(
+          kernels::WidenToOrderedBitsAsync(hb, coding_.kind(), coding_.complement, landing,
+                                           reinterpret_cast<std::uint32_t*>(run_keys_[r]), len, or_and, stream),
+          "ordered bits");
+    } else {
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(run_keys_[r], from, len * hb, stream), "host to device");
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::ToOrderedBitsAsync(coding_.width(), coding_.kind(), coding_.complement,
+                                                                 run_keys_[r], len, or_and, stream),
+                                     "ordered bits");
+    }
+    GPUSORT_RETURN_IF_KERNEL_ERROR(
+        kernels::CopyToHostAsync(share.host.or_and + 2 * i, or_and, 2 * sizeof(std::uint64_t), stream),
+        "device to host");
+    GPUSORT_RETURN_IF_KERNEL_ERROR(share.landed[i].Record(stream), "recording an event");
+    return absl::OkStatus();
+  }
+
+  // Queued on the sort stream once run r has landed (the host waits for it: the bits that vary in the
+  // run decide the sort's passes), while run r + 1 crosses.
+  absl::Status SortRun(Share& share, std::size_t first, std::size_t r) {
+    const std::size_t i = r - first;
+    GPUSORT_RETURN_IF_KERNEL_ERROR(share.landed[i].Synchronize(), "copying a run in");
+    const std::uint64_t run_or = share.host.or_and[2 * i], run_and = share.host.or_and[2 * i + 1];
+    share.or_bits |= run_or;
+    share.and_bits &= run_and;
+    kernels::RadixSortArgs args;
+    args.key_width = coding_.width();
+    args.count = RunLength(r);
+    VaryingBitRange(run_or ^ run_and, &args.begin_bit, &args.end_bit);
+    if (args.end_bit <= args.begin_bit) return absl::OkStatus();  // every key of the run is the same
+    args.keys[0] = run_keys_[r];
+    args.keys[1] = share.scratch();
+    int result = 0;
+    GPUSORT_RETURN_IF_KERNEL_ERROR(
+        kernels::RadixSort(args, share.scratch() + plan_.run_alt, plan_.run_temp, share.sort, &result), "radix sort");
+    if (result == 1) {
+      GPUSORT_RETURN_IF_KERNEL_ERROR(
+          kernels::CopyOnDeviceAsync(run_keys_[r], share.scratch(), args.count * plan_.device_key_bytes, share.sort),
+          "device to device");
+    }
+    return absl::OkStatus();
+  }
+
+  // Ranks of `query_count` queries in every run, at or below them and (`both`) below them: each GPU
+  // searches its own runs.
+  absl::Status Rank(const std::vector<std::uint64_t>& queries, bool both) {
+    const std::size_t query_count = queries.size();
+    for (std::size_t d = 0; d < shares_.size(); ++d) {
+      Share& share = *shares_[d];
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(share.context.ordinal()), "selecting the GPU");
+      kernels::SortedRuns runs;
+      const std::size_t first = plan_.FirstRun(d);
+      runs.count = static_cast<int>(plan_.FirstRun(d + 1) - first);
+      for (int i = 0; i < runs.count; ++i) {
+        runs.keys[i] = run_keys_[first + i];
+        runs.length[i] = RunLength(first + i);
+      }
+      std::copy(queries.begin(), queries.end(), share.host.queries);
+      const std::size_t rank_bytes = query_count * runs.count * sizeof(std::uint64_t);
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToDeviceAsync(share.small.queries, share.host.queries,
+                                                                query_count * sizeof(std::uint64_t), share.sort),
+                                     "host to device");
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RankInSortedRunsAsync(coding_.width(), runs, share.small.queries,
+                                                                    query_count, /*inclusive=*/true,
+                                                                    share.small.ranks_at_or_below, share.sort),
+                                     "searching the runs");
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToHostAsync(share.host.ranks_at_or_below,
+                                                              share.small.ranks_at_or_below, rank_bytes, share.sort),
+                                     "device to host");
+      if (both) {
+        GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RankInSortedRunsAsync(coding_.width(), runs, share.small.queries,
+                                                                      query_count, /*inclusive=*/false,
+                                                                      share.small.ranks_below, share.sort),
+                                       "searching the runs");
+        GPUSORT_RETURN_IF_KERNEL_ERROR(
+            kernels::CopyToHostAsync(share.host.ranks_below, share.small.ranks_below, rank_bytes, share.sort),
+            "device to host");
+      }
+    }
+    for (const auto& share : shares_) {
+      GPUSORT_RETURN_IF_KERNEL_ERROR(share->sort.Synchronize(), "searching the runs");
+    }
+    return absl::OkStatus();
+  }
+
+  // Rank of query q in global run r, from the GPU that holds the run.
+  std::uint64_t RankOf(std::uint64_t* Small::*ranks, std::size_t q, std::size_t r) const {
+    const std::size_t d = run_owner_[r], first = plan_.FirstRun(d), local = plan_.FirstRun(d + 1) - first;
+    return (shares_[d]->host.*ranks)[q * local + (r - first)];
+  }
+
+  // For each inner block boundary p, the key v at sorted position p (the least v with more than p keys
+  // at or below it), found bit by bit over the bits that vary; then each run's split: its keys below v,
+  // and of its keys equal to v as many as the earlier runs leave to reach p.
+  // long-function: the bisection and the splits it yields read best together
+  absl::Status FindSplits() {
+    int low_bit = 0, high_bit = 0;
+    VaryingBitRange(or_bits_ ^ and_bits_, &low_bit, &high_bit);
+    const std::size_t boundaries = plan_.blocks - 1, runs = plan_.runs;
+    const auto mask_below = [](int bit) { return bit >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bit) - 1; };
+    // Bits at or above high_bit and below low_bit are the same in every key: those of and_bits_.
+    std::vector<std::uint64_t> value(boundaries, and_bits_ & ~mask_below(high_bit)), queries(boundaries);
+    for (int bit = high_bit - 1; bit >= low_bit && boundaries > 0; --bit) {
+      for (std::size_t q = 0; q < boundaries; ++q) queries[q] = value[q] | mask_below(bit);
+      RETURN_IF_ERROR(Rank(queries, /*both=*/false));
+      for (std::size_t q = 0; q < boundaries; ++q) {
+        std::uint64_t at_or_below = 0;
+        for (std::size_t r = 0; r < runs; ++r) at_or_below += RankOf(&Small::ranks_at_or_below, q, r);
+        if (at_or_below <= plan_.BlockBegin(q + 1)) value[q] |= std::uint64_t{1} << bit;
+      }
+    }
+    splits_.assign((plan_.blocks + 1) * runs, 0);
+    bounds_.assign(plan_.blocks + 1, 0);
+    bounds_.front() = and_bits_;
+    bounds_.back() = or_bits_;
+    for (std::size_t r = 0; r < runs; ++r) splits_[plan_.blocks * runs + r] = RunLength(r);
+    if (boundaries == 0) return absl::OkStatus();
+    for (std::size_t q = 0; q < boundaries; ++q) {
+      value[q] |= and_bits_ & mask_below(low_bit);
+      bounds_[q + 1] = value[q];
+    }
+    RETURN_IF_ERROR(Rank(value, /*both=*/true));
+    const absl::Status disagree = absl::InternalError("the device merge's splits disagree with the runs");
+    for (std::size_t q = 0; q < boundaries; ++q) {
+      std::uint64_t taken = 0;
+      for (std::size_t r = 0; r < runs; ++r) taken += RankOf(&Small::ranks_below, q, r);
+      const std::uint64_t p = plan_.BlockBegin(q + 1);
+      if (taken > p) return disagree;
+      std::uint64_t equal_left = p - taken;
+      for (std::size_t r = 0; r < runs; ++r) {
+        const std::uint64_t below = RankOf(&Small::ranks_below, q, r);
+        const std::uint64_t equal = RankOf(&Small::ranks_at_or_below, q, r) - below;
+        const std::uint64_t take = std::min(equal, equal_left);
+        splits_[(q + 1) * runs + r] = below + take;
+        equal_left -= take;
+      }
+      if (equal_left != 0) return disagree;
+    }
+    return absl::OkStatus();
+  }
+
+  // long-function: one block's gather, sort, conversion and copy back, in stream order
+  absl::Status SortBlock(Share& share, std::size_t j, std::size_t lane_index, const kernels::Stream& lane) {
+    const std::size_t kb = plan_.device_key_bytes, hb = plan_.host_key_bytes, runs = plan_.runs;
+    std::byte* const lane_base = share.scratch() + lane_index * (2 * plan_.block_buffer + plan_.block_temp);
+    std::byte* const buffer[2] = {lane_base, lane_base + plan_.block_buffer};
+    const absl::Status disagree = absl::InternalError("the device merge's splits disagree with the runs");
+    std::size_t len = 0;
+    for (std::size_t r = 0; r < runs; ++r) {
+      const std::size_t from = splits_[j * runs + r], to = splits_[(j + 1) * runs + r];
+      if (to < from || len + (to - from) > plan_.block_keys) return disagree;
+      if (to == from) continue;
+      // From this GPU's runs, or another's by a peer copy.
+      GPUSORT_RETURN_IF_KERNEL_ERROR(
+          kernels::CopyAnyAsync(buffer[0] + len * kb, run_keys_[r] + from * kb, (to - from) * kb, lane),
+          "gathering a block");
+      len += to - from;
+    }
+    if (len != plan_.BlockBegin(j + 1) - plan_.BlockBegin(j)) return disagree;
+    // The block's keys lie between its two boundary keys: only the bits below their highest difference
+    // (and above the lowest bit that varies anywhere) are sorted.
+    kernels::RadixSortArgs args;
+    args.key_width = coding_.width();
+    args.count = len;
+    int low_bit = 0, high_bit = 0;
+    VaryingBitRange(or_bits_ ^ and_bits_, &low_bit, &high_bit);
+    args.begin_bit = low_bit;
+    args.end_bit = std::min(high_bit, 64 - std::countl_zero(bounds_[j] ^ bounds_[j + 1]));
+    args.keys[0] = buffer[0];
+    args.keys[1] = buffer[1];
+    int result = 0;
+    if (args.end_bit > args.begin_bit) {
+      GPUSORT_RETURN_IF_KERNEL_ERROR(
+          kernels::RadixSort(args, lane_base + 2 * plan_.block_buffer, plan_.block_temp, lane, &result), "radix sort");
+    }
+    std::byte* const sorted = buffer[result];
+    std::byte* const to = out_.data() + plan_.BlockBegin(j) * hb;
+    if (hb < kb) {  // narrow keys: ordered bits back to keys in the other buffer, then out
+      GPUSORT_RETURN_IF_KERNEL_ERROR(
+          kernels::NarrowFromOrderedBitsAsync(hb, coding_.kind(), coding_.complement,
+                                              reinterpret_cast<const std::uint32_t*>(sorted), buffer[1 - result], len,
+                                              lane),
+          "key bits");
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(to, buffer[1 - result], len * hb, lane), "device to host");
+      return absl::OkStatus();
+    }
+    GPUSORT_RETURN_IF_KERNEL_ERROR(
+        kernels::FromOrderedBitsAsync(coding_.width(), coding_.kind(), coding_.complement, sorted, len, lane),
+        "key bits");
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(to, sorted, len * kb, lane), "device to host");
+    return absl::OkStatus();
+  }
+
+  const KeyCoding coding_;
+  const Plan& plan_;
+  std::vector<std::unique_ptr<Share>>& shares_;
+  const std::span<const std::byte> in_;
+  const std::span<std::byte> out_;
+  std::vector<std::size_t> run_owner_;  // per run: the GPU holding it
+  std::vector<std::byte*> run_keys_;    // per run: where its keys lie on that GPU
+  std::uint64_t or_bits_ = 0, and_bits_ = ~std::uint64_t{0};  // over every key
+  std::vector<std::uint64_t> bounds_;  // blocks + 1: block j's keys lie in [bounds_[j], bounds_[j + 1]]
+  std::vector<std::size_t> splits_;    // (blocks + 1) x runs: block j takes [splits_[j][r], splits_[j + 1][r])
+};
+
+// Copies between the GPUs run peer to peer: the pools' memory mapped for every other GPU, once per pair
+// for the process (the contexts and their pools live as long as it does). false where two of them
+// cannot reach each other (their copies would cross the host twice).
+bool ConnectPeers(const std::vector<std::unique_ptr<Share>>& shares) {
+  static std::mutex mutex;
+  static std::set<std::pair<int, int>> connected;  // (pool's GPU, GPU reaching it)
+  const std::lock_guard lock(mutex);
+  for (const auto& a : shares) {
+    for (const auto& b : shares) {
+      const std::pair<int, int> pair(a->context.ordinal(), b->context.ordinal());
+      if (a == b || connected.contains(pair)) continue;
+      if (!kernels::EnablePeerAccess(pair.second, pair.first).ok()) return false;
+      if (!a->context.pool().AllowAccessFrom(pair.second).ok()) return false;
+      connected.insert(pair);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool SortMergesOnDevice(const SortSpec& spec) {
+  return !spec.segmented() && spec.payload == SortPayload::kNone &&
+         (spec.algorithm == Algorithm::kAuto || spec.algorithm == Algorithm::kRadix);
+}
+
+// long-function: the plan, each GPU's lease and allocations, and the two phases, each timed, in order
+absl::StatusOr<bool> SortMergedOnDevices(std::span<DeviceContext* const> contexts, const SortSpec& spec,
+                                         std::size_t count, std::span<const std::byte> keys_in,
+                                         std::span<std::byte> keys_out, std::size_t max_run_keys,
+                                         const Cancellation& cancellation, ExecutionReport& report) {
+  if (!SortMergesOnDevice(spec) || contexts.empty() || count < 2 * contexts.size()) return false;
+  const KeyCoding coding{spec.dtype, spec.order == SortOrder::kDescending};
+  if (keys_in.size() < count * coding.key_bytes() || keys_out.size() < count * coding.key_bytes()) {
+    return absl::InternalError("the device merge was given fewer bytes than keys");
+  }
+  // Slots are leased in the GPUs' order, so that two such sorts never wait on each other's GPUs.
+  std::vector<DeviceContext*> ordered(contexts.begin(), contexts.end());
+  std::sort(ordered.begin(), ordered.end(),
+            [](const DeviceContext* a, const DeviceContext* b) { return a->ordinal() < b->ordinal(); });
+  std::vector<std::unique_ptr<Share>> shares;
+  for (DeviceContext* context : ordered) shares.push_back(std::make_unique<Share>(*context));
+  if (shares.size() > 1 && !ConnectPeers(shares)) shares.resize(1);
+
+  const StageClock wait;
+  std::vector<std::size_t> budgets;
+  for (auto& share : shares) {
+    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(share->context));  // selects the GPU too
+    share->lease.emplace(std::move(lease));
+    // A sticky error left by earlier work surfaces here as what it is (the sizing below would meet it
+    // as an unrelated cudaErrorInvalidDevice, which does not mark the GPU lost).
+    GPUSORT_RETURN_IF_KERNEL_ERROR(share->upload().Synchronize(), "checking the GPU");
+    budgets.push_back(MemoryBudget(share->context));
+  }
+  report.AddStage(Stage::kStreamWait, wait.Seconds());
+  Plan plan;
+  ASSIGN_OR_RETURN(const bool fits, ChoosePlan(coding, count, max_run_keys, budgets, plan));
+  if (!fits) return false;
+
+  for (std::size_t d = 0; d < shares.size(); ++d) {
+    Share& share = *shares[d];
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(share.context.ordinal()), "selecting the GPU");
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::Stream::Create(&share.sort), "creating a stream");
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::PinnedBuffer::Allocate(plan.small(), &share.host_small_buffer),
+                                   "pinned host memory");
+    const absl::Status allocated = share.context.AllocateAll(
+        share.upload(), {AlignUp(plan.KeysOn(d) * plan.device_key_bytes), plan.scratch, plan.small()}, &share.device);
+    if (absl::IsResourceExhausted(allocated)) return false;  // the host merge then serves it
+    RETURN_IF_ERROR(allocated);
+    share.small.Carve(share.device[2].as<std::byte>(), plan);
+    share.host.Carve(share.host_small_buffer.data(), plan);
+  }
+
+  report.algorithm = Algorithm::kRadix;
+  MergedSort sort(spec, plan, shares, keys_in, keys_out);
+  const StageClock runs;
+  RETURN_IF_ERROR(sort.SortRuns(cancellation));
+  report.AddStage(Stage::kH2d, runs.Seconds());
+  const StageClock merging;
+  RETURN_IF_ERROR(sort.MergeBlocks(cancellation));
+  report.AddStage(Stage::kDeviceMerge, merging.Seconds());
+  report.device.clear();
+  for (const auto& share : shares) {
+    const kernels::DeviceProperties& p = share->context.properties();
+    report.device += std::string(report.device.empty() ? "" : ", ") + "cuda:" + std::to_string(p.ordinal) + " " + p.name;
+  }
+  return true;
+}
+
+}  // namespace gpusort

@@ -1,0 +1,52 @@
+// A whole-array Sort of keys alone that one pass on a GPU cannot take (more than the GPU paths' 2^31-1
+// keys, or more than its memory holds with the sort's second buffer) but whose keys fit the memory of
+// the GPUs given, once (issue 19). The keys cross PCIe once each way, which is the floor:
+//
+//  1. runs: the array is cut into runs, an equal share of them per GPU; each run is copied to its place
+//     in its GPU's buffer of that GPU's keys, turned into ordered bits and radix-sorted there while the
+//     next run crosses. Every GPU works on its share at once, over its own link.
+//  2. splits: the host bisects the key space with searches in the sorted runs (kernels/sorted_runs.h)
+//     to find where every run splits at each block boundary of the answer: block j takes, from every
+//     run, the keys that belong at positions [j * B, (j + 1) * B) of the sorted array.
+//  3. blocks: each GPU makes an equal share of the blocks, in order: a block's pieces are gathered on
+//     that GPU (from the other GPUs' runs by peer copies), radix-sorted over the bits its key range
+//     spans (few: the blocks are narrow ranges of the key space), turned back into keys and copied to
+//     their place in the answer while the next block is gathered and sorted.
+//
+// Why not the host merge (sort_in_runs.h) for these: it moves every key through host memory once more
+// per pass and ran at 4 to 5 times the PCIe floor on the H200 pair (BENCHMARKS.md, issue 19), where a
+// GPU re-sorts a block in a fraction of the time its copy back takes.
+//
+// Keys alone: equal ordered bits are equal keys, so how ties split between blocks cannot show in the
+// answer. Requests with a payload keep the host merge, which is stable. Every device buffer is taken
+// before the first copy: where the memory is not there, nothing is done and the caller sorts in runs
+// merged on the host.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "absl/status/statusor.h"
+#include "server/backend/cuda/device_context.h"
+#include "server/core/cancellation.h"
+#include "server/core/execution_report.h"
+#include "server/core/spec.h"
+
+namespace gpusort {
+
+// Whether a request is of the kind this sort takes: one array (no rows or segments), keys alone, by
+// AUTO or RADIX.
+bool SortMergesOnDevice(const SortSpec& spec);
+
+// Sorts the `count` keys of keys_in (registered, pinned or pageable host memory; it may be keys_out
+// itself) into keys_out on the GPUs of `contexts` (one or more, each its own GPU), in runs of at most
+// `max_run_keys`. Returns false, with nothing done, where it declines: a request SortMergesOnDevice
+// refuses, or too little device memory on a GPU (its free memory, within --cuda-memory-limit-bytes) for
+// its share of the keys and the working buffers. Stages: "h2d" (the runs crossing and sorted),
+// "device_merge" (the splits, and the blocks sorted and copied back).
+absl::StatusOr<bool> SortMergedOnDevices(std::span<DeviceContext* const> contexts, const SortSpec& spec,
+                                         std::size_t count, std::span<const std::byte> keys_in,
+                                         std::span<std::byte> keys_out, std::size_t max_run_keys,
+                                         const Cancellation& cancellation, ExecutionReport& report);
+
+}  // namespace gpusort

@@ -1,0 +1,213 @@
+// Keys alone too many for one pass on a GPU that still holds them all, sorted in runs kept on the GPU and
+// merged there (server/backend/cuda/device_merged_sort.h, issue 19). A device memory limit
+// (--cuda-memory-limit-bytes) of 8 MiB makes a pass take about half a million keys, so arrays of a
+// million keys exercise runs, splits and blocks at sizes a test can check: every dtype and order,
+// against the CPU engine bit for bit, on every input pattern; sizes just off the run and block sizes;
+// registered memory in and out; payloads and arrays larger than the memory declining to the host merge;
+// cancellation. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpusort/kernels/runtime.h"
+#include "server/backend/cpu/cpu_backend.h"
+#include "server/backend/cuda_backend.h"
+#include "tests/support/inputs.h"
+
+namespace gpusort::testing {
+namespace {
+
+bool HaveGpu() {
+  std::string why;
+  return kernels::CountDevices(&why) > 0;
+}
+
+#define SKIP_WITHOUT_GPU() \
+  do {                     \
+    if (!HaveGpu()) GTEST_SKIP() << "needs a GPU"; \
+  } while (0)
+
+constexpr std::size_t kSmallMemory = std::size_t{8} << 20;
+
+Backend* SmallGpu() {
+  static std::unique_ptr<Backend> b = [] {
+    auto made = MakeCudaBackend({.engine = {.memory_limit_bytes = kSmallMemory}});
+    return made.ok() ? std::move(*made) : nullptr;
+  }();
+  return b.get();
+}
+Backend* Cpu() {
+  static std::unique_ptr<Backend> b = MakeCpuBackend({});
+  return b.get();
+}
+
+bool HasStage(const ExecutionReport& report, Stage stage) {
+  return std::any_of(report.stages.begin(), report.stages.end(), [&](const StageTime& s) { return s.stage == stage; });
+}
+
+template <typename T>
+std::vector<std::byte> BytesOf(const std::vector<T>& v) {
+  std::vector<std::byte> b(v.size() * sizeof(T));
+  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+struct Sorted {
+  absl::Status status;
+  std::vector<std::byte> keys;
+  std::vector<int64_t> indices;
+  ExecutionReport report;
+};
+
+// The CPU engine takes AUTO only: the reference sorts with it.
+Sorted SortOn(Backend& backend, SortSpec spec, std::vector<std::byte> keys) {
+  if (&backend == Cpu()) spec.algorithm = Algorithm::kAuto;
+  Sorted out;
+  out.keys = std::move(keys);
+  const std::size_t n = out.keys.size() / ElementSize(spec.dtype);
+  out.indices.resize(spec.payload == SortPayload::kIndices ? n : 0);
+  SortBuffers buffers;
+  buffers.count = n;
+  buffers.keys = out.keys;
+  buffers.indices_out = out.indices;
+  out.status = backend.Sort(spec, buffers, Cancellation(), out.report);
+  return out;
+}
+
+// Keys whose device width (32 bits for keys of 32 bits or fewer, else 64) fills half the memory limit:
+// more than one pass takes, and they all fit with the merge's buffers.
+template <typename T>
+std::size_t MergedOnDeviceSize() {
+  return kSmallMemory / 2 / std::max<std::size_t>(sizeof(T), 4) - 3;
+}
+
+template <typename T>
+void ExpectMergedOnDevice(SortSpec spec, std::size_t n, Pattern pattern, const std::string& where) {
+  const std::vector<std::byte> keys = BytesOf(MakeInput<T>(pattern, n, n + 7));
+  spec.algorithm = Algorithm::kRadix;  // the GPU by name; AUTO's router may choose either engine
+  const Sorted gpu = SortOn(*SmallGpu(), spec, keys);
+  const Sorted cpu = SortOn(*Cpu(), spec, keys);
+  const std::string what = where + " n=" + std::to_string(n) + " " + PatternName(pattern);
+  ASSERT_TRUE(gpu.status.ok()) << what << ": " << gpu.status;
+  ASSERT_TRUE(cpu.status.ok()) << what << ": " << cpu.status;
+  EXPECT_TRUE(gpu.keys == cpu.keys) << what;
+  EXPECT_TRUE(HasStage(gpu.report, Stage::kDeviceMerge)) << what << ": not merged on the device";
+  EXPECT_FALSE(HasStage(gpu.report, Stage::kMerge)) << what;
+}
+
+template <typename T>
+class DeviceMergedSort : public ::testing::Test {};
+using AllKeyTypes = ::testing::Types<int32_t, uint32_t, int64_t, uint64_t, float, double, Float16, BFloat16, int16_t,
+                                     uint16_t, int8_t, uint8_t>;
+TYPED_TEST_SUITE(DeviceMergedSort, AllKeyTypes);
+
+TYPED_TEST(DeviceMergedSort, EveryPatternAndOrderAgreesWithTheCpu) {
+  SKIP_WITHOUT_GPU();
+  ASSERT_NE(SmallGpu(), nullptr);
+  const std::size_t n = MergedOnDeviceSize<TypeParam>();
+  for (const SortOrder order : {SortOrder::kAscending, SortOrder::kDescending}) {
+    SortSpec spec;
+    spec.dtype = DTypeOf<TypeParam>::value;
+    spec.order = order;
+    for (const Pattern pattern : kAllPatterns) {
+      ExpectMergedOnDevice<TypeParam>(spec, n, pattern, order == SortOrder::kAscending ? "asc" : "desc");
+    }
+  }
+}
+
+TYPED_TEST(DeviceMergedSort, SizesAroundOnePass) {
+  SKIP_WITHOUT_GPU();
+  ASSERT_NE(SmallGpu(), nullptr);
+  SortSpec spec;
+  spec.dtype = DTypeOf<TypeParam>::value;
+  // One pass takes 3/4 of the memory over 3 device words a key (sort_in_runs.cc's SortRunKeys): just
+  // under half of MergedOnDeviceSize.
+  const std::size_t half = MergedOnDeviceSize<TypeParam>() / 2;
+  for (const std::size_t n : {half + 3, half + 17, 3 * half / 2 + 1, 2 * half - 1}) {
+    ExpectMergedOnDevice<TypeParam>(spec, n, Pattern::kRandom, "asc");
+  }
+}
+
+TEST(DeviceMergedSortLimits, PayloadsAndArraysLargerThanTheMemoryMergeOnTheHost) {
+  SKIP_WITHOUT_GPU();
+  ASSERT_NE(SmallGpu(), nullptr);
+  SortSpec spec;
+  spec.dtype = DType::kUInt32;
+  spec.payload = SortPayload::kIndices;
+  spec.stable = true;
+  spec.algorithm = Algorithm::kRadix;
+  const std::size_t n = MergedOnDeviceSize<uint32_t>();
+  const std::vector<std::byte> keys = BytesOf(MakeInput<uint32_t>(Pattern::kFewDistinct, n, 11));
+  Sorted gpu = SortOn(*SmallGpu(), spec, keys);
+  Sorted cpu = SortOn(*Cpu(), spec, keys);
+  ASSERT_TRUE(gpu.status.ok()) << gpu.status;
+  EXPECT_TRUE(gpu.keys == cpu.keys);
+  EXPECT_EQ(gpu.indices, cpu.indices);
+  EXPECT_TRUE(HasStage(gpu.report, Stage::kMerge));
+  EXPECT_FALSE(HasStage(gpu.report, Stage::kDeviceMerge));
+
+  spec.payload = SortPayload::kNone;
+  spec.stable = false;
+  const std::vector<std::byte> more = BytesOf(MakeInput<uint32_t>(Pattern::kRandom, 3 * n, 12));  // 12 MiB > 8
+  gpu = SortOn(*SmallGpu(), spec, more);
+  cpu = SortOn(*Cpu(), spec, more);
+  ASSERT_TRUE(gpu.status.ok()) << gpu.status;
+  EXPECT_TRUE(gpu.keys == cpu.keys);
+  EXPECT_TRUE(HasStage(gpu.report, Stage::kMerge));
+  EXPECT_FALSE(HasStage(gpu.report, Stage::kDeviceMerge));
+}
+
+TEST(DeviceMergedSortLimits, RegisteredMemoryInAndOut) {
+  SKIP_WITHOUT_GPU();
+  ASSERT_NE(SmallGpu(), nullptr);
+  const std::size_t n = MergedOnDeviceSize<float>();
+  std::vector<float> input = MakeInput<float>(Pattern::kSpecials, n, 5);
+  std::vector<float> output(n, 0.0f);
+  auto pin_in = SmallGpu()->PinHostMemory(std::as_writable_bytes(std::span(input)));
+  auto pin_out = SmallGpu()->PinHostMemory(std::as_writable_bytes(std::span(output)));
+  ASSERT_TRUE(pin_in.ok() && pin_out.ok());
+  SortSpec spec;
+  spec.dtype = DType::kFloat32;
+  spec.order = SortOrder::kDescending;
+  spec.algorithm = Algorithm::kRadix;
+  SortBuffers buffers;
+  buffers.count = n;
+  buffers.keys = std::as_writable_bytes(std::span(output));
+  ExecutionReport report;
+  const std::vector<float> before = input;
+  const absl::Status status =
+      SmallGpu()->SortPinned(spec, std::as_bytes(std::span(input)), buffers, Cancellation(), report);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_TRUE(HasStage(report, Stage::kDeviceMerge));
+  EXPECT_TRUE(BytesOf(input) == BytesOf(before)) << "the input was written";
+  const Sorted cpu = SortOn(*Cpu(), spec, BytesOf(input));
+  EXPECT_TRUE(BytesOf(output) == cpu.keys);
+}
+
+TEST(DeviceMergedSortLimits, ACancelledRequestStops) {
+  SKIP_WITHOUT_GPU();
+  ASSERT_NE(SmallGpu(), nullptr);
+  const std::size_t n = MergedOnDeviceSize<uint32_t>();
+  std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, n, 9);
+  SortSpec spec;
+  spec.algorithm = Algorithm::kRadix;
+  SortBuffers buffers;
+  buffers.count = n;
+  buffers.keys = std::as_writable_bytes(std::span(keys));
+  Cancellation cancellation;
+  cancellation.Cancel();
+  ExecutionReport report;
+  EXPECT_EQ(SmallGpu()->Sort(spec, buffers, cancellation, report).code(), absl::StatusCode::kCancelled);
+  // The engine serves the next request.
+  const Sorted after = SortOn(*SmallGpu(), spec, BytesOf(keys));
+  ASSERT_TRUE(after.status.ok()) << after.status;
+  std::sort(keys.begin(), keys.end());
+  EXPECT_TRUE(after.keys == BytesOf(keys));
+}
+
+}  // namespace
+}  // namespace gpusort::testing
