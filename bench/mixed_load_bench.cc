@@ -8,7 +8,7 @@
 //   mixed_load_bench --server 127.0.0.1:50051 [--duration 20] [--warmup 3] [--concurrency 64]
 //                    [--connections 8] [--min-keys 1K] [--max-keys 16M] [--dtypes u32,f32,i64,bf16]
 //                    [--topk-share 0.5] [--k 100] [--pool 64] [--seed 1] [--check] [--json FILE]
-//                    [--shm-socket PATH]
+//                    [--shm-socket PATH [--in-region]]
 //
 // The server must take the load: --max-inflight and --max-inflight-per-caller of at least 64 times the
 // stream parts of the largest sorts (8), e.g. 1024, and with --shm-socket as many --shm-max-regions(-per-
@@ -18,6 +18,10 @@
 // With --shm-socket (the server's), the arrays travel through shared memory (the client library's
 // Transport::kSharedMemory: copied into regions it registered, and the answers out of them) instead of
 // gRPC messages: the same node's capacity without the socket's limits.
+// With --in-region too, the client copies nothing per call: each array of the pool is written once into
+// a region of its own, each worker has an output region, and every call is SortInRegion / TopKInRegion
+// (keys read where they lie, answers written into the worker's region): the node's capacity for
+// callers whose data already lives in shared memory, without the client's two copies per call.
 // The arrays are made up front (a pool of --pool requests, each with its size, dtype and method drawn
 // once from --seed), so that every server measured sees the same requests in the same order per worker.
 // Each call goes through gpusort::Client with its defaults: unary under 4 MiB, streamed above, a sort of
@@ -42,6 +46,7 @@
 #include "client/cli/generate.h"
 #include "client/cli/key_order.h"
 #include "gpusort/client.h"
+#include "gpusort/shared_memory.h"
 
 namespace gpusort::cli {
 namespace {
@@ -61,6 +66,7 @@ struct Options {
   bool check = false;
   std::string json;
   std::string shm_socket;
+  bool in_region = false;  // with shm_socket: keys and answers stay in registered regions
 };
 
 struct Job {
@@ -82,7 +88,8 @@ struct Sample {
   std::fprintf(stderr,
                "mixed_load_bench: %s\nusage: mixed_load_bench --server HOST:PORT [--duration S] [--warmup S] "
                "[--concurrency N] [--connections N] [--min-keys N] [--max-keys N] [--dtypes LIST] "
-               "[--topk-share F] [--k N] [--pool N] [--seed N] [--check] [--json FILE] [--shm-socket PATH]\n",
+               "[--topk-share F] [--k N] [--pool N] [--seed N] [--check] [--json FILE] [--shm-socket PATH "
+               "[--in-region]]\n",
                why.c_str());
   std::exit(2);
 }
@@ -102,6 +109,10 @@ Options Parse(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--check") {
       o.check = true;
+      continue;
+    }
+    if (a == "--in-region") {
+      o.in_region = true;
       continue;
     }
     if (i + 1 >= argc) Usage(a + " needs a value");
@@ -134,6 +145,7 @@ Options Parse(int argc, char** argv) {
       o.min_keys > o.max_keys || o.topk_share < 0 || o.topk_share > 1 || o.k < 1 || o.k > o.min_keys)
     Usage("bad values (need duration > 0, concurrency, connections, pool >= 1, 1 <= k <= min-keys <= max-keys, "
           "topk-share in [0, 1])");
+  if (o.in_region && o.shm_socket.empty()) Usage("--in-region needs --shm-socket");
   return o;
 }
 
@@ -243,6 +255,23 @@ int Run(const Options& o) {
     clients.push_back(std::make_unique<Client>(options));
     if (!clients.back()->status().ok()) Usage(std::string(clients.back()->status().message()));
   }
+  // --in-region: each array in a region of its own, written once; an output region per worker.
+  std::vector<std::unique_ptr<SharedMemoryRegion>> job_regions, out_regions;
+  if (o.in_region) {
+    std::size_t largest = 0;
+    for (const Job& job : pool) largest = std::max(largest, job.keys.size() + o.k * (8 + 8) + 64);
+    for (std::size_t p = 0; p < pool.size(); ++p) {
+      auto region = clients[p % clients.size()]->CreateSharedMemory(pool[p].keys.size());
+      if (!region.ok()) Usage("--in-region: " + std::string(region.status().message()));
+      std::memcpy((*region)->data(), pool[p].keys.data(), pool[p].keys.size());
+      job_regions.push_back(std::move(*region));
+    }
+    for (int w = 0; w < o.concurrency; ++w) {
+      auto region = clients[w % clients.size()]->CreateSharedMemory(largest);
+      if (!region.ok()) Usage("--in-region: " + std::string(region.status().message()));
+      out_regions.push_back(std::move(*region));
+    }
+  }
   std::string backend;
   std::mutex mutex;
   std::vector<Sample> samples;
@@ -265,7 +294,30 @@ int Run(const Options& o) {
         absl::Status status;
         std::string device;
         bool on_cpu = false;
-        if (job.topk) {
+        if (o.in_region) {
+          const SharedMemoryRegion& in = *job_regions[i % pool.size()];
+          const SharedMemoryRegion& out = *out_regions[w];
+          const std::size_t width = job.keys.size() / job.count;
+          const std::size_t answer_bytes = job.topk ? o.k * width : job.keys.size();
+          absl::StatusOr<client::ExecutionInfo> info;
+          if (job.topk) {
+            TopKOptions options;
+            options.k = o.k;
+            options.output = client::TopKOutput::kValuesAndIndices;
+            const client::RegionRef values = out.Ref(0, answer_bytes);
+            const client::RegionRef indices = out.Ref((answer_bytes + 63) / 64 * 64, o.k * 8);
+            info = client.TopKInRegion(job.dtype, options, in.Ref(0, job.keys.size()), &values, &indices);
+          } else {
+            info = client.SortInRegion(job.dtype, SortOptions{}, client::Payload::kNone, in.Ref(0, job.keys.size()),
+                                       out.Ref(0, answer_bytes));
+          }
+          status = info.status();
+          if (info.ok()) {
+            device = info->device;
+            on_cpu = info->backend == client::Backend::kCpu;
+            if (o.check) answer.assign(reinterpret_cast<const char*>(out.data()), answer_bytes);
+          }
+        } else if (job.topk) {
           TopKOptions options;
           options.k = o.k;
           options.output = client::TopKOutput::kValuesAndIndices;
@@ -316,7 +368,7 @@ int Run(const Options& o) {
   }
   std::size_t answered_by_cpu = 0;
   for (const Sample& x : samples) answered_by_cpu += x.cpu;
-  const char* transport = o.shm_socket.empty() ? "grpc" : "shm";
+  const char* transport = o.shm_socket.empty() ? "grpc" : o.in_region ? "shm, in regions" : "shm";
   std::printf("mixed load on %s (%s), %s: %d in flight on %d connections, %zu..%zu keys log-uniform, %s, "
               "top-k share %.2f (k=%llu), pool %d (%.3g keys), %.1f s; %zu of %zu answers from the CPU engine\n",
               o.server.c_str(), backend.c_str(), transport, o.concurrency, o.connections, o.min_keys, o.max_keys,

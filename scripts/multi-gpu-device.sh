@@ -79,6 +79,12 @@ device() {
     step mixed_large_${list/,/_} $run mixed_load_bench --server 127.0.0.1:50151 --shm-socket $sock \
       --concurrency 64 --connections 8 --duration 15 --warmup 3 --min-keys 1M --max-keys 16M --topk-share 0 \
       --json "$out/mixed_large_${list/,/_}.json"
+    # The same two loads with the arrays already in regions (no client copies): what the GPUs can take.
+    step mixed_region_${list/,/_} $run mixed_load_bench --server 127.0.0.1:50151 --shm-socket $sock --in-region \
+      --concurrency 64 --connections 8 --duration 15 --warmup 3 --check --json "$out/mixed_region_${list/,/_}.json"
+    step mixed_region_large_${list/,/_} $run mixed_load_bench --server 127.0.0.1:50151 --shm-socket $sock \
+      --in-region --concurrency 64 --connections 8 --duration 15 --warmup 3 --min-keys 1M --max-keys 16M \
+      --topk-share 0 --json "$out/mixed_region_large_${list/,/_}.json"
     kill $pid; wait $pid
   done
   cat "$summary"

@@ -185,6 +185,7 @@ TEST(GpuSet, KeysAloneAreMergedOnTheDevicesWithEveryServingGpu) {
   keys = MakeInput<uint32_t>(Pattern::kFewDistinct, 2500, 4);
   want = keys;
   std::sort(want.begin(), want.end());
+  buffers.keys = std::as_writable_bytes(std::span(keys));
   report = ExecutionReport{};
   ASSERT_TRUE(set.backend->Sort(spec, buffers, Cancellation(), report).ok());
   EXPECT_EQ(keys, want);

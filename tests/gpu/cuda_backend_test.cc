@@ -701,14 +701,17 @@ TEST(CudaBackend, SelectionKernelsOverTheirKLimitAreInvalidArgumentSayingSo) {
     EXPECT_EQ(Cuda()->CheckTopKLimits(spec, 4096), over.status);
   }
   // AUTO with k up to 128 is the CPU's at every size (auto_policy.h), which has no limit; larger k goes
-  // to the GPU, which takes at most 2^31-1 keys.
+  // to the GPU, which takes one row of any length (more than 2^31-1 keys in runs, issue 19) but rows of
+  // at most 2^31-1 keys in all.
   TopKSpec any;
   any.dtype = DType::kFloat32;
   any.k = 10;
   EXPECT_TRUE(Cuda()->CheckTopKLimits(any, std::size_t{1} << 31).ok());
   any.k = 1000;
+  EXPECT_TRUE(Cuda()->CheckTopKLimits(any, std::size_t{1} << 31).ok());
+  any.rows = 2;
   EXPECT_EQ(Cuda()->CheckTopKLimits(any, std::size_t{1} << 31).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(Cuda()->CheckTopKLimits(any, (std::size_t{1} << 31) - 1).ok());
+  EXPECT_TRUE(Cuda()->CheckTopKLimits(any, (std::size_t{1} << 31) - 2).ok());
   SortSpec sort;
   sort.algorithm = Algorithm::kRadixSelect;  // a top-k kernel cannot sort
   SortOutput out = RunSort(*Cuda(), sort, Bytes(MakeInput<uint32_t>(Pattern::kRandom, 100, 1)), {});
@@ -729,25 +732,40 @@ TEST(CudaBackend, OddEvenOverItsLimitIsInvalidArgumentSayingSo) {
   EXPECT_EQ(Cuda()->CheckSortLimits(spec, 4097), over.status);
   SortSpec auto_spec;
   EXPECT_TRUE(Cuda()->CheckSortLimits(auto_spec, 100).ok());  // the CPU's, which has no limit
+  // One array of more than 2^31-1 keys is sorted in runs (issue 19); rows are not cut into runs.
+  EXPECT_TRUE(Cuda()->CheckSortLimits(auto_spec, std::size_t{1} << 31).ok());
+  auto_spec.rows = 2;
   EXPECT_EQ(Cuda()->CheckSortLimits(auto_spec, std::size_t{1} << 31).code(), absl::StatusCode::kInvalidArgument);
   SortSpec cpu_spec;
   cpu_spec.algorithm = Algorithm::kCpu;
   EXPECT_TRUE(Cuda()->CheckSortLimits(cpu_spec, std::size_t{1} << 31).ok());
 }
 
-// A request larger than the device memory it may use is refused with RESOURCE_EXHAUSTED and a message
-// that says how much it needed; the backend keeps serving afterwards.
-TEST(CudaBackend, OutOfDeviceMemoryIsResourceExhausted) {
+// A request larger than the device memory it may use: one array is sorted in runs (issue 19: keys
+// alone merged on the GPU where they all fit, else on the host; here they do not fit, so on the host);
+// what cannot be cut into runs (rows) is refused with RESOURCE_EXHAUSTED and a message that says how
+// much it needed; the backend keeps serving afterwards.
+TEST(CudaBackend, OutOfDeviceMemoryIsRunsOrResourceExhausted) {
   SKIP_WITHOUT_GPU();
   auto small = MakeCudaBackend({.engine = {.streams = 1, .memory_limit_bytes = std::size_t{64} << 20}});
   ASSERT_TRUE(small.ok()) << small.status();
   SortSpec spec;
   spec.algorithm = Algorithm::kRadix;
-  const auto big = Bytes(MakeInput<uint32_t>(Pattern::kRandom, std::size_t{16} << 20, 1));  // needs 128+ MiB
-  SortOutput refused = RunSort(**small, spec, big, {});
+  const std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, std::size_t{16} << 20, 1);  // 64 MiB
+  SortOutput in_runs = RunSort(**small, spec, Bytes(keys), {});
+  ASSERT_TRUE(in_runs.status.ok()) << in_runs.status;
+  std::vector<uint32_t> want = keys;
+  std::sort(want.begin(), want.end());
+  EXPECT_TRUE(in_runs.keys == Bytes(want));
+  EXPECT_TRUE(std::any_of(in_runs.report.stages.begin(), in_runs.report.stages.end(),
+                          [](const StageTime& s) { return s.stage == Stage::kMerge; }));
+
+  spec.rows = 16;  // 16 rows of 1M keys: rows are not cut into runs
+  SortOutput refused = RunSort(**small, spec, Bytes(keys), {});
   EXPECT_EQ(refused.status.code(), absl::StatusCode::kResourceExhausted) << refused.status;
   EXPECT_NE(std::string(refused.status.message()).find("bytes of device memory"), std::string::npos)
       << refused.status;
+  spec.rows = 1;
   SortOutput fits = RunSort(**small, spec, Bytes(MakeInput<uint32_t>(Pattern::kRandom, 1 << 20, 2)), {});
   EXPECT_TRUE(fits.status.ok()) << fits.status;
 }
