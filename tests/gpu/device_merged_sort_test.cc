@@ -8,28 +8,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "gpusort/kernels/runtime.h"
-#include "server/backend/cpu/cpu_backend.h"
 #include "server/backend/cuda_backend.h"
+#include "tests/gpu/backends.h"
 #include "tests/support/inputs.h"
 
 namespace gpusort::testing {
 namespace {
-
-bool HaveGpu() {
-  std::string why;
-  return kernels::CountDevices(&why) > 0;
-}
-
-#define SKIP_WITHOUT_GPU() \
-  do {                     \
-    if (!HaveGpu()) GTEST_SKIP() << "needs a GPU"; \
-  } while (0)
 
 constexpr std::size_t kSmallMemory = std::size_t{8} << 20;
 
@@ -40,20 +28,9 @@ Backend* SmallGpu() {
   }();
   return b.get();
 }
-Backend* Cpu() {
-  static std::unique_ptr<Backend> b = MakeCpuBackend({});
-  return b.get();
-}
 
 bool HasStage(const ExecutionReport& report, Stage stage) {
   return std::any_of(report.stages.begin(), report.stages.end(), [&](const StageTime& s) { return s.stage == stage; });
-}
-
-template <typename T>
-std::vector<std::byte> BytesOf(const std::vector<T>& v) {
-  std::vector<std::byte> b(v.size() * sizeof(T));
-  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
 }
 
 struct Sorted {
@@ -87,7 +64,7 @@ std::size_t MergedOnDeviceSize() {
 
 template <typename T>
 void ExpectMergedOnDevice(SortSpec spec, std::size_t n, Pattern pattern, const std::string& where) {
-  const std::vector<std::byte> keys = BytesOf(MakeInput<T>(pattern, n, n + 7));
+  const std::vector<std::byte> keys = Bytes(MakeInput<T>(pattern, n, n + 7));
   spec.algorithm = Algorithm::kRadix;  // the GPU by name; AUTO's router may choose either engine
   const Sorted gpu = SortOn(*SmallGpu(), spec, keys);
   const Sorted cpu = SortOn(*Cpu(), spec, keys);
@@ -141,7 +118,7 @@ TEST(DeviceMergedSortLimits, PayloadsAndArraysLargerThanTheMemoryMergeOnTheHost)
   spec.stable = true;
   spec.algorithm = Algorithm::kRadix;
   const std::size_t n = MergedOnDeviceSize<uint32_t>();
-  const std::vector<std::byte> keys = BytesOf(MakeInput<uint32_t>(Pattern::kFewDistinct, n, 11));
+  const std::vector<std::byte> keys = Bytes(MakeInput<uint32_t>(Pattern::kFewDistinct, n, 11));
   Sorted gpu = SortOn(*SmallGpu(), spec, keys);
   Sorted cpu = SortOn(*Cpu(), spec, keys);
   ASSERT_TRUE(gpu.status.ok()) << gpu.status;
@@ -152,7 +129,7 @@ TEST(DeviceMergedSortLimits, PayloadsAndArraysLargerThanTheMemoryMergeOnTheHost)
 
   spec.payload = SortPayload::kNone;
   spec.stable = false;
-  const std::vector<std::byte> more = BytesOf(MakeInput<uint32_t>(Pattern::kRandom, 3 * n, 12));  // 12 MiB > 8
+  const std::vector<std::byte> more = Bytes(MakeInput<uint32_t>(Pattern::kRandom, 3 * n, 12));  // 12 MiB > 8
   gpu = SortOn(*SmallGpu(), spec, more);
   cpu = SortOn(*Cpu(), spec, more);
   ASSERT_TRUE(gpu.status.ok()) << gpu.status;
@@ -183,9 +160,9 @@ TEST(DeviceMergedSortLimits, RegisteredMemoryInAndOut) {
       SmallGpu()->SortPinned(spec, std::as_bytes(std::span(input)), buffers, Cancellation(), report);
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_TRUE(HasStage(report, Stage::kDeviceMerge));
-  EXPECT_TRUE(BytesOf(input) == BytesOf(before)) << "the input was written";
-  const Sorted cpu = SortOn(*Cpu(), spec, BytesOf(input));
-  EXPECT_TRUE(BytesOf(output) == cpu.keys);
+  EXPECT_TRUE(Bytes(input) == Bytes(before)) << "the input was written";
+  const Sorted cpu = SortOn(*Cpu(), spec, Bytes(input));
+  EXPECT_TRUE(Bytes(output) == cpu.keys);
 }
 
 TEST(DeviceMergedSortLimits, ACancelledRequestStops) {
@@ -203,10 +180,10 @@ TEST(DeviceMergedSortLimits, ACancelledRequestStops) {
   ExecutionReport report;
   EXPECT_EQ(SmallGpu()->Sort(spec, buffers, cancellation, report).code(), absl::StatusCode::kCancelled);
   // The engine serves the next request.
-  const Sorted after = SortOn(*SmallGpu(), spec, BytesOf(keys));
+  const Sorted after = SortOn(*SmallGpu(), spec, Bytes(keys));
   ASSERT_TRUE(after.status.ok()) << after.status;
   std::sort(keys.begin(), keys.end());
-  EXPECT_TRUE(after.keys == BytesOf(keys));
+  EXPECT_TRUE(after.keys == Bytes(keys));
 }
 
 }  // namespace
