@@ -14,7 +14,7 @@ bundle() {
   set -e
   export PATH=/usr/local/cuda/bin:$PATH
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > /dev/null
-  local exes="gpusort-server mixed_load_bench large_sort_bench multi_gpu_test multi_gpu_fault_test gpu_set_test
+  local exes="gpusort-server mixed_load_bench large_sort_bench duplex_floor multi_gpu_test multi_gpu_fault_test gpu_set_test
               device_merged_sort_test
               cuda_backend_test device_region_test gpu_fault_test sort_ingest_test"
   cmake --build build-cuda --target $exes
@@ -61,6 +61,7 @@ device() {
   local sets="--devices 0"; [ "$gpus" -ge 2 ] && sets="--devices 0 --devices 0,1"
   [ -n "$keys" ] && step large_sort_$keys $run large_sort_bench --keys "$keys" $sets --repeats 3 --json "$out/large_sort_$keys.json"
   [ -n "$big" ] && step large_sort_$big $run large_sort_bench --keys "$big" $sets --repeats 1 --json "$out/large_sort_$big.json"
+  step duplex_floor $run duplex_floor $sets --bytes 1G --repeats 5
   # Mixed load through shared memory on one GPU, then on two (the same pool of requests, same order).
   local list
   for list in ${mixed:+0 0,1}; do

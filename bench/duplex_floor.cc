@@ -1,0 +1,119 @@
+// duplex_floor: what the host can move to and from its GPUs at once (issue 19's mixed load on two GPUs).
+// A mixed load copies keys to the GPUs and answers back at the same time, on every GPU, all through host
+// memory; this measures that floor with nothing else running: for each set of GPUs named, the median
+// over --repeats of
+//   h2d:    --bytes from pinned host memory to each GPU of the set at once (each GPU its own bytes),
+//   d2h:    the same back,
+//   duplex: both at once on every GPU (one stream each way per GPU),
+// printed as GB/s summed over the set's GPUs (1 GB = 1e9 bytes), each direction counted.
+//
+//   duplex_floor --devices 0 --devices 0,1 [--bytes 1G] [--repeats 5]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gpusort/kernels/memory.h"
+#include "gpusort/kernels/runtime.h"
+
+namespace gpusort {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Gpu {
+  int ordinal = 0;
+  kernels::Stream up, down;
+  kernels::DeviceMemoryPool pool;
+  kernels::DeviceAllocation to, from;  // device ends of the two directions
+  kernels::PinnedBuffer source, sink;  // host ends
+};
+
+void Check(const kernels::Status& s, const char* what) {
+  if (s.ok()) return;
+  std::fprintf(stderr, "duplex_floor: %s: %s\n", what, s.message().c_str());
+  std::exit(1);
+}
+
+// Seconds for one round: `h2d` and/or `d2h` on every GPU at once.
+double Round(std::vector<Gpu>& gpus, std::size_t bytes, bool h2d, bool d2h) {
+  const Clock::time_point start = Clock::now();
+  for (Gpu& g : gpus) {
+    Check(kernels::UseDevice(g.ordinal), "selecting a GPU");
+    if (h2d) Check(kernels::CopyToDeviceAsync(g.to.data(), g.source.data(), bytes, g.up), "host to device");
+    if (d2h) Check(kernels::CopyToHostAsync(g.sink.data(), g.from.data(), bytes, g.down), "device to host");
+  }
+  for (Gpu& g : gpus) {
+    Check(g.up.Synchronize(), "waiting");
+    Check(g.down.Synchronize(), "waiting");
+  }
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::vector<int> ParseDevices(const std::string& s) {
+  std::vector<int> d;
+  for (std::size_t from = 0; from <= s.size();) {
+    const std::size_t comma = std::min(s.find(',', from), s.size());
+    d.push_back(std::stoi(s.substr(from, comma - from)));
+    from = comma + 1;
+  }
+  return d;
+}
+
+int Run(int argc, char** argv) {
+  std::vector<std::string> sets;
+  std::size_t bytes = std::size_t{1} << 30;
+  int repeats = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--devices") sets.push_back(v);
+    else if (a == "--bytes") bytes = std::stoull(v) << (v.back() == 'G' ? 30 : v.back() == 'M' ? 20 : 0);
+    else if (a == "--repeats") repeats = std::max(1, std::atoi(v.c_str()));
+    else {
+      std::fprintf(stderr, "usage: duplex_floor --devices 0[,1] ... [--bytes 1G] [--repeats 5]\n");
+      return 2;
+    }
+  }
+  if (sets.empty()) sets.push_back("0");
+  for (const std::string& set : sets) {
+    std::vector<Gpu> gpus(ParseDevices(set).size());
+    const std::vector<int> ordinals = ParseDevices(set);
+    for (std::size_t g = 0; g < gpus.size(); ++g) {
+      Gpu& gpu = gpus[g];
+      gpu.ordinal = ordinals[g];
+      Check(kernels::UseDevice(gpu.ordinal), "selecting a GPU");
+      Check(kernels::Stream::Create(&gpu.up), "a stream");
+      Check(kernels::Stream::Create(&gpu.down), "a stream");
+      Check(kernels::DeviceMemoryPool::Create(gpu.ordinal, &gpu.pool), "the pool");
+      Check(gpu.pool.Allocate(bytes, gpu.up, &gpu.to), "device memory");
+      Check(gpu.pool.Allocate(bytes, gpu.up, &gpu.from), "device memory");
+      Check(kernels::PinnedBuffer::Allocate(bytes, &gpu.source), "pinned memory");
+      Check(kernels::PinnedBuffer::Allocate(bytes, &gpu.sink), "pinned memory");
+      Check(gpu.up.Synchronize(), "waiting");
+    }
+    Round(gpus, bytes, true, true);  // warm-up
+    std::vector<double> up, down, both;
+    for (int r = 0; r < repeats; ++r) {
+      up.push_back(Round(gpus, bytes, true, false));
+      down.push_back(Round(gpus, bytes, false, true));
+      both.push_back(Round(gpus, bytes, true, true));
+    }
+    const double total = static_cast<double>(bytes) * static_cast<double>(gpus.size()) / 1e9;
+    std::printf("GPUs %-6s %zu MiB each way per GPU: h2d %.1f GB/s, d2h %.1f GB/s, duplex %.1f GB/s (%.1f each way)\n",
+                set.c_str(), bytes >> 20, total / Median(up), total / Median(down), 2 * total / Median(both),
+                total / Median(both));
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace gpusort
+
+int main(int argc, char** argv) { return gpusort::Run(argc, argv); }
