@@ -21,6 +21,7 @@
 #include "server/backend/cuda/gpu_job_ends.h"
 #include "server/backend/cuda/kernel_status.h"
 #include "server/backend/cuda/staging.h"
+#include "server/backend/run_splits.h"
 #include "server/core/status_macros.h"
 
 namespace gpusort {
@@ -374,53 +375,27 @@ class MergedSort {
     return (shares_[d]->host.*ranks)[q * local + (r - first)];
   }
 
-  // For each inner block boundary p, the key v at sorted position p (the least v with more than p keys
-  // at or below it), found bit by bit over the bits that vary; then each run's split: its keys below v,
-  // and of its keys equal to v as many as the earlier runs leave to reach p.
-  // long-function: the bisection and the splits it yields read best together
+  // Where every run splits at each block boundary (run_splits.h), the ranks searched on the GPUs.
   absl::Status FindSplits() {
-    int low_bit = 0, high_bit = 0;
-    VaryingBitRange(or_bits_ ^ and_bits_, &low_bit, &high_bit);
-    const std::size_t boundaries = plan_.blocks - 1, runs = plan_.runs;
-    const auto mask_below = [](int bit) { return bit >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bit) - 1; };
-    // Bits at or above high_bit and below low_bit are the same in every key: those of and_bits_.
-    std::vector<std::uint64_t> value(boundaries, and_bits_ & ~mask_below(high_bit)), queries(boundaries);
-    for (int bit = high_bit - 1; bit >= low_bit && boundaries > 0; --bit) {
-      for (std::size_t q = 0; q < boundaries; ++q) queries[q] = value[q] | mask_below(bit);
-      RETURN_IF_ERROR(Rank(queries, /*both=*/false));
-      for (std::size_t q = 0; q < boundaries; ++q) {
-        std::uint64_t at_or_below = 0;
-        for (std::size_t r = 0; r < runs; ++r) at_or_below += RankOf(&Small::ranks_at_or_below, q, r);
-        if (at_or_below <= plan_.BlockBegin(q + 1)) value[q] |= std::uint64_t{1} << bit;
+    std::vector<std::size_t> lengths, positions;
+    for (std::size_t r = 0; r < plan_.runs; ++r) lengths.push_back(RunLength(r));
+    for (std::size_t j = 1; j < plan_.blocks; ++j) positions.push_back(plan_.BlockBegin(j));
+    const RankInRuns rank = [&](const std::vector<std::uint64_t>& queries, bool both,
+                                std::vector<std::uint64_t>& at_or_below, std::vector<std::uint64_t>& below) {
+      RETURN_IF_ERROR(Rank(queries, both));
+      at_or_below.assign(queries.size() * plan_.runs, 0);
+      below.assign(both ? queries.size() * plan_.runs : 0, 0);
+      for (std::size_t q = 0; q < queries.size(); ++q) {
+        for (std::size_t r = 0; r < plan_.runs; ++r) {
+          at_or_below[q * plan_.runs + r] = RankOf(&Small::ranks_at_or_below, q, r);
+          if (both) below[q * plan_.runs + r] = RankOf(&Small::ranks_below, q, r);
+        }
       }
-    }
-    splits_.assign((plan_.blocks + 1) * runs, 0);
-    bounds_.assign(plan_.blocks + 1, 0);
-    bounds_.front() = and_bits_;
-    bounds_.back() = or_bits_;
-    for (std::size_t r = 0; r < runs; ++r) splits_[plan_.blocks * runs + r] = RunLength(r);
-    if (boundaries == 0) return absl::OkStatus();
-    for (std::size_t q = 0; q < boundaries; ++q) {
-      value[q] |= and_bits_ & mask_below(low_bit);
-      bounds_[q + 1] = value[q];
-    }
-    RETURN_IF_ERROR(Rank(value, /*both=*/true));
-    const absl::Status disagree = absl::InternalError("the device merge's splits disagree with the runs");
-    for (std::size_t q = 0; q < boundaries; ++q) {
-      std::uint64_t taken = 0;
-      for (std::size_t r = 0; r < runs; ++r) taken += RankOf(&Small::ranks_below, q, r);
-      const std::uint64_t p = plan_.BlockBegin(q + 1);
-      if (taken > p) return disagree;
-      std::uint64_t equal_left = p - taken;
-      for (std::size_t r = 0; r < runs; ++r) {
-        const std::uint64_t below = RankOf(&Small::ranks_below, q, r);
-        const std::uint64_t equal = RankOf(&Small::ranks_at_or_below, q, r) - below;
-        const std::uint64_t take = std::min(equal, equal_left);
-        splits_[(q + 1) * runs + r] = below + take;
-        equal_left -= take;
-      }
-      if (equal_left != 0) return disagree;
-    }
+      return absl::OkStatus();
+    };
+    ASSIGN_OR_RETURN(RunSplits splits, FindRunSplits(lengths, positions, or_bits_, and_bits_, rank));
+    bounds_ = std::move(splits.bounds);
+    splits_ = std::move(splits.at);
     return absl::OkStatus();
   }
 
