@@ -99,6 +99,8 @@ if want stream16; then
     done
     run "s16-r$round-echo-stream" --method echo --transport stream --count 16M --requests 20 --warmup 0.5 --payloads 2
     run "s16-r$round-echo-stream-4x4M" --method echo --transport stream --count 4M --concurrency 4 --connections 4 --requests 80 --warmup 0.5 --payloads 4
+    # The same 64 MiB echoed in 8 parts at once, each on its own connection: the parted sort's gRPC floor.
+    run "s16-r$round-echo-stream-p8" --method echo --transport stream --stream-parts 8 --count 16M --requests 20 --warmup 0.5 --payloads 2
     run "s16-r$round-sort-unary" --method sort --transport unary --count 16M --requests 10 --warmup 0.5 --payloads 2
     floor "s16-r$round-x8" $((64 << 20)) 8 20
     floor "s16-r$round-x1" $((64 << 20)) 1 20

@@ -58,6 +58,9 @@ struct DeviceSlot {
 struct Connection {
   std::unique_ptr<Client> client;                // sort, topk
   std::unique_ptr<v1::EchoService::Stub> echo;   // echo
+  // echo over --transport stream of --stream-parts parts: a stub per part, each on its own connection,
+  // as the client library sends a sort in parts (the gRPC side of tcp_floor's many connections)
+  std::vector<std::unique_ptr<v1::EchoService::Stub>> echo_parts;
   ClientOptions echo_options;                    // echo: the metadata its calls carry
   std::mutex shm_mutex;                          // --transport shm: regions not in use by a call
   std::vector<ShmSlot> shm_free;                 // (destroyed before the client that registered them)
@@ -95,6 +98,15 @@ absl::StatusOr<std::vector<Connection>> OpenConnections(const BenchConfig& confi
       auto channel = CreateChannel(options);
       if (!channel.ok()) return channel.status();
       c.echo = v1::EchoService::NewStub(*channel);
+      for (int part = 0; config.transport == BenchTransport::kStream && config.echo_stream_parts > 1 &&
+                         part < config.echo_stream_parts;
+           ++part) {
+        ClientOptions part_options = options;
+        part_options.channel_arguments = {{kConnectionArgument, next_connection.fetch_add(1)}};
+        auto part_channel = CreateChannel(part_options);
+        if (!part_channel.ok()) return part_channel.status();
+        c.echo_parts.push_back(v1::EchoService::NewStub(*part_channel));
+      }
       c.echo_options = std::move(options);
       continue;
     }
@@ -218,13 +230,14 @@ class TaskThread {
   std::thread thread_;  // last: it starts after the members it uses
 };
 
-// The server echoes each chunk as it arrives, so reading must overlap writing: on one thread, the
-// unread echoes would fill the flow-control window and stall the server, then the writes. Each
-// thread that makes calls keeps its own writer.
-absl::StatusOr<Answer> RunEchoStream(const BenchConfig& config, Connection& c, std::string_view keys) {
-  thread_local TaskThread writer;
+// One EchoStream of `keys` on `stub`, with `writer` sending while this thread reads. The server echoes
+// each chunk as it arrives, so reading must overlap writing: on one thread, the unread echoes would
+// fill the flow-control window and stall the server, then the writes. Each thread that makes calls
+// keeps its own writer.
+absl::StatusOr<std::string> EchoOneStream(const BenchConfig& config, const Connection& c,
+                                          v1::EchoService::Stub& stub, TaskThread& writer, std::string_view keys) {
   auto context = EchoContext(config, c);
-  auto stream = c.echo->EchoStream(context.get());
+  auto stream = stub.EchoStream(context.get());
   writer.Start([&] {
     v1::EchoMessage out;
     for (std::size_t pos = 0; pos < keys.size(); pos += config.chunk_bytes) {
@@ -233,12 +246,54 @@ absl::StatusOr<Answer> RunEchoStream(const BenchConfig& config, Connection& c, s
     }
     stream->WritesDone();
   });
-  Answer answer;
+  std::string echoed;
   v1::EchoMessage in;
-  while (stream->Read(&in)) answer.keys += in.data();
+  while (stream->Read(&in)) echoed += in.data();
   writer.Wait();
   const grpc::Status status = stream->Finish();
   if (!status.ok()) return ToAbsl(status);
+  return echoed;
+}
+
+// The same bytes in --stream-parts equal parts at once, each an EchoStream on its own connection (from
+// ClientOptions::stream_parts_from_bytes, as a sort's parts): each part on a thread of its own, which
+// keeps its writer.
+absl::StatusOr<Answer> RunEchoInParts(const BenchConfig& config, Connection& c, std::string_view keys) {
+  const std::size_t parts = c.echo_parts.size();
+  std::vector<absl::StatusOr<std::string>> echoed(parts, std::string());
+  thread_local std::vector<std::unique_ptr<TaskThread>> readers, writers;
+  while (readers.size() < parts) {
+    readers.push_back(std::make_unique<TaskThread>());
+    writers.push_back(std::make_unique<TaskThread>());
+  }
+  for (std::size_t p = 0; p < parts; ++p) {
+    const std::size_t begin = keys.size() * p / parts, end = keys.size() * (p + 1) / parts;
+    // The writer by address: a lambda names a thread_local, it does not capture it, and the reader's
+    // own thread has none.
+    TaskThread* const writer = writers[p].get();
+    readers[p]->Start([&, p, begin, end, writer] {
+      echoed[p] = EchoOneStream(config, c, *c.echo_parts[p], *writer, keys.substr(begin, end - begin));
+    });
+  }
+  Answer answer;
+  for (std::size_t p = 0; p < parts; ++p) readers[p]->Wait();
+  for (std::size_t p = 0; p < parts; ++p) {
+    if (!echoed[p].ok()) return echoed[p].status();
+    answer.keys += *echoed[p];
+  }
+  return answer;
+}
+
+// Echo over --transport stream: one stream, or parts (RunEchoInParts) where a sort's keys would go in parts.
+absl::StatusOr<Answer> RunEchoStream(const BenchConfig& config, Connection& c, std::string_view keys) {
+  if (!c.echo_parts.empty() && keys.size() >= ClientOptions{}.stream_parts_from_bytes) {
+    return RunEchoInParts(config, c, keys);
+  }
+  thread_local TaskThread writer;
+  absl::StatusOr<std::string> echoed = EchoOneStream(config, c, *c.echo, writer, keys);
+  if (!echoed.ok()) return echoed.status();
+  Answer answer;
+  answer.keys = *std::move(echoed);
   return answer;
 }
 

@@ -408,10 +408,10 @@ int main(int argc, char** argv) {
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
   bench->add_option("--stream-parts", bench_config.stream_parts,
-                    "sort over --transport stream: a sort of " +
+                    "sort over --transport stream: " +
                         std::to_string(ClientOptions{}.stream_parts_from_bytes >> 20) +
-                        " MiB of keys or more goes on this many streams at once, each on its own "
-                        "connection (1: one stream)")
+                        " MiB of keys or more go on this many streams at once, each on its own "
+                        "connection (1: one stream); echo: the same, only when given")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   auto* concurrency_flag =
@@ -636,6 +636,8 @@ int main(int argc, char** argv) {
     bench_config.load_balancing = connection.load_balancing;
     bench_config.tls = connection.tls;
     bench_config.bearer_token = connection.bearer_token;
+    // An echo goes on one stream unless asked (earlier echo rows stay comparable).
+    if (bench->count("--stream-parts") > 0) bench_config.echo_stream_parts = bench_config.stream_parts;
     return Bench(bench_config, bench_output);
   }
 
