@@ -1,20 +1,14 @@
 #include "server/backend/run_splits.h"
 
 #include <algorithm>
-#include <bit>
 
 #include "server/core/status_macros.h"
+#include "server/core/varying_bits.h"
 
 namespace gpusort {
 namespace {
 
 std::uint64_t MaskBelow(int bit) { return bit >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bit) - 1; }
-
-// The bits that vary across the keys: [low, high), none (low == high) when every key is the same.
-void VaryingBits(std::uint64_t varying, int& low, int& high) {
-  low = varying == 0 ? 0 : std::countr_zero(varying);
-  high = varying == 0 ? 0 : 64 - std::countl_zero(varying);
-}
 
 }  // namespace
 
@@ -31,7 +25,7 @@ absl::StatusOr<RunSplits> FindRunSplits(std::span<const std::size_t> run_lengths
     }
   }
   int low = 0, high = 0;
-  VaryingBits(or_bits ^ and_bits, low, high);
+  VaryingBitRange(or_bits ^ and_bits, &low, &high);
   // Bits at or above `high` and below `low` are the same in every key: those of and_bits.
   std::vector<std::uint64_t> value(inner, and_bits & ~MaskBelow(high)), queries(inner), at_or_below, below;
   for (int bit = high - 1; bit >= low && inner > 0; --bit) {

@@ -211,7 +211,6 @@ class MergedSort {
         out_(keys_out) {
     for (std::size_t d = 0; d < shares_.size(); ++d) {
       for (std::size_t r = plan_.FirstRun(d); r < plan_.FirstRun(d + 1); ++r) {
-        run_owner_.push_back(d);
         run_keys_.push_back(shares_[d]->keys() +
                             (plan_.RunBegin(r) - plan_.RunBegin(plan_.FirstRun(d))) * plan_.device_key_bytes);
       }
@@ -327,9 +326,12 @@ class MergedSort {
     return absl::OkStatus();
   }
 
-  // Ranks of `query_count` queries in every run, at or below them and (`both`) below them: each GPU
-  // searches its own runs.
-  absl::Status Rank(const std::vector<std::uint64_t>& queries, bool both) {
+  // Ranks of `queries` in every run, at or below them and (`both`) below them, laid out as
+  // run_splits.h's RankInRuns gives them: each GPU searches its own runs, then the host lays each GPU's
+  // [query][its runs] answers into [query][every run].
+  // long-function: the searches on every GPU, then their answers gathered, read best in order
+  absl::Status Rank(const std::vector<std::uint64_t>& queries, bool both, std::vector<std::uint64_t>& at_or_below,
+                    std::vector<std::uint64_t>& below) {
     const std::size_t query_count = queries.size();
     for (std::size_t d = 0; d < shares_.size(); ++d) {
       Share& share = *shares_[d];
@@ -363,16 +365,20 @@ class MergedSort {
             "device to host");
       }
     }
-    for (const auto& share : shares_) {
-      GPUSORT_RETURN_IF_KERNEL_ERROR(share->sort.Synchronize(), "searching the runs");
+    at_or_below.assign(query_count * plan_.runs, 0);
+    below.assign(both ? query_count * plan_.runs : 0, 0);
+    for (std::size_t d = 0; d < shares_.size(); ++d) {
+      const Share& share = *shares_[d];
+      GPUSORT_RETURN_IF_KERNEL_ERROR(share.sort.Synchronize(), "searching the runs");
+      const std::size_t first = plan_.FirstRun(d), local = plan_.FirstRun(d + 1) - first;
+      for (std::size_t q = 0; q < query_count; ++q) {
+        for (std::size_t i = 0; i < local; ++i) {
+          at_or_below[q * plan_.runs + first + i] = share.host.ranks_at_or_below[q * local + i];
+          if (both) below[q * plan_.runs + first + i] = share.host.ranks_below[q * local + i];
+        }
+      }
     }
     return absl::OkStatus();
-  }
-
-  // Rank of query q in global run r, from the GPU that holds the run.
-  std::uint64_t RankOf(std::uint64_t* Small::*ranks, std::size_t q, std::size_t r) const {
-    const std::size_t d = run_owner_[r], first = plan_.FirstRun(d), local = plan_.FirstRun(d + 1) - first;
-    return (shares_[d]->host.*ranks)[q * local + (r - first)];
   }
 
   // Where every run splits at each block boundary (run_splits.h), the ranks searched on the GPUs.
@@ -380,18 +386,9 @@ class MergedSort {
     std::vector<std::size_t> lengths, positions;
     for (std::size_t r = 0; r < plan_.runs; ++r) lengths.push_back(RunLength(r));
     for (std::size_t j = 1; j < plan_.blocks; ++j) positions.push_back(plan_.BlockBegin(j));
-    const RankInRuns rank = [&](const std::vector<std::uint64_t>& queries, bool both,
-                                std::vector<std::uint64_t>& at_or_below, std::vector<std::uint64_t>& below) {
-      RETURN_IF_ERROR(Rank(queries, both));
-      at_or_below.assign(queries.size() * plan_.runs, 0);
-      below.assign(both ? queries.size() * plan_.runs : 0, 0);
-      for (std::size_t q = 0; q < queries.size(); ++q) {
-        for (std::size_t r = 0; r < plan_.runs; ++r) {
-          at_or_below[q * plan_.runs + r] = RankOf(&Small::ranks_at_or_below, q, r);
-          if (both) below[q * plan_.runs + r] = RankOf(&Small::ranks_below, q, r);
-        }
-      }
-      return absl::OkStatus();
+    const RankInRuns rank = [this](const std::vector<std::uint64_t>& queries, bool both,
+                                   std::vector<std::uint64_t>& at_or_below, std::vector<std::uint64_t>& below) {
+      return Rank(queries, both, at_or_below, below);
     };
     ASSIGN_OR_RETURN(RunSplits splits, FindRunSplits(lengths, positions, or_bits_, and_bits_, rank));
     bounds_ = std::move(splits.bounds);
@@ -456,7 +453,6 @@ class MergedSort {
   std::vector<std::unique_ptr<Share>>& shares_;
   const std::span<const std::byte> in_;
   const std::span<std::byte> out_;
-  std::vector<std::size_t> run_owner_;  // per run: the GPU holding it
   std::vector<std::byte*> run_keys_;    // per run: where its keys lie on that GPU
   std::uint64_t or_bits_ = 0, and_bits_ = ~std::uint64_t{0};  // over every key
   std::vector<std::uint64_t> bounds_;  // blocks + 1: block j's keys lie in [bounds_[j], bounds_[j + 1]]

@@ -5,7 +5,6 @@
 // in, and back on the way out.
 #pragma once
 
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -13,6 +12,7 @@
 #include "absl/status/status.h"
 #include "server/backend/cuda/device_context.h"
 #include "server/core/dtype.h"
+#include "server/core/varying_bits.h"
 
 namespace gpusort {
 
@@ -41,16 +41,7 @@ struct KeyBitsScan {
   std::uint64_t and_bits = ~std::uint64_t{0};
   std::uint64_t varying() const { return or_bits ^ and_bits; }
 };
-// The radix sort runs over the bits that vary: [lowest varying bit, highest varying bit + 1); none
-// when nothing varies (every key is the same, and so is the answer).
-inline void VaryingBitRange(std::uint64_t varying, int* begin_bit, int* end_bit) {
-  if (varying == 0) {
-    *begin_bit = *end_bit = 0;
-    return;
-  }
-  *begin_bit = std::countr_zero(varying);
-  *end_bit = 64 - std::countl_zero(varying);
-}
+// The radix sort runs over the bits that vary: VaryingBitRange (server/core/varying_bits.h).
 
 // Keys on the host <-> their ordered bits on the device (DeviceKeyBytes wide, or the key's own width where
 // `native_width`: a kernel that takes 16-bit keys as they are), with these element sizes.
