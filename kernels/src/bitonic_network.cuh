@@ -61,10 +61,29 @@ __device__ __forceinline__ bool Less(Key a, std::uint32_t pa, Key b, std::uint32
   return a < b;
 }
 
+// 32-bit keys without positions order a pair by min and max (IMNMX), where the general form compares and
+// swaps by selects. The network is bound by the ALU pipe that runs all of these (ncu at 65536 rows x 256
+// keys: ALU 91% busy; memory traffic would take 0.045 ms). Measured on the H100 (BENCHMARKS.md, issue
+// 18): the general form 0.170 ms, min and max 0.101 ms, and with the complemented levels of Network
+// below 0.087 ms. 64-bit keys have no one-instruction min or max: they keep the general form.
+template <typename Key, bool kPos>
+inline constexpr bool kMinMax = !kPos && sizeof(Key) == 4;
+
+template <typename Key>
+__device__ __forceinline__ Key Min(Key a, Key b) { return b < a ? b : a; }
+template <typename Key>
+__device__ __forceinline__ Key Max(Key a, Key b) { return a < b ? b : a; }
+
 // Puts (a, b) in ascending order when `ascending`, else descending. Equal pairs are only ever identical
 // (keys alone, or two padding keys), so swapping them or not makes no difference.
 template <typename Key, bool kPos>
 __device__ __forceinline__ void Order(Key& a, std::uint32_t& pa, Key& b, std::uint32_t& pb, bool ascending) {
+  if constexpr (kMinMax<Key, kPos>) {
+    const Key lo = Min(a, b), hi = Max(a, b);
+    a = ascending ? lo : hi;
+    b = ascending ? hi : lo;
+    return;
+  }
   if (Less<Key, kPos>(b, pb, a, pa) == ascending) {
     const Key k = a;
     a = b;
@@ -87,15 +106,16 @@ __device__ __forceinline__ void TileBarrier() {
   }
 }
 
-// Stride j < kR: register r meets register r + j of the same lane.
-template <typename Key, bool kPos, int kLogR>
+// Stride j < kR: register r meets register r + j of the same lane. kAscending: every pair ascending
+// (the lane's keys are complemented where its level runs descending, see Network).
+template <typename Key, bool kPos, int kLogR, bool kAscending = false>
 __device__ __forceinline__ void RegisterStep(Key (&key)[1 << kLogR], std::uint32_t (&pos)[1 << kLogR], int g,
                                              int k, int j, bool flip) {
   constexpr int kR = 1 << kLogR;
 #pragma unroll
   for (int r = 0; r < kR; ++r) {
     if ((r & j) == 0) {
-      const bool ascending = ((((g << kLogR) | r) & k) == 0) != flip;
+      const bool ascending = kAscending || ((((g << kLogR) | r) & k) == 0) != flip;
       Order<Key, kPos>(key[r], pos[r], key[r | j], pos[r | j], ascending);
     }
   }
@@ -104,16 +124,22 @@ __device__ __forceinline__ void RegisterStep(Key (&key)[1 << kLogR], std::uint32
 // Stride kR <= j < 32 * kR: lane g meets lane g ^ (j / kR) of the same warp, register for register;
 // each keeps the smaller or the larger of the pair. k > j >= kR, so the direction is the lane's alone.
 // Every lane of the warp runs this (full mask): lanes of tiles past the end carry padding.
-template <typename Key, bool kPos, int kLogR>
+template <typename Key, bool kPos, int kLogR, bool kAscending = false>
 __device__ __forceinline__ void ShuffleStep(Key (&key)[1 << kLogR], std::uint32_t (&pos)[1 << kLogR], int g,
                                             int k, int j, bool flip) {
   constexpr int kR = 1 << kLogR;
   const int lanes = j >> kLogR;
   const bool lower = (g & lanes) == 0;
-  const bool keep_min = lower == ((((g << kLogR) & k) == 0) != flip);
+  const bool keep_min = lower == (kAscending || ((((g << kLogR) & k) == 0) != flip));
 #pragma unroll
   for (int r = 0; r < kR; ++r) {
     const Key other_key = __shfl_xor_sync(0xFFFFFFFFu, key[r], lanes);
+    if constexpr (kMinMax<Key, kPos>) {
+      // A compare (its result XORed with keep_min) and a select. Equal keys may be taken or not: they
+      // are the same bits.
+      if ((other_key < key[r]) == keep_min) key[r] = other_key;
+      continue;
+    }
     std::uint32_t other_pos = 0;
     if constexpr (kPos) other_pos = __shfl_xor_sync(0xFFFFFFFFu, pos[r], lanes);
     const bool take = keep_min ? Less<Key, kPos>(other_key, other_pos, key[r], pos[r])
@@ -150,23 +176,57 @@ __device__ __forceinline__ void SharedStep(Key* skey, std::uint32_t* spos, int g
 // sorts it, kFirstLevel kLogP only merges a bitonic tile. `flip` turns the last level descending.
 // skey/spos: this tile's 2^kLogP shared slots (used here by tiles of more than 32 lanes only). Every
 // thread of the block must call this the same number of times (it holds __syncthreads for those tiles).
+// Levels whose direction is the lane's own (k >= kR: bit lk of a key's index is a bit of its lane) cost
+// a compare-exchange two min/max instructions and two selects of them by the direction. For 32-bit keys
+// alone, within a warp's tile, a lane whose level runs descending instead complements its keys (~x
+// reverses the unsigned order) and every pair of the level runs ascending: two instructions a pair. The
+// complement is a multiply-add (x * -1 + -1 == ~x), which runs on the FMA pipe, where the network's
+// compares and selects all run on the ALU pipe (the pipe ncu found 91% busy at 65536 rows x 256).
+template <typename Key, bool kPos, int kLogP>
+inline constexpr bool kComplementLevels = kMinMax<Key, kPos> && !Shape<kLogP>::kBlock;
+
+// key * (change ? -1 : 1) + (change ? -1 : 0) for every register: complements them all when `change`.
+template <typename Key, int kR>
+__device__ __forceinline__ void ComplementIf(Key (&key)[kR], bool change) {
+  const Key times = change ? static_cast<Key>(~Key{0}) : Key{1};
+  const Key plus = change ? static_cast<Key>(~Key{0}) : Key{0};
+#pragma unroll
+  for (int r = 0; r < kR; ++r) key[r] = key[r] * times + plus;
+}
+
 template <typename Key, bool kPos, int kLogP, int kFirstLevel>
 __device__ __forceinline__ void Network(Key (&key)[Shape<kLogP>::kR], std::uint32_t (&pos)[Shape<kLogP>::kR],
                                         Key* skey, std::uint32_t* spos, int g, bool flip) {
   using S = Shape<kLogP>;
   constexpr int kG = S::kG, kR = S::kR, kLogR = S::kLogR;
   constexpr int kLogShared = kLogR + 5;  // strides from 2^kLogShared on cross warps
+  constexpr bool kComplement = kComplementLevels<Key, kPos, kLogP>;
+  bool complemented = false;  // this lane's keys are complemented (its current level runs descending)
 #pragma unroll
   for (int lk = kFirstLevel; lk <= kLogP; ++lk) {
     const int k = 1 << lk;
     const bool level_flip = lk == kLogP && flip;
+    const bool lane_level = kComplement && lk >= kLogR;  // the direction is the lane's: complemented
+    if (lane_level) {
+      const bool descending = (((g << kLogR) & k) != 0) != level_flip;
+      ComplementIf<Key, kR>(key, descending != complemented);
+      complemented = descending;
+    }
 #pragma unroll
     for (int lj = lk - 1; lj >= 0; --lj) {
       const int j = 1 << lj;
       if (lj < kLogR) {
-        RegisterStep<Key, kPos, kLogR>(key, pos, g, k, j, level_flip);
+        if (lane_level) {
+          RegisterStep<Key, kPos, kLogR, true>(key, pos, g, k, j, level_flip);
+        } else {
+          RegisterStep<Key, kPos, kLogR>(key, pos, g, k, j, level_flip);
+        }
       } else if (lj < kLogShared) {
-        ShuffleStep<Key, kPos, kLogR>(key, pos, g, k, j, level_flip);
+        if (lane_level) {
+          ShuffleStep<Key, kPos, kLogR, true>(key, pos, g, k, j, level_flip);
+        } else {
+          ShuffleStep<Key, kPos, kLogR>(key, pos, g, k, j, level_flip);
+        }
       } else if constexpr (S::kBlock) {
         // The level's largest strides, lk - 1 down to kLogShared. Each lane writes only its own
         // (blocked) slots before them and reads only those back after them, and every lane has
@@ -193,6 +253,7 @@ __device__ __forceinline__ void Network(Key (&key)[Shape<kLogP>::kR], std::uint3
       }
     }
   }
+  if constexpr (kComplement) ComplementIf<Key, kR>(key, complemented);
 }
 
 // How many of the tile at `base` lie below `limit` (at most `stride`).

@@ -30,6 +30,7 @@
 
 #include "cuda_status.h"
 #include "gpusort/kernels/comparison_sorts.h"
+#include "gpusort/kernels/sorted_runs.h"
 #include "merge_path.cuh"
 
 namespace gpusort::kernels {
@@ -339,6 +340,20 @@ __device__ __forceinline__ void MergeTile(const Key* __restrict__ in, const std:
   if constexpr (kValues) StoreTile<kMergeThreads, kItems, kFull>(shared_values, out_values + out_start, n);
 }
 
+// Where an output tile [diag_start, diag_start + n) of the merge of runs a = [0, a_length) and b (right
+// after it) starts and ends in run a, into shared_splits[0] and [1]: warp 0 searches for the start, warp 1
+// for the end. Every thread of the block calls it (it ends with a barrier).
+template <typename Key>
+__device__ __forceinline__ void FindTileSplits(const Key* a, int a_length, int b_length, int diag_start, int n,
+                                               int* shared_splits) {
+  if (threadIdx.x < 64) {
+    const int diag = threadIdx.x < 32 ? diag_start : diag_start + n;
+    const int split = WarpMergePath(a, a_length, a + a_length, b_length, diag);
+    if (threadIdx.x % 32 == 0) shared_splits[threadIdx.x / 32] = split;
+  }
+  __syncthreads();
+}
+
 // One output tile of a global merge pass over runs of (kTile << log2_run_tiles) keys. Merge tiles
 // divide block-sort tiles, so a tile never spans two pairs of runs.
 //
@@ -369,14 +384,7 @@ __global__ void __launch_bounds__(kMergeThreads, kMinBlocks)
   const int diag_start = tile_in_pair * kTile;
   const int n = kTile < a_length + b_length - diag_start ? kTile : a_length + b_length - diag_start;
 
-  // Warp 0 finds where the tile starts in run a, warp 1 where it ends.
-  if (threadIdx.x < 64) {
-    const Key* a = in + pair_start;
-    const int diag = threadIdx.x < 32 ? diag_start : diag_start + n;
-    const int split = WarpMergePath(a, a_length, a + a_length, b_length, diag);
-    if (threadIdx.x % 32 == 0) shared_splits[threadIdx.x / 32] = split;
-  }
-  __syncthreads();
+  FindTileSplits(in + pair_start, a_length, b_length, diag_start, n, shared_splits);
   const int split_start = shared_splits[0];
   const int a_count = shared_splits[1] - split_start;
   // Tile item j < a_count is a[split_start + j], the others b[diag_start - split_start + j - a_count].
@@ -388,6 +396,39 @@ __global__ void __launch_bounds__(kMergeThreads, kMinBlocks)
     MergeTile<Key, kValues, false>(in, in_values, out, out_values, pair_start, split_start, a_count, b_offset, n,
                                    shared_keys, shared_values);
   }
+}
+
+// The stable merge of two sorted runs that lie one after the other, [0, first) and [first, count) of
+// `in`, into `out` (MergeTwoSortedRuns): a global merge pass whose one pair of runs is the whole array,
+// the first run of any length. Keys alone.
+template <typename Key>
+__global__ void __launch_bounds__(kMergeThreads, (MergeMinBlocks<Key, false, true>()))
+    MergeTwoRunsKernel(const Key* __restrict__ in, Key* __restrict__ out, int count, int first) {
+  constexpr int kTile = MergeTileItems<Key>();
+  __shared__ Key shared_keys[kTile + 1];
+  __shared__ int shared_splits[2];
+  const int diag_start = static_cast<int>(blockIdx.x) * kTile;
+  const int n = kTile < count - diag_start ? kTile : count - diag_start;
+  FindTileSplits(in, first, count - first, diag_start, n, shared_splits);
+  const int split_start = shared_splits[0];
+  const int a_count = shared_splits[1] - split_start;
+  const int b_offset = first + diag_start - split_start - a_count;
+  if (n == kTile) {
+    MergeTile<Key, false, true>(in, nullptr, out, nullptr, 0, split_start, a_count, b_offset, n, shared_keys, nullptr);
+  } else {
+    MergeTile<Key, false, false>(in, nullptr, out, nullptr, 0, split_start, a_count, b_offset, n, shared_keys,
+                                 nullptr);
+  }
+}
+
+template <typename Key>
+Status LaunchMergeTwoRuns(const void* runs, std::size_t first, std::size_t count, void* out, cudaStream_t stream) {
+  constexpr std::size_t kTile = MergeTileItems<Key>();
+  const auto tiles = static_cast<unsigned>((count + kTile - 1) / kTile);
+  MergeTwoRunsKernel<Key><<<tiles, kMergeThreads, 0, stream>>>(static_cast<const Key*>(runs), static_cast<Key*>(out),
+                                                               static_cast<int>(count), static_cast<int>(first));
+  GPUSORT_CUDA_RETURN_IF_LAUNCH_FAILED("merge of two sorted runs");
+  return Status::Ok();
 }
 
 // Temp: count keys, then count positions (when asked for), 256-byte aligned. A single merge tile is one
@@ -508,6 +549,17 @@ Status MergeSort(const KeySortArgs& args, void* temp, std::size_t temp_bytes, co
   return args.key_width == KeyWidth::k32
              ? SortOfWidth<std::uint32_t>(args, temp, temp_bytes, Native(stream))
              : SortOfWidth<std::uint64_t>(args, temp, temp_bytes, Native(stream));
+}
+
+Status MergeTwoSortedRuns(KeyWidth width, const void* runs, std::size_t first, std::size_t count, void* out,
+                          const Stream& stream) {
+  GPUSORT_KERNELS_RETURN_IF_ERROR(RefuseKeyWidth16(width, "the merge of two sorted runs"));
+  if (count > static_cast<std::size_t>(INT_MAX) || first > count) {
+    return Status(StatusCode::kInvalidArgument, "merge of two sorted runs: at most 2^31-1 keys, first run inside them");
+  }
+  if (count == 0) return Status::Ok();
+  return width == KeyWidth::k32 ? LaunchMergeTwoRuns<std::uint32_t>(runs, first, count, out, Native(stream))
+                                : LaunchMergeTwoRuns<std::uint64_t>(runs, first, count, out, Native(stream));
 }
 
 }  // namespace gpusort::kernels

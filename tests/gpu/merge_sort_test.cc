@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpusort/kernels/comparison_sorts.h"
+#include "gpusort/kernels/sorted_runs.h"
 #include "tests/gpu/key_sort_harness.h"
 #include "tests/support/inputs.h"
 
@@ -143,6 +144,65 @@ TEST(MergeSortTest, RejectsShortTempAndTooManyKeys) {
   args.count = static_cast<std::size_t>(INT_MAX) + 1;
   std::size_t bytes = 0;
   EXPECT_EQ(kernels::MergeSortTempBytes(args, &bytes).code(), kernels::StatusCode::kInvalidArgument);
+}
+
+// kernels::MergeTwoSortedRuns (the split-upload sort's merge): two sorted runs one after the other,
+// merged on the device, against std::merge; first runs of every length from empty to all the keys,
+// tiles' edges, and ties across the runs (keys from a few values).
+template <typename Key>
+void ExpectMergesLikeStdMerge(std::size_t count, std::size_t first, Pattern pattern) {
+  const std::string what = std::to_string(sizeof(Key) * 8) + "-bit " + PatternName(pattern) +
+                           " count=" + std::to_string(count) + " first=" + std::to_string(first);
+  std::vector<Key> runs = MakeInput<Key>(pattern, count, count + first);
+  std::sort(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(first));
+  std::sort(runs.begin() + static_cast<std::ptrdiff_t>(first), runs.end());
+  std::vector<Key> want(count);
+  std::merge(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(first),
+             runs.begin() + static_cast<std::ptrdiff_t>(first), runs.end(), want.begin());
+  testing::KernelDevice& d = *testing::Device();
+  kernels::DeviceAllocation in, out;
+  const std::size_t bytes = std::max<std::size_t>(1, count * sizeof(Key));
+  ASSERT_TRUE(d.pool.Allocate(bytes, d.stream, &in).ok()) << what;
+  ASSERT_TRUE(d.pool.Allocate(bytes, d.stream, &out).ok()) << what;
+  ASSERT_TRUE(kernels::CopyToDeviceAsync(in.data(), runs.data(), count * sizeof(Key), d.stream).ok()) << what;
+  const kernels::KeyWidth width = sizeof(Key) == 4 ? kernels::KeyWidth::k32 : kernels::KeyWidth::k64;
+  const kernels::Status merged = kernels::MergeTwoSortedRuns(width, in.data(), first, count, out.data(), d.stream);
+  ASSERT_TRUE(merged.ok()) << what << ": " << merged.message();
+  std::vector<Key> got(count);
+  ASSERT_TRUE(kernels::CopyToHostAsync(got.data(), out.data(), count * sizeof(Key), d.stream).ok()) << what;
+  ASSERT_TRUE(d.stream.Synchronize().ok()) << what;
+  ASSERT_TRUE(got == want) << what;
+}
+
+TEST(MergeTwoSortedRuns, MergesLikeStdMerge) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  for (Pattern pattern : {Pattern::kRandom, Pattern::kFewDistinct, Pattern::kAllEqual, Pattern::kSorted}) {
+    for (std::size_t count : {std::size_t{1}, std::size_t{2}, kTile32 - 1, kTile32, kTile32 + 1, 3 * kTile32 + 7,
+                              (std::size_t{1} << 20) + 3}) {
+      for (std::size_t first : {std::size_t{0}, std::size_t{1}, count / 3, count - count / 3, count - 1, count}) {
+        if (first > count) continue;
+        ExpectMergesLikeStdMerge<std::uint32_t>(count, first, pattern);
+        ExpectMergesLikeStdMerge<std::uint64_t>(count, first, pattern);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+  ExpectMergesLikeStdMerge<std::uint32_t>(std::size_t{16} << 20, (std::size_t{16} << 20) - ((std::size_t{16} << 20) / 3),
+                                          Pattern::kRandom);
+}
+
+TEST(MergeTwoSortedRuns, RefusesWhatItCannotMerge) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  testing::KernelDevice& d = *testing::Device();
+  EXPECT_EQ(kernels::MergeTwoSortedRuns(kernels::KeyWidth::k32, nullptr, 5, 4, nullptr, d.stream).code(),
+            kernels::StatusCode::kInvalidArgument);
+  EXPECT_EQ(kernels::MergeTwoSortedRuns(kernels::KeyWidth::k32, nullptr, 0, static_cast<std::size_t>(INT_MAX) + 1,
+                                        nullptr, d.stream)
+                .code(),
+            kernels::StatusCode::kInvalidArgument);
+  EXPECT_EQ(kernels::MergeTwoSortedRuns(kernels::KeyWidth::k16, nullptr, 0, 4, nullptr, d.stream).code(),
+            kernels::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(kernels::MergeTwoSortedRuns(kernels::KeyWidth::k32, nullptr, 0, 0, nullptr, d.stream).ok());
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // What the CUDA backend owns on its GPU: the device, its memory pool, and a fixed set of stream slots,
-// each with its own stream, timing events and two pinned staging buffers. Everything is created at
+// each with its own streams, timing events and two pinned staging buffers. Everything is created at
 // start-up, so a warm request allocates nothing but pool memory (no cudaMalloc, no cudaHostAlloc).
 #pragma once
 
@@ -23,6 +23,11 @@ struct StreamSlot {
   kernels::Event start, kernel_start, kernel_stop;
   kernels::PinnedBuffer staging[2];  // double-buffered: the host fills one while the other copies
   kernels::Event staging_free[2];    // recorded after the copy that last used staging[i]
+  // A second stream, for a job that copies while it computes (split_upload_sort_job.h: the keys' second
+  // part crosses PCIe here while the first part sorts on `stream`), and events its copies record. Such a
+  // job leaves nothing queued on it when it ends.
+  kernels::Stream side;
+  kernels::Event side_done[2];
 };
 
 struct DeviceContextOptions {

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Issue 18 on the GPU machine: the edges of a request, each beside its floor in the same run. Built here:
+#
+#   here:  scripts/edge-device.sh bundle [ROWS_DIR...]   # CUDA build in build-cuda, bundled into build/device
+#          (ROWS_DIR: bundles of other builds of comparison_bench to run beside this one, carried as they are)
+#   GPU:   scripts/edge-device.sh device OUT [--no-ncu] [--no-network] [--no-shm] [--mixed] [--rows-only]
+#          [--engine-tests]
+#          (run(command='scripts/edge-device.sh device $OUT', carry=['build/device.tar.xz']))
+#
+# Steps: the PCIe floor from pinned and from memfd (shared-memory) host memory; the rows kernel
+# (comparison_bench rows_u32, and the earlier bundle's beside it); the bitonic tests; ncu on the rows
+# kernel; a CUDA server's Sort and TopK from shared memory at 16M and 256M keys; the network rows of
+# scripts/service-bench.sh (stream16: the streamed sort, gRPC's echo in parts, the plain-TCP floor);
+# with --mixed, issue 18's mixed load through shared memory on a CUDA server and a CPU server (each with
+# the client's copies into the regions, and with the arrays already in them); with --engine-tests, the CUDA
+# engine's other suites (sort_ingest_test, device_region_test, the fault tests, cuda_backend_test's
+# CudaBackend.* and pinned sorts). Every folder
+# build/device/rows_* (other builds of comparison_bench, carried as they are) runs beside the rows step.
+# Logs go to OUT: summary.txt and logs.tar.gz (every log and JSON).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bundle() {
+  set -e
+  export PATH=/usr/local/cuda/bin:$PATH
+  cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > /dev/null
+  local exes="gpusort-server gpusort tcp_floor duplex_floor comparison_bench bitonic_sort_test pinned_ranges_test
+              cuda_backend_test mixed_load_bench merge_sort_test sort_ingest_test device_region_test gpu_fault_test
+              gpu_oom_test"
+  cmake --build build-cuda --target $exes
+  rm -rf build/device
+  ../shared/tools/device-bundle.sh build/device $(for e in $exes; do echo build-cuda/bin/$e; done)
+  local dir
+  for dir in "$@"; do cp -r "$dir" "build/device/rows_$(basename "$dir")"; done
+  tar -cf - -C build device | xz -T2 -6 > build/device.tar.xz
+  du -sh build/device build/device.tar.xz
+}
+
+device() {
+  local out=$1; shift
+  local ncu=1 network=1 shm=1 mixed="" tests=1 engine_tests=""
+  for a in "$@"; do
+    case $a in
+      --no-ncu) ncu="" ;; --no-network) network="" ;; --no-shm) shm="" ;; --mixed) mixed=1 ;;
+      --engine-tests) engine_tests=1 ;;
+      --rows-only) network="" shm="" tests="" ;;
+      *) echo "unknown option $a" >&2; exit 2 ;;
+    esac
+  done
+  if [ -f build/device.tar.xz ]; then
+    local unpack; unpack=$(mktemp -d)
+    tar -xJf build/device.tar.xz -C "$unpack" && rm -rf build/device && mv "$unpack/device" build/device
+  fi
+  mkdir -p "$out"
+  local logs; logs=$(mktemp -d)
+  local run=build/device/run summary=$out/summary.txt
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$summary"
+  step() {  # step NAME COMMAND...: log to logs/NAME.log, a line in summary.txt
+    local name=$1; shift
+    local start=$SECONDS
+    "$@" > "$logs/$name.log" 2>&1
+    echo "$name rc=$? $((SECONDS - start))s" >> "$summary"
+  }
+  step duplex_64M $run duplex_floor --devices 0 --host both --bytes 64M --repeats 30
+  step duplex_1G $run duplex_floor --devices 0 --host both --bytes 1G --repeats 3
+  # The rows kernel of this build and of every carried one, alternating so that drift hits all.
+  local round other
+  for round in 1 2; do
+    step rows_new_$round $run comparison_bench --only rows_u32 --runs 30 --no-writeup
+    for other in build/device/rows_*/run; do
+      [ -x "$other" ] || continue
+      step "$(basename "$(dirname "$other")")_$round" "$other" comparison_bench --only rows_u32 --runs 30 --no-writeup
+    done
+  done
+  [ -n "$tests" ] && step bitonic_sort_test $run bitonic_sort_test --gtest_brief=1
+  [ -n "$tests" ] && step merge_sort_test $run merge_sort_test --gtest_brief=1
+  [ -n "$tests" ] && step pinned_ranges_test $run pinned_ranges_test --gtest_brief=1
+  [ -n "$tests" ] && step cuda_backend_rows $run cuda_backend_test --gtest_brief=1 --gtest_filter="*Row*:*Segment*:*Batch*"
+  if [ -n "$engine_tests" ]; then
+    local t
+    for t in sort_ingest_test device_region_test gpu_fault_test gpu_oom_test; do step $t $run $t --gtest_brief=1; done
+    step cuda_backend_engine $run cuda_backend_test --gtest_brief=1 --gtest_filter="CudaBackend.*:*PinnedSort*"
+  fi
+  local ncu_bin; ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2> /dev/null | head -1)
+  if [ -n "$ncu" ] && [ -n "$ncu_bin" ]; then
+    step ncu_rows env LD_LIBRARY_PATH="$PWD/build/device/lib" "$ncu_bin" --clock-control none --kernel-name regex:TileKernel --launch-skip 1 --launch-count 1 --section SpeedOfLight \
+      --section ComputeWorkloadAnalysis --section WarpStateStats --section InstructionStats --section Occupancy \
+      --section SchedulerStats build/device/comparison_bench --only rows_u32 --runs 2 --warmup 1 --no-writeup
+  fi
+  [ -n "$shm" ] && shm_steps "$logs"
+  [ -n "$mixed" ] && mixed_steps "$logs"
+  if [ -n "$network" ]; then
+    step service_stream16 env LD_LIBRARY_PATH="$PWD/build/device/lib" scripts/service-bench.sh build/device "$logs/service" stream16
+  fi
+  cat "$summary"
+  grep -h "GB/s" "$logs"/duplex_*.log
+  tar -czf "$out.logs.tar.gz" -C "$logs" . && mv "$out.logs.tar.gz" "$out/logs.tar.gz"
+}
+
+# start_server LOGS NAME FLAGS...: a server on loopback with a shared-memory socket; sets port and sock.
+start_server() {
+  local logs=$1 name=$2; shift 2
+  local work; work=$(mktemp -d)
+  $run gpusort-server --listen 127.0.0.1:0 --metrics-listen "" --log-level warn --max-message-bytes 1073741824 \
+    --max-request-bytes 4294967296 --shm-socket "$work/shm.sock" --port-file "$work/ports" "$@" \
+    > "$logs/server_$name.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 300); do [ -s "$work/ports" ] && break; sleep 0.1; done
+  # shellcheck disable=SC1091
+  . "$work/ports"
+  port=$grpc_port sock=$work/shm.sock
+}
+
+# Sort and TopK from shared memory on a CUDA server (stages in the JSON).
+shm_steps() {
+  local logs=$1 round
+  start_server "$logs" shm --backend cuda --shm-max-bytes-per-user 17179869184 --shm-max-bytes 17179869184
+  local b=(bench --server "127.0.0.1:$port" --no-progress --format json --transport shm --shm-socket "$sock")
+  for round in 1 2; do
+    step shm_sort_16M_$round $run gpusort "${b[@]}" --method sort --count 16M --requests 40 --warmup 0.5 \
+      --output "$logs/shm_sort_16M_$round.json"
+    step shm_topk_16M_$round $run gpusort "${b[@]}" --method topk -k 100 --dtype f32 --count 16M --requests 40 \
+      --warmup 0.5 --output "$logs/shm_topk_16M_$round.json"
+  done
+  step shm_sort_256M $run gpusort "${b[@]}" --method sort --count 256M --requests 8 --warmup 0.5 \
+    --output "$logs/shm_sort_256M.json"
+  kill $server_pid; wait $server_pid 2>/dev/null
+}
+
+# Issue 18's mixed load (sizes 1K-16M log-uniform, sorts and top-100, four dtypes, 64 in flight) through
+# shared memory: a CUDA server, then a CPU server on the same cores, each with the client's copies and
+# with the arrays already in regions.
+mixed_steps() {
+  local logs=$1 backend mode
+  local limits=(--max-inflight 1024 --max-inflight-per-caller 1024 --shm-max-regions 1024
+                --shm-max-regions-per-user 1024 --shm-max-bytes 137438953472 --shm-max-bytes-per-user 137438953472)
+  for backend in cuda cpu; do
+    start_server "$logs" "mixed_$backend" --backend $backend "${limits[@]}"
+    for mode in copies in-region; do
+      step "mixed_${backend}_$mode" $run mixed_load_bench --server "127.0.0.1:$port" --shm-socket "$sock" \
+        --concurrency 64 --connections 8 --duration 12 --warmup 3 --check $([ "$mode" = in-region ] && echo --in-region) \
+        --json "$logs/mixed_${backend}_$mode.json"
+    done
+    kill $server_pid; wait $server_pid 2>/dev/null
+  done
+}
+
+case ${1:-} in
+  bundle) shift; bundle "$@" ;;
+  device) shift; device "$@" ;;
+  *) echo "usage: $0 bundle [ROWS_DIR...] | device OUT [options, see the top of this file]" >&2; exit 2 ;;
+esac
