@@ -129,9 +129,13 @@ struct Answer {
   StageTimes stages_ms;  // the server's stages (ExecutionInfo); none for echo
 };
 
+// The server's stages, then its whole time as "server" (ExecutionInfo.server_seconds: arrival to reply),
+// so that a row tells the time between the stages and the server's edge, and the transport's (the call's
+// latency minus "server").
 StageTimes StagesOf(const ExecutionInfo& info) {
   StageTimes stages;
   for (const auto& s : info.stages) stages.emplace_back(s.stage, s.seconds * 1e3);
+  if (info.server_seconds > 0) stages.emplace_back("server", info.server_seconds * 1e3);
   return stages;
 }
 using RequestFn = absl::StatusOr<Answer> (*)(const BenchConfig&, Connection&, std::string_view keys);
