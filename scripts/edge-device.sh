@@ -4,7 +4,7 @@
 #   here:  scripts/edge-device.sh bundle [ROWS_DIR...]   # CUDA build in build-cuda, bundled into build/device
 #          (ROWS_DIR: bundles of other builds of comparison_bench to run beside this one, carried as they are)
 #   GPU:   scripts/edge-device.sh device OUT [--no-ncu] [--no-network] [--no-shm] [--mixed] [--rows-only]
-#          [--engine-tests]
+#          [--engine-tests] [--net-probe] [--no-tests] [--no-rows] [--no-duplex]
 #          (run(command='scripts/edge-device.sh device $OUT', carry=['build/device.tar.xz']))
 #
 # Steps: the PCIe floor from pinned and from memfd (shared-memory) host memory; the rows kernel
@@ -14,7 +14,8 @@
 # with --mixed, issue 18's mixed load through shared memory on a CUDA server and a CPU server (each with
 # the client's copies into the regions, and with the arrays already in them); with --engine-tests, the CUDA
 # engine's other suites (sort_ingest_test, device_region_test, the fault tests, cuda_backend_test's
-# CudaBackend.* and pinned sorts). Every folder
+# CudaBackend.* and pinned sorts); with --net-probe, service-bench.sh's probe (gRPC echoes of 64 MiB split
+# in different ways). Every folder
 # build/device/rows_* (other builds of comparison_bench, carried as they are) runs beside the rows step.
 # Logs go to OUT: summary.txt and logs.tar.gz (every log and JSON).
 set -uo pipefail
@@ -38,11 +39,12 @@ bundle() {
 
 device() {
   local out=$1; shift
-  local ncu=1 network=1 shm=1 mixed="" tests=1 engine_tests=""
+  local ncu=1 network=1 shm=1 mixed="" tests=1 engine_tests="" probe="" rows=1 duplex=1
   for a in "$@"; do
     case $a in
       --no-ncu) ncu="" ;; --no-network) network="" ;; --no-shm) shm="" ;; --mixed) mixed=1 ;;
-      --engine-tests) engine_tests=1 ;;
+      --engine-tests) engine_tests=1 ;; --net-probe) probe=1 ;;
+      --no-tests) tests="" ;; --no-rows) rows="" ;; --no-duplex) duplex="" ;;
       --rows-only) network="" shm="" tests="" ;;
       *) echo "unknown option $a" >&2; exit 2 ;;
     esac
@@ -61,11 +63,14 @@ device() {
     "$@" > "$logs/$name.log" 2>&1
     echo "$name rc=$? $((SECONDS - start))s" >> "$summary"
   }
-  step duplex_64M $run duplex_floor --devices 0 --host both --bytes 64M --repeats 30
-  step duplex_1G $run duplex_floor --devices 0 --host both --bytes 1G --repeats 3
+  if [ -n "$duplex" ]; then
+    step duplex_64M $run duplex_floor --devices 0 --host both --bytes 64M --repeats 30
+    step duplex_1G $run duplex_floor --devices 0 --host both --bytes 1G --repeats 3
+  fi
   # The rows kernel of this build and of every carried one, alternating so that drift hits all.
   local round other
   for round in 1 2; do
+    [ -n "$rows" ] || break
     step rows_new_$round $run comparison_bench --only rows_u32 --runs 30 --no-writeup
     for other in build/device/rows_*/run; do
       [ -x "$other" ] || continue
@@ -92,8 +97,11 @@ device() {
   if [ -n "$network" ]; then
     step service_stream16 env LD_LIBRARY_PATH="$PWD/build/device/lib" scripts/service-bench.sh build/device "$logs/service" stream16
   fi
+  if [ -n "$probe" ]; then
+    step service_probe env LD_LIBRARY_PATH="$PWD/build/device/lib" scripts/service-bench.sh build/device "$logs/probe" probe
+  fi
   cat "$summary"
-  grep -h "GB/s" "$logs"/duplex_*.log
+  grep -h "GB/s" "$logs"/duplex_*.log 2> /dev/null
   tar -czf "$out.logs.tar.gz" -C "$logs" . && mv "$out.logs.tar.gz" "$out/logs.tar.gz"
 }
 

@@ -3,17 +3,19 @@
 # (BENCHMARKS.md "Service"). Starts CUDA servers on loopback and writes one JSON file per measurement
 # into OUT_DIR; bench/service_report.py turns them into the tables.
 #
-#   scripts/service-bench.sh BIN_DIR OUT_DIR [--quick] [sizes] [chunks] [small] [stream16] [split]
+#   scripts/service-bench.sh BIN_DIR OUT_DIR [--quick] [sizes] [chunks] [small] [stream16] [split] [probe]
 #
 # BIN_DIR holds gpusort-server and gpusort (build/bin here, build/device on the GPU machine). The named
 # parts run (sizes, chunks and small when none is named; stream16 repeats the 16M streaming figures with
-# more requests; split measures where a streamed sort's time goes). After each measurement OUT_DIR/service-json.tar.gz holds
-# every JSON so far, so that a run cut short still brings back what it measured.
+# more requests; split measures where a streamed sort's time goes; probe the 16M parted sort and echo
+# with reused and fresh answer memory, on servers with different malloc settings). After each
+# measurement OUT_DIR/service-json.tar.gz holds every JSON so far, so that a run cut short still brings
+# back what it measured.
 set -uo pipefail
 bin=$1 out=$2; shift 2
 quick="" parts=""
 for a in "$@"; do
-  case $a in --quick) quick=1 ;; sizes|chunks|small|stream16|split) parts="$parts $a" ;; *) echo "unknown: $a" >&2; exit 2 ;; esac
+  case $a in --quick) quick=1 ;; sizes|chunks|small|stream16|split|probe) parts="$parts $a" ;; *) echo "unknown: $a" >&2; exit 2 ;; esac
 done
 [ -z "$parts" ] && parts=" sizes chunks small"
 want() { [[ " $parts " == *" $1 "* ]]; }
@@ -25,7 +27,8 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 # echo's does; sets $port.
 start_server() {
   local name=$1; shift
-  "$bin/gpusort-server" --backend "${GPUSORT_BENCH_BACKEND:-cuda}" --listen 127.0.0.1:0 --metrics-listen "" \
+  # shellcheck disable=SC2086
+  env ${server_env:-} "$bin/gpusort-server" --backend "${GPUSORT_BENCH_BACKEND:-cuda}" --listen 127.0.0.1:0 --metrics-listen "" \
     --log-level warn --max-message-bytes 1073741824 --max-request-bytes 4294967296 \
     --shm-socket "$work/$name.sock" --port-file "$work/$name.ports" "$@" >"$out/server-$name.log" 2>&1 &
   for _ in $(seq 300); do [ -s "$work/$name.ports" ] && break; sleep 0.1; done
@@ -105,6 +108,29 @@ if want stream16; then
     floor "s16-r$round-x8" $((64 << 20)) 8 20
     floor "s16-r$round-x1" $((64 << 20)) 1 20
   done
+fi
+
+# 1d. Where the parted sort's time goes beside gRPC's: 64 MiB echoed and sorted in 8 parts, each answer
+# in the bench thread's reused memory and in fresh memory (--fresh-answers), on servers whose malloc
+# differs (glibc's defaults; transparent huge pages for its large blocks; large blocks kept, not given
+# back), beside 8 independent 8 MiB echoes in flight and the TCP floor.
+if want probe; then
+  for variant in plain hugetlb keep; do
+    case $variant in
+      plain) server_env="" ;;
+      hugetlb) server_env="GLIBC_TUNABLES=glibc.malloc.hugetlb=1" ;;
+      keep) server_env="GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296" ;;
+    esac
+    start_server "probe-$variant"
+    common=(--transport stream --stream-parts 8 --count 16M --requests 10 --warmup 0.5 --payloads 2)
+    run "probe-$variant-echo-p8" --method echo "${common[@]}"
+    run "probe-$variant-echo-p8-fresh" --method echo "${common[@]}" --fresh-answers
+    run "probe-$variant-sort-p8" --method sort "${common[@]}"
+    run "probe-$variant-sort-p8-fresh" --method sort "${common[@]}" --fresh-answers
+    run "probe-$variant-echo-8x2M" --method echo --transport stream --count 2M --concurrency 8 --connections 8 --requests 80 --warmup 0.5 --payloads 8
+  done
+  server_env=""
+  floor "probe-x8" $((64 << 20)) 8 20
 fi
 
 # 1c. Where a streamed 16M sort's time goes. A TopK with k = 1 streams the same 64 MiB up and answers

@@ -67,6 +67,9 @@ struct BenchConfig {
   bool argsort = false;         // sort: PAYLOAD_INDICES; topk: values and indices
   Algorithm algorithm = Algorithm::kAuto;
   std::size_t chunk_bytes = ClientOptions{}.stream_chunk_bytes;  // streaming transports
+  // Each sort and echo answer in fresh memory (SortRaw) instead of the calling thread's reused memory
+  // (SortRawInto), to see what fresh answer memory costs.
+  bool fresh_answers = false;
   // sort over --transport stream: SortStream calls, each on its own connection, that carry one sort
   // whose keys reach ClientOptions::stream_parts_from_bytes (1: always one stream)
   int stream_parts = ClientOptions{}.stream_parts;

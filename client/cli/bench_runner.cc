@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <span>
 #include <thread>
 #include <type_traits>
 
@@ -140,6 +141,25 @@ StageTimes StagesOf(const ExecutionInfo& info) {
 }
 using RequestFn = absl::StatusOr<Answer> (*)(const BenchConfig&, Connection&, std::string_view keys);
 
+// Answer memory that each bench thread reuses from call to call, as tcp_floor reuses its buffers. Fresh
+// memory for every answer measures the host's page faults, not the path: on the GPU machine (16 cores), gathering
+// 64 MiB of echoed parts into fresh memory took 63-76 ms, against gRPC's 27-31 ms to move them
+// (BENCHMARKS.md, issue 18). --fresh-answers gives each call fresh memory, as SortRaw's callers get.
+thread_local Answer recycled_answer;
+
+// An Answer whose keys hold `key_bytes` and indices `index_bytes` bytes (contents undefined): the
+// thread's recycled one unless --fresh-answers.
+Answer TakeAnswer(const BenchConfig& config, std::size_t key_bytes, std::size_t index_bytes) {
+  Answer answer;
+  if (!config.fresh_answers) answer = std::move(recycled_answer);
+  answer.keys.resize(key_bytes);  // no writes where the size is already right
+  answer.indices.resize(index_bytes);
+  answer.stages_ms.clear();
+  return answer;
+}
+
+void RecycleAnswer(Answer answer) { recycled_answer = std::move(answer); }
+
 // Sort and top-k go through gpusort::Client, which picks the RPC by its Transport option.
 absl::StatusOr<Answer> RunSort(const BenchConfig& config, Connection& c, std::string_view keys) {
   RawSortRequest request;
@@ -149,9 +169,18 @@ absl::StatusOr<Answer> RunSort(const BenchConfig& config, Connection& c, std::st
   request.options.algorithm = config.algorithm;
   request.options.rows = config.rows;
   if (config.argsort) request.payload = Payload::kIndices;
-  auto result = c.client->SortRaw(request);
-  if (!result.ok()) return result.status();
-  return Answer{std::move(result->keys), std::move(result->indices), StagesOf(result->info)};
+  if (config.fresh_answers) {
+    auto result = c.client->SortRaw(request);
+    if (!result.ok()) return result.status();
+    return Answer{std::move(result->keys), std::move(result->indices), StagesOf(result->info)};
+  }
+  Answer answer = TakeAnswer(config, keys.size(),
+                             config.argsort ? keys.size() / ElementSize(config.dtype) * sizeof(int64_t) : 0);
+  auto info = c.client->SortRawInto(request, std::as_writable_bytes(std::span(answer.keys)),
+                                    std::as_writable_bytes(std::span(answer.indices)));
+  if (!info.ok()) return info.status();
+  answer.stages_ms = StagesOf(*info);
+  return answer;
 }
 
 absl::StatusOr<Answer> RunTopK(const BenchConfig& config, Connection& c, std::string_view keys) {
@@ -234,12 +263,12 @@ class TaskThread {
   std::thread thread_;  // last: it starts after the members it uses
 };
 
-// One EchoStream of `keys` on `stub`, with `writer` sending while this thread reads. The server echoes
-// each chunk as it arrives, so reading must overlap writing: on one thread, the unread echoes would
-// fill the flow-control window and stall the server, then the writes. Each thread that makes calls
-// keeps its own writer.
-absl::StatusOr<std::string> EchoOneStream(const BenchConfig& config, const Connection& c,
-                                          v1::EchoService::Stub& stub, TaskThread& writer, std::string_view keys) {
+// One EchoStream of `keys` on `stub` into `echoed` (as many bytes), with `writer` sending while this
+// thread reads. The server echoes each chunk as it arrives, so reading must overlap writing: on one
+// thread, the unread echoes would fill the flow-control window and stall the server, then the writes.
+// Each thread that makes calls keeps its own writer.
+absl::Status EchoOneStream(const BenchConfig& config, const Connection& c, v1::EchoService::Stub& stub,
+                           TaskThread& writer, std::string_view keys, std::span<char> echoed) {
   auto context = EchoContext(config, c);
   auto stream = stub.EchoStream(context.get());
   writer.Start([&] {
@@ -250,13 +279,20 @@ absl::StatusOr<std::string> EchoOneStream(const BenchConfig& config, const Conne
     }
     stream->WritesDone();
   });
-  std::string echoed;
+  std::size_t received = 0;
   v1::EchoMessage in;
-  while (stream->Read(&in)) echoed += in.data();
+  bool fits = true;
+  while (stream->Read(&in)) {
+    fits = fits && in.data().size() <= echoed.size() - received;
+    if (!fits) continue;  // read on to the end, then fail
+    std::memcpy(echoed.data() + received, in.data().data(), in.data().size());
+    received += in.data().size();
+  }
   writer.Wait();
   const grpc::Status status = stream->Finish();
   if (!status.ok()) return ToAbsl(status);
-  return echoed;
+  if (!fits || received != echoed.size()) return absl::DataLossError("the echo's length differs from the request's");
+  return absl::OkStatus();
 }
 
 // The same bytes in --stream-parts equal parts at once, each an EchoStream on its own connection (from
@@ -264,7 +300,8 @@ absl::StatusOr<std::string> EchoOneStream(const BenchConfig& config, const Conne
 // keeps its writer.
 absl::StatusOr<Answer> RunEchoInParts(const BenchConfig& config, Connection& c, std::string_view keys) {
   const std::size_t parts = c.echo_parts.size();
-  std::vector<absl::StatusOr<std::string>> echoed(parts, std::string());
+  Answer answer = TakeAnswer(config, keys.size(), 0);
+  std::vector<absl::Status> echoed(parts);
   thread_local std::vector<std::unique_ptr<TaskThread>> readers, writers;
   while (readers.size() < parts) {
     readers.push_back(std::make_unique<TaskThread>());
@@ -276,15 +313,13 @@ absl::StatusOr<Answer> RunEchoInParts(const BenchConfig& config, Connection& c, 
     // own thread has none.
     TaskThread* const writer = writers[p].get();
     readers[p]->Start([&, p, begin, end, writer] {
-      echoed[p] = EchoOneStream(config, c, *c.echo_parts[p], *writer, keys.substr(begin, end - begin));
+      echoed[p] = EchoOneStream(config, c, *c.echo_parts[p], *writer, keys.substr(begin, end - begin),
+                                std::span(answer.keys).subspan(begin, end - begin));
     });
   }
-  Answer answer;
   for (std::size_t p = 0; p < parts; ++p) readers[p]->Wait();
-  for (std::size_t p = 0; p < parts; ++p) {
-    if (!echoed[p].ok()) return echoed[p].status();
-    answer.keys += *echoed[p];
-  }
+  for (const absl::Status& status : echoed)
+    if (!status.ok()) return status;
   return answer;
 }
 
@@ -294,10 +329,8 @@ absl::StatusOr<Answer> RunEchoStream(const BenchConfig& config, Connection& c, s
     return RunEchoInParts(config, c, keys);
   }
   thread_local TaskThread writer;
-  absl::StatusOr<std::string> echoed = EchoOneStream(config, c, *c.echo, writer, keys);
-  if (!echoed.ok()) return echoed.status();
-  Answer answer;
-  answer.keys = *std::move(echoed);
+  Answer answer = TakeAnswer(config, keys.size(), 0);
+  if (absl::Status s = EchoOneStream(config, c, *c.echo, writer, keys, std::span(answer.keys)); !s.ok()) return s;
   return answer;
 }
 
@@ -875,6 +908,7 @@ class Runner {
     }
     recorder.Ok(ms, keys.size(), answer->keys.size() + answer->indices.size(), answer->stages_ms);
     ++live_.ok;
+    RecycleAnswer(*std::move(answer));
   }
 
   Phase ClosedLoop(int concurrency, Limits limits) {

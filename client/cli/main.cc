@@ -404,6 +404,9 @@ int main(int argc, char** argv) {
   bench->add_option("--algorithm,-a", bench_algorithm)
       ->check(CLI::IsMember(kAlgorithmNames))
       ->capture_default_str();
+  bench->add_flag("--fresh-answers", bench_config.fresh_answers,
+                  "sorts and echoes answer into fresh memory each call (default: each thread reuses its answer "
+                  "memory, as tcp_floor does)");
   bench->add_option("--chunk-bytes", bench_config.chunk_bytes, "chunk size of --transport stream")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();

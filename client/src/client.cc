@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <span>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
@@ -79,12 +80,12 @@ std::string RandomJobId() {
 }
 
 // What the parts of one split Sort share: the request, where the answer goes, progress and failure.
-// Each part writes only its own range of result->keys and result->indices, sized up front, so the
-// parts need no lock for the arrays.
+// Each part writes only its own range of keys_out and indices_out (sized by the caller: the request's
+// key bytes, and 8 bytes a key with Payload::kIndices), so the parts need no lock for the arrays.
 class SplitSort {
  public:
   SplitSort(const RawSortRequest& request, const ClientOptions& options, uint32_t count,
-            RawSortResult* result)
+            std::span<std::byte> keys_out, std::span<std::byte> indices_out, client::ExecutionInfo* info)
       : request_(request),
         options_(options),
         job_(RandomJobId()),
@@ -92,9 +93,9 @@ class SplitSort {
         width_(KeyBytes(request.dtype)),
         total_keys_(request.keys.size() / width_),
         answer_bytes_(SortAnswerBytes(request)),
-        result_(result) {
-    result_->keys.resize(request.keys.size());
-    if (request.payload == client::Payload::kIndices) result_->indices.resize(total_keys_ * sizeof(int64_t));
+        keys_out_(keys_out),
+        indices_out_(indices_out),
+        info_(info) {
     contexts_.resize(count);
     cancelled_.resize(count);
   }
@@ -133,7 +134,7 @@ class SplitSort {
     absl::Status placed;
     while (placed.ok() && call->Read(&in)) {
       placed = Place(in, &next, end);
-      if (in.has_info() && index == 0) result_->info = FromProto(in.info());
+      if (in.has_info() && index == 0) *info_ = FromProto(in.info());
     }
     if (!placed.ok()) context.TryCancel();
     grpc::Status status = call->Finish();
@@ -187,9 +188,9 @@ class SplitSort {
                                  std::to_string(n) + " keys but " + std::to_string(in.indices().size()) +
                                  " index bytes");
     }
-    std::memcpy(result_->keys.data() + *next * width_, in.keys().data(), in.keys().size());
+    std::memcpy(keys_out_.data() + *next * width_, in.keys().data(), in.keys().size());
     if (indices) {
-      std::memcpy(result_->indices.data() + *next * sizeof(int64_t), in.indices().data(), in.indices().size());
+      std::memcpy(indices_out_.data() + *next * sizeof(int64_t), in.indices().data(), in.indices().size());
     }
     *next += n;
     Progress("receive", in.keys().size() + in.indices().size(), answer_bytes_);
@@ -227,7 +228,8 @@ class SplitSort {
   const std::string job_;
   const uint32_t count_;
   const std::size_t width_, total_keys_, answer_bytes_;
-  RawSortResult* const result_;
+  const std::span<std::byte> keys_out_, indices_out_;
+  client::ExecutionInfo* const info_;  // part 0's
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts_;  // set before any part starts
 
   struct Failure {
@@ -364,11 +366,24 @@ bool Client::Impl::ShouldSplit(const RawSortRequest& r) const {
 absl::StatusOr<RawSortResult> Client::Impl::SortStreamedInParts(const RawSortRequest& r) {
   RawSortResult result;
   result.streamed = true;
+  result.keys.resize(r.keys.size());
+  if (r.payload == client::Payload::kIndices) result.indices.resize(r.keys.size() / KeyBytes(r.dtype) * sizeof(int64_t));
+  absl::StatusOr<client::ExecutionInfo> info =
+      SortInPartsInto(r, std::as_writable_bytes(std::span(result.keys)), std::as_writable_bytes(std::span(result.indices)));
+  if (!info.ok()) return info.status();
+  result.info = *std::move(info);
+  return result;
+}
+
+absl::StatusOr<client::ExecutionInfo> Client::Impl::SortInPartsInto(const RawSortRequest& r,
+                                                                    std::span<std::byte> keys_out,
+                                                                    std::span<std::byte> indices_out) {
+  client::ExecutionInfo info;
   const auto count = static_cast<uint32_t>(std::min(options_.stream_parts, kMaxStreamParts));
   auto part_stubs = PartStubs(count);
   if (!part_stubs.ok()) return part_stubs.status();
   const std::vector<v1::SortService::Stub*>& stubs = *part_stubs;
-  SplitSort split(r, options_, count, &result);
+  SplitSort split(r, options_, count, keys_out, indices_out, &info);
   for (uint32_t i = 0; i < count; ++i) split.SetContext(i, NewContext());
   // A thread per part: each call writes all its keys before it reads, and the server answers no part
   // before every part has sent everything. This thread runs part 0.
@@ -377,7 +392,35 @@ absl::StatusOr<RawSortResult> Client::Impl::SortStreamedInParts(const RawSortReq
   split.Run(0, *stubs[0]);
   for (std::thread& t : threads) t.join();
   if (absl::Status status = split.status(); !status.ok()) return status;
-  return result;
+  return info;
+}
+
+absl::StatusOr<client::ExecutionInfo> Client::Impl::SortRawInto(const RawSortRequest& r, std::span<std::byte> keys_out,
+                                                                std::span<std::byte> indices_out) {
+  if (!init_status_.ok()) return init_status_;
+  if (r.payload == client::Payload::kValues)
+    return absl::InvalidArgumentError("SortRawInto takes keys alone or with indices; SortRaw carries values");
+  const std::size_t index_bytes =
+      r.payload == client::Payload::kIndices ? r.keys.size() / KeyBytes(r.dtype) * sizeof(int64_t) : 0;
+  if (keys_out.size() != r.keys.size() || indices_out.size() != index_bytes) {
+    return absl::InvalidArgumentError("SortRawInto needs " + std::to_string(r.keys.size()) + " bytes for the keys and " +
+                                      std::to_string(index_bytes) + " for the indices; got " +
+                                      std::to_string(keys_out.size()) + " and " + std::to_string(indices_out.size()));
+  }
+  const auto* out_begin = reinterpret_cast<const char*>(keys_out.data());
+  if (!r.keys.empty() && out_begin < r.keys.data() + r.keys.size() && r.keys.data() < out_begin + keys_out.size())
+    return absl::InvalidArgumentError("SortRawInto's keys_out overlaps the request's keys");
+  if (options_.transport != Transport::kSharedMemory &&
+      ShouldStream(r.keys.size() + r.values.size(), SortAnswerBytes(r)) && ShouldSplit(r)) {
+    return SortInPartsInto(r, keys_out, indices_out);
+  }
+  absl::StatusOr<RawSortResult> result = SortRaw(r);
+  if (!result.ok()) return result.status();
+  if (result->keys.size() != keys_out.size() || result->indices.size() != indices_out.size())
+    return absl::DataLossError("the server's answer does not have the request's size");
+  if (!keys_out.empty()) std::memcpy(keys_out.data(), result->keys.data(), keys_out.size());
+  if (!indices_out.empty()) std::memcpy(indices_out.data(), result->indices.data(), indices_out.size());
+  return std::move(result->info);
 }
 
 absl::StatusOr<RawSortResult> Client::Impl::SortStreamed(const RawSortRequest& r) {

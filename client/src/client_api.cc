@@ -16,6 +16,10 @@ const ClientOptions& Client::options() const { return impl_->options_; }
 bool Client::balancing() const { return impl_->balancing_; }
 
 absl::StatusOr<RawSortResult> Client::SortRaw(const RawSortRequest& request) { return impl_->SortRaw(request); }
+absl::StatusOr<client::ExecutionInfo> Client::SortRawInto(const RawSortRequest& request, std::span<std::byte> keys_out,
+                                                          std::span<std::byte> indices_out) {
+  return impl_->SortRawInto(request, keys_out, indices_out);
+}
 
 absl::StatusOr<RawTopKResult> Client::TopKRaw(client::DType dtype, std::string_view keys, const TopKOptions& options) {
   return impl_->TopKRaw(dtype, keys, options);

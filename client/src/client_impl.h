@@ -29,6 +29,8 @@ struct Client::Impl {
 
   // Client's calls (client.cc: over gRPC messages and streams; client_regions.cc: shared memory).
   absl::StatusOr<RawSortResult> SortRaw(const RawSortRequest& request);
+  absl::StatusOr<client::ExecutionInfo> SortRawInto(const RawSortRequest& request, std::span<std::byte> keys_out,
+                                                    std::span<std::byte> indices_out);
   absl::StatusOr<RawTopKResult> TopKRaw(client::DType dtype, std::string_view keys, const TopKOptions& options);
   absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> CreateSharedMemory(std::size_t bytes);
   absl::StatusOr<client::ExecutionInfo> SortInRegion(client::DType dtype, const SortOptions& options,
@@ -48,6 +50,9 @@ struct Client::Impl {
   bool ShouldSplit(const RawSortRequest& request) const;
   // One Sort on `stream_parts` SortStream calls at once, one per part channel (proto StreamPart).
   absl::StatusOr<RawSortResult> SortStreamedInParts(const RawSortRequest& request);
+  // The same, each part's answer written into its place in `keys_out` and `indices_out` (sized by the caller).
+  absl::StatusOr<client::ExecutionInfo> SortInPartsInto(const RawSortRequest& request, std::span<std::byte> keys_out,
+                                                        std::span<std::byte> indices_out);
   // A channel to the target with this client's credentials and arguments; `extra_argument` set (an
   // integer channel argument) gives it a connection of its own.
   absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::pair<std::string, int>* extra_argument) const;

@@ -116,6 +116,9 @@ Status Forward(KeyKind kind, bool complement, const void* in, void* out, std::si
 
 template <typename S, typename W>
 Status Backward(KeyKind kind, bool complement, const void* in, void* out, std::size_t count, cudaStream_t stream) {
+  // Unsigned keys of their own width, not complemented, are their ordered bits: in place there is
+  // nothing to do (a pass over 64 MiB that writes what it read costs about 0.05 ms on an H100).
+  if (std::is_same_v<S, W> && kind == KeyKind::kUnsigned && !complement && in == out) return Status::Ok();
   const S flip = complement ? static_cast<S>(~S{0}) : S{0};
   const auto* k = static_cast<const W*>(in);
   auto* o = static_cast<S*>(out);

@@ -250,6 +250,85 @@ TEST_F(ClientStreamParts, AFailingSortReportsTheServersErrorNotACancellation) {
   EXPECT_EQ(again->keys, ReferenceSort(keys, SortOrder::kAscending));
 }
 
+// SortInto writes each part's answer into the caller's memory; the same buffer serves sort after sort
+// (whatever it held before is overwritten), in parts and on one stream alike.
+TEST_F(ClientStreamParts, SortIntoFillsTheCallersMemoryAgainAndAgain) {
+  for (int parts : {kParts, 1}) {
+    SCOPED_TRACE(parts == 1 ? "one stream" : "in parts");
+    ClientOptions options = PartOptions();
+    options.stream_parts = parts;
+    Client client(options);
+    std::vector<float> out(40009, 12345.0f);
+    for (uint64_t seed : {30, 31}) {
+      auto keys = MakeInput<float>(Pattern::kSpecials, out.size(), seed);
+      keys[0] = -std::numeric_limits<float>::quiet_NaN();
+      for (bool descending : {false, true}) {
+        auto info = client.SortInto(std::span<const float>(keys), std::span<float>(out), {.descending = descending});
+        ASSERT_TRUE(info.ok()) << info.status();
+        EXPECT_EQ(CameInParts(*info), parts > 1);
+        EXPECT_TRUE(SameBits(out, ReferenceSort(keys, descending ? SortOrder::kDescending : SortOrder::kAscending)));
+      }
+    }
+  }
+}
+
+TEST_F(ClientStreamParts, SortRawIntoWithIndicesMatchesArgsort) {
+  Client client(PartOptions());
+  const auto keys = MakeInput<int64_t>(Pattern::kFewDistinct, 30011, 32);
+  RawSortRequest request{.dtype = client::DType::kInt64,
+                         .keys = {reinterpret_cast<const char*>(keys.data()), keys.size() * sizeof(int64_t)},
+                         .payload = client::Payload::kIndices};
+  request.options.stable = true;
+  SortResult<int64_t> result;
+  result.keys.assign(keys.size(), -1);
+  result.indices.assign(keys.size(), -1);
+  auto info = client.SortRawInto(request, std::as_writable_bytes(std::span(result.keys)),
+                                 std::as_writable_bytes(std::span(result.indices)));
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_TRUE(CameInParts(*info));
+  ExpectArgsortOf(keys, result, SortOrder::kAscending);
+  EXPECT_EQ(result.indices, ReferenceStableArgsort(keys, SortOrder::kAscending));
+}
+
+// Below the parts' threshold (a unary call here) the answer is copied into place once.
+TEST_F(ClientStreamParts, SortIntoOfASmallArrayCopiesTheAnswerIntoPlace) {
+  ClientOptions options = PartOptions();
+  options.transport = Transport::kAuto;
+  options.stream_parts_from_bytes = 1 << 20;
+  Client client(options);
+  for (std::size_t n : {0, 1, 1000}) {
+    const auto keys = MakeInput<uint16_t>(Pattern::kReversed, n, 33);
+    std::vector<uint16_t> out(n, 7);
+    auto info = client.SortInto(std::span<const uint16_t>(keys), std::span<uint16_t>(out));
+    ASSERT_TRUE(info.ok()) << n << ": " << info.status();
+    EXPECT_FALSE(CameInParts(*info));
+    EXPECT_EQ(out, ReferenceSort(keys, SortOrder::kAscending)) << n;
+  }
+}
+
+TEST_F(ClientStreamParts, SortRawIntoRefusesWrongSizesValuesAndOverlapBeforeSending) {
+  Client client(PartOptions());
+  auto keys = MakeInput<uint32_t>(Pattern::kRandom, 1000, 34);
+  const std::string_view bytes{reinterpret_cast<const char*>(keys.data()), keys.size() * sizeof(uint32_t)};
+  std::vector<std::byte> out(bytes.size()), indices(keys.size() * sizeof(int64_t));
+  const RawSortRequest plain{.dtype = client::DType::kUint32, .keys = bytes};
+  EXPECT_EQ(client.SortRawInto(plain, std::span(out).first(out.size() - 1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(client.SortRawInto(plain, out, indices).status().code(), absl::StatusCode::kInvalidArgument);
+  RawSortRequest argsort = plain;
+  argsort.payload = client::Payload::kIndices;
+  EXPECT_EQ(client.SortRawInto(argsort, out).status().code(), absl::StatusCode::kInvalidArgument);
+  RawSortRequest with_values = plain;
+  with_values.payload = client::Payload::kValues;
+  with_values.values = bytes;
+  with_values.value_width = 4;
+  EXPECT_EQ(client.SortRawInto(with_values, out).status().code(), absl::StatusCode::kInvalidArgument);
+  // In place is refused: a part's answer could land on keys another part is still sending.
+  auto in_place = client.SortRawInto(plain, std::as_writable_bytes(std::span(keys)));
+  EXPECT_EQ(in_place.status().code(), absl::StatusCode::kInvalidArgument) << in_place.status();
+  EXPECT_EQ(keys, MakeInput<uint32_t>(Pattern::kRandom, 1000, 34));  // untouched
+}
+
 TEST_F(ClientStreamParts, SplitSortsFromManyThreadsAtOnceKeepToTheirOwnJobs) {
   Client client(PartOptions());
   constexpr int kThreads = 4;

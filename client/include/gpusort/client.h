@@ -256,6 +256,19 @@ class Client {
                                                                           const SortOptions& o = {});
 
   absl::StatusOr<RawSortResult> SortRaw(const RawSortRequest& request);
+  // Sorts into memory the caller owns: the sorted keys go to `keys_out` (as many bytes as the request's
+  // keys) and, with Payload::kIndices, the int64 positions to `indices_out` (8 bytes a key; else empty).
+  // Neither may overlap the request's keys. Values are not taken here (SortRaw carries them). A caller
+  // that sorts arrays again and again into the same memory saves what fresh answer memory costs: on the
+  // GPU machine the page faults of 64 MiB of fresh memory took longer than gRPC's transfer of it
+  // (BENCHMARKS.md, issue 18). A Sort sent in parts (ClientOptions::stream_parts) writes each part's
+  // answer straight into place; other calls copy the answer there once.
+  absl::StatusOr<client::ExecutionInfo> SortRawInto(const RawSortRequest& request, std::span<std::byte> keys_out,
+                                                    std::span<std::byte> indices_out = {});
+  // The typed form: the sorted `keys` into `out` (as many elements).
+  template <typename T>
+  absl::StatusOr<client::ExecutionInfo> SortInto(std::span<const T> keys, std::span<T> out,
+                                                 const SortOptions& options = {});
   absl::StatusOr<RawTopKResult> TopKRaw(client::DType dtype, std::string_view keys,
                                         const TopKOptions& options);
 

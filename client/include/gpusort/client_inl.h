@@ -65,6 +65,12 @@ absl::StatusOr<SortResult<T>> Client::Sort(std::span<const T> keys, const SortOp
 }
 
 template <typename T>
+absl::StatusOr<client::ExecutionInfo> Client::SortInto(std::span<const T> keys, std::span<T> out,
+                                                       const SortOptions& options) {
+  return SortRawInto(client_internal::MakeRawSortRequest(keys, options), std::as_writable_bytes(out));
+}
+
+template <typename T>
 absl::StatusOr<SortResult<T>> Client::Argsort(std::span<const T> keys,
                                               const SortOptions& options) {
   RawSortRequest request = client_internal::MakeRawSortRequest(keys, options);
