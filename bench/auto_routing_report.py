@@ -4,7 +4,7 @@
   python3 bench/auto_routing_report.py DIR
 
 Grid: for each size and concurrency, requests/s and p99 of the CPU-only server, GPU-only routing, and
-the size and load routings; then each routing's requests/s against the better of the two anchors (the
+the size and load routings (each the median over the script's rounds); then each routing's requests/s against the better of the two anchors (the
 issue's bar: at least 0.95x) and its p99 against that anchor's p99 (at most 1.2x). Top-k: p50 and
 requests/s per transport and server. Python 3 standard library only.
 """
@@ -29,19 +29,41 @@ def by_concurrency(rows):
     return {r["concurrency"]: r for r in rows if r.get("concurrency")}
 
 
+def median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def cells_of(directory, server, n):
+    """Per concurrency, requests/s and p99 of one server and size: one file, or the median of the rounds'
+    files (grid-SERVER-N-rK.json, as scripts/auto-routing-bench.sh alternates servers round by round)."""
+    names = [f"grid-{server}-{n}"] + sorted(os.path.basename(p)[:-5] for p in
+                                            glob.glob(os.path.join(directory, f"grid-{server}-{n}-r*.json")))
+    per_concurrency = {}
+    for name in names:
+        for c, row in by_concurrency(rows_of(directory, name)).items():
+            if row["requests"]:
+                per_concurrency.setdefault(c, []).append(row)
+    return {c: {"requests_per_s": median([r["requests_per_s"] for r in rows]),
+                "p99": median([r["latency_ms"]["p99"] for r in rows]),
+                "rounds": len(rows)}
+            for c, rows in per_concurrency.items()}
+
+
 def grid(directory):
     print("| keys | in flight | cpu req/s | gpu req/s | size req/s | load req/s | cpu p99 | gpu p99 | size p99 "
           "| load p99 | size vs best: req/s, p99 | load vs best: req/s, p99 |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     met = {"size": [0, 0], "load": [0, 0]}
     for n in SIZES:
-        runs = {s: by_concurrency(rows_of(directory, f"grid-{s}-{n}")) for s in SERVERS}
+        runs = {s: cells_of(directory, s, n) for s in SERVERS}
         for c in (1, 4, 16, 64):
             r = {s: runs[s].get(c) for s in SERVERS}
             if not any(r.values()):
                 continue
-            rate = {s: (r[s]["requests_per_s"] if r[s] and r[s]["requests"] else None) for s in SERVERS}
-            p99 = {s: (r[s]["latency_ms"]["p99"] if r[s] and r[s]["requests"] else None) for s in SERVERS}
+            rate = {s: (r[s]["requests_per_s"] if r[s] else None) for s in SERVERS}
+            p99 = {s: (r[s]["p99"] if r[s] else None) for s in SERVERS}
             anchors = [s for s in ("cpu", "gpu") if rate[s]]
             best = max(anchors, key=lambda s: rate[s]) if anchors else None
             cells = []

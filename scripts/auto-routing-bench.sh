@@ -6,8 +6,9 @@
 #   scripts/auto-routing-bench.sh BIN_DIR OUT_DIR [--quick] [grid] [topk]
 #
 # Servers: cpu (--backend cpu: the CPU-only anchor), gpu (--auto-routing gpu: every AUTO call to the GPU,
-# the GPU-only anchor), size (--auto-routing size, the default), load (--auto-routing load). One server
-# runs at a time, each on the whole machine. Every server takes 1024 calls in flight from one caller and
+# the GPU-only anchor), size (--auto-routing size, the default), load (--auto-routing load). All run at
+# once; one is measured at a time (the others idle), in rounds that alternate between them (3 rounds of
+# 1 s cells; --quick: 1 round). Every server takes 1024 calls in flight from one caller and
 # as many shared-memory regions: the defaults (48 calls a caller, 16 regions a user) refuse part of the
 # 64-in-flight load, which then measures admission instead of routing (seen in the first run).
 # grid: u32 sorts of 1K 16K 64K 256K 1M 16M keys at 1, 4, 16 and 64 in flight on 4 connections (unary
@@ -23,12 +24,10 @@ done
 want() { [[ " $parts " == *" $1 "* ]]; }
 mkdir -p "$out/json"
 work=$(mktemp -d)
-server_pid=""
-trap 'kill $server_pid 2>/dev/null; rm -rf "$work"' EXIT
 
-start_server() {  # start_server NAME FLAGS...: sets $port and $shm_socket
+declare -A ports sockets pids
+start_server() {  # start_server NAME FLAGS...: records its port and shared-memory socket
   local name=$1; shift
-  [ -n "$server_pid" ] && { kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; }
   rm -f "$work/$name.ports"
   "$bin/gpusort-server" --listen 127.0.0.1:0 --metrics-listen "" --log-level warn \
     --max-message-bytes 1073741824 --max-inflight 1024 --max-inflight-per-caller 1024 \
@@ -36,46 +35,58 @@ start_server() {  # start_server NAME FLAGS...: sets $port and $shm_socket
     --shm-max-bytes-per-user 68719476736 \
     --shm-socket "$work/$name.sock" --port-file "$work/$name.ports" "$@" \
     >"$out/server-$name.log" 2>&1 &
-  server_pid=$!
+  pids[$name]=$!
   for _ in $(seq 300); do [ -s "$work/$name.ports" ] && break; sleep 0.1; done
   # shellcheck disable=SC1090
   . "$work/$name.ports"
-  port=$grpc_port
-  shm_socket=$work/$name.sock
+  ports[$name]=$grpc_port
+  sockets[$name]=$work/$name.sock
 }
 
-bench() {  # bench NAME FLAGS...: JSON to $out/json/NAME.json
-  local name=$1; shift
-  timeout 300 "$bin/gpusort" bench --server "127.0.0.1:$port" --no-progress --format json \
+bench() {  # bench SERVER NAME FLAGS...: JSON to $out/json/NAME.json
+  local server=$1 name=$2; shift 2
+  timeout 300 "$bin/gpusort" bench --server "127.0.0.1:${ports[$server]}" --no-progress --format json \
     --output "$out/json/$name.json" "$@" >/dev/null 2>"$out/json/$name.err" || echo "FAILED: $name $*"
   tar -czf "$out/routing-json.tar.gz" -C "$out/json" .
 }
 
-duration=2 warmup=0.5
-[ -n "$quick" ] && duration=1 warmup=0.3
-sizes="1K 16K 64K 256K 1M 16M"
-for server in cpu gpu size load; do
+# Every server runs from the start, idle but for the one measured: the rounds below alternate between
+# them, so that the machine's drift (cells of one routing measured minutes apart differed by 10-20%
+# where the routing was the same) falls on all alike; the report takes each cell's median over rounds.
+servers="cpu gpu size load"
+for server in $servers; do
   case $server in
     cpu) start_server cpu --backend cpu ;;
     *) start_server "$server" --backend cuda --auto-routing "$server" ;;
   esac
-  if want grid; then
-    for n in $sizes; do
-      d=$duration
-      [ "$n" = 16M ] && d=$((duration * 2))
-      bench "grid-$server-$n" --method sort --count "$n" --concurrency-sweep 1,4,16,64 --connections 4 \
-        --duration "$d" --warmup "$warmup" --payloads 4
-      echo "grid $server $n done"
-    done
-  fi
-  if want topk; then
-    for n in 1M 16M; do
-      bench "topk-$server-$n-grpc" --method topk -k 100 --dtype f32 --count "$n" --concurrency-sweep 1,16 \
-        --connections 4 --duration "$duration" --warmup "$warmup" --payloads 2
-      bench "topk-$server-$n-shm" --method topk -k 100 --dtype f32 --count "$n" --transport shm \
-        --shm-socket "$shm_socket" --concurrency-sweep 1,16 --connections 4 --duration "$duration" \
-        --warmup "$warmup" --payloads 2
-    done
-  fi
 done
+trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
+
+duration=1 warmup=0.3 rounds=3
+[ -n "$quick" ] && rounds=1
+sizes="1K 16K 64K 256K 1M 16M"
+if want grid; then
+  for n in $sizes; do
+    d=$duration
+    [ "$n" = 16M ] && d=$((duration * 2))
+    for round in $(seq "$rounds"); do
+      for server in $servers; do
+        bench "$server" "grid-$server-$n-r$round" --method sort --count "$n" --concurrency-sweep 1,4,16,64 \
+          --connections 4 --duration "$d" --warmup "$warmup" --payloads 4
+      done
+    done
+    echo "grid $n done"
+  done
+fi
+if want topk; then
+  for server in $servers; do
+    for n in 1M 16M; do
+      bench "$server" "topk-$server-$n-grpc" --method topk -k 100 --dtype f32 --count "$n" --concurrency-sweep 1,16 \
+        --connections 4 --duration 2 --warmup 0.5 --payloads 2
+      bench "$server" "topk-$server-$n-shm" --method topk -k 100 --dtype f32 --count "$n" --transport shm \
+        --shm-socket "${sockets[$server]}" --concurrency-sweep 1,16 --connections 4 --duration 2 \
+        --warmup 0.5 --payloads 2
+    done
+  done
+fi
 echo "auto-routing-bench done"

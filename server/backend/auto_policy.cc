@@ -32,38 +32,10 @@ std::string_view AutoRoutingName(AutoRouting routing) {
   return "?";
 }
 
-namespace {
-
-// 8-byte keys move and compare at about half the rate of 4-byte ones; 1- and 2-byte keys are widened
-// to 32 bits on both engines' sort paths, so they cost as 4-byte keys.
-double WidthFactor(DType dtype) { return ElementSize(dtype) == 8 ? 1.6 : 1.0; }
-
-// Indices or values: a second array through the sort and back.
-double PayloadFactor(const SortSpec& spec) { return spec.payload == SortPayload::kNone ? 1.0 : 1.6; }
-
-}  // namespace
-
-EngineCost CpuSortCost(const SortSpec& spec) {
-  return {10e-6, 2.3e-9 * WidthFactor(spec.dtype) * PayloadFactor(spec)};
-}
-
-EngineCost GpuSortCost(const SortSpec& spec, bool pinned) {
-  return {pinned ? 100e-6 : 150e-6, (pinned ? 0.22e-9 : 0.5e-9) * WidthFactor(spec.dtype) * PayloadFactor(spec)};
-}
-
-EngineCost CpuTopKCost(const TopKSpec& spec) { return {10e-6, 0.17e-9 * WidthFactor(spec.dtype)}; }
-
-EngineCost GpuTopKCost(const TopKSpec& spec, bool pinned) {
-  return {pinned ? 100e-6 : 150e-6, (pinned ? 0.08e-9 : 0.32e-9) * WidthFactor(spec.dtype)};
-}
-
-AutoChoice ChooseByLoad(AutoChoice by_size, double cpu_backlog_seconds, const EngineCost& cpu,
-                        double gpu_backlog_seconds, const EngineCost& gpu, std::size_t count) {
-  if (count < kAutoLoadMinKeys) return AutoChoice::kCpu;
-  if (cpu_backlog_seconds <= 0 && gpu_backlog_seconds <= 0) return by_size;
-  const double cpu_done = cpu_backlog_seconds + cpu.Seconds(count);
-  const double gpu_done = gpu_backlog_seconds + gpu.Seconds(count);
-  return gpu_done < cpu_done ? AutoChoice::kGpuRadix : AutoChoice::kCpu;
+std::size_t SortGpuFromKeysUnderLoad(int others_in_flight) {
+  for (const SortLoadStep& step : kAutoSortLoadSteps)
+    if (others_in_flight < step.others_in_flight_below) return step.gpu_from_keys;
+  return kAutoSortLoadSteps[std::size(kAutoSortLoadSteps) - 1].gpu_from_keys;
 }
 
 // Rows and segments of up to 4096 keys sort as bitonic tiles; longer ones by CUB's segmented radix sort.

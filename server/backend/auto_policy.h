@@ -38,11 +38,14 @@ AutoChoice ChooseTopK(const TopKSpec& spec, std::size_t count, bool pinned = fal
 
 // How AUTO picks between the CPU and the GPU engine (the server's --auto-routing).
 enum class AutoRouting {
-  kSize,  // by method, size and k alone: ChooseSort / ChooseTopK above (the default)
-  // By expected finish time (issue 18): each engine's estimated work in flight plus this request's, on
-  // the cost model below; the engine that would finish it first takes it. Where only one engine is fit
-  // (below kAutoLoadMinKeys, or a top-k whose k the CPU selects slowly) the size rule stands.
-  // When neither engine has work in flight, the size rule, measured for one request alone, decides.
+  kSize,  // by method, size and k alone: ChooseSort / ChooseTopK above
+  // By load (issue 18): an AUTO Sort of keys in ordinary memory goes to the GPU from the size that the
+  // requests in flight call for (kAutoSortLoadSteps, measured); alone, that is the size rule's. Top-k,
+  // and sorts of registered memory, rows and segments, keep the size rule: an earlier form moved them
+  // by a cost model of each engine's work in flight, which the grid found worse than the size rule
+  // (BENCHMARKS.md, "AUTO under load"), and the top-k from registered memory that it sent to the CPU
+  // cost the mixed load a quarter of its keys/s. The default: on the grid it lost no request rate
+  // where the size rule held, and kept the mixed load's.
   kLoad,
   kGpu,  // everything AUTO may send to the GPU goes there: the GPU-only anchor of the load benchmarks
 };
@@ -50,35 +53,24 @@ enum class AutoRouting {
 std::optional<AutoRouting> ParseAutoRouting(std::string_view name);
 std::string_view AutoRoutingName(AutoRouting routing);
 
-// Load-aware AUTO's cost model: the seconds of an engine's capacity one request takes, fixed plus per
-// key, as throughput under load (what 1 / requests-per-second gives), not one request's latency alone.
-// Priors from the H100 machine (16 cores), issue 18's figures and BENCHMARKS.md "AUTO: where the CPU
-// wins": 64K u32 sorts at 16 in flight, CPU server 6,512/s (153 us each: ~2.3 ns a key) and CUDA server
-// 4,872/s (205 us); a 16M sort from host memory spends ~8 ms staging on the GPU path (0.5 ns a key),
-// from shared memory 3.74 ms (0.22 ns); a 16M top-100 on the CPU 2.70 ms (0.17 ns a key), on the GPU
-// from shared memory ~1.3 ms (0.08 ns). Re-measured on the grid of scripts/auto-routing-bench.sh.
-struct EngineCost {
-  double fixed_seconds = 0;
-  double seconds_per_key = 0;
-  double Seconds(std::size_t keys) const { return fixed_seconds + seconds_per_key * static_cast<double>(keys); }
+// Load-aware AUTO's rule for a Sort whose keys are in ordinary memory (gRPC): the GPU from a size that
+// grows with the requests already in flight on the two engines, as the grid measured it. GPU machine
+// (H200 host, 16 cores, 2026-11-26; BENCHMARKS.md "AUTO under load, a second grid"), u32 sorts over gRPC
+// on 4 connections, a CPU-only server beside GPU-only routing: one request at a time, they tie at 16K
+// keys (1,505 vs 1,552 req/s) and the GPU wins at 64K (1,047 vs 577); at 4 in flight the CPU wins at 16K
+// (6,799 vs 6,148) and the GPU at 64K (3,693 vs 2,482); at 16 and 64 in flight the CPU wins at 64K
+// (6,412 vs 5,007; 6,048 vs 4,818) and the GPU from 256K (2,061 vs 1,288; 1,951 vs 1,258). The GPU's
+// fixed cost a call (staging, launches, waits) queues on one device where the CPU engine spreads its
+// calls over the cores. The H100 machine's grid of the same day (medians of 3 interleaved rounds) has
+// the same crossings: 16K at 4 in flight 6,274 vs 5,836; 64K 2,222 vs 2,913 at 4 and 4,863 vs 4,401 at
+// 16; 256K at 16 1,080 vs 1,727. The step between 4 and 16 in flight (at 8) was not measured.
+struct SortLoadStep {
+  int others_in_flight_below;  // this step holds while fewer other requests are in flight
+  std::size_t gpu_from_keys;
 };
-// `pinned`: the keys lie in registered (pinned) host memory, so the GPU copies them without staging.
-EngineCost CpuSortCost(const SortSpec& spec);
-EngineCost GpuSortCost(const SortSpec& spec, bool pinned);
-EngineCost CpuTopKCost(const TopKSpec& spec);
-EngineCost GpuTopKCost(const TopKSpec& spec, bool pinned);
-
-// Below this many keys load-aware AUTO keeps to the CPU, as the size rule does: such calls may run
-// inline on a gRPC thread (the scheduler's --inline-max-keys, 4096 by default), where GPU work would
-// hold the thread, and the GPU's fixed cost is tens of such calls.
-inline constexpr std::size_t kAutoLoadMinKeys = 4097;
-
-// Load-aware AUTO's choice for one request: with nothing in flight on either engine, `by_size` (the
-// size rule: its thresholds are the latency of one request alone, where the model's costs are
-// capacity under load); otherwise the engine whose work in flight (seconds, by the model) plus the
-// request's own cost ends first, ties to the CPU, which needs no PCIe.
-AutoChoice ChooseByLoad(AutoChoice by_size, double cpu_backlog_seconds, const EngineCost& cpu,
-                        double gpu_backlog_seconds, const EngineCost& gpu, std::size_t count);
+inline constexpr SortLoadStep kAutoSortLoadSteps[] = {{1, 16384}, {8, 65536}, {1 << 30, 262144}};
+// The GPU threshold of kAutoSortLoadSteps for `others_in_flight` requests in flight.
+std::size_t SortGpuFromKeysUnderLoad(int others_in_flight);
 
 // The GPU kernel for a Sort of several rows (SortSpec::rows): BITONIC for rows of up to 4096 keys (one
 // block per row, in registers and shared memory), else RADIX (CUB's segmented sort). Measured for the

@@ -91,31 +91,28 @@ bool Listed(const std::vector<Algorithm>& list, Algorithm a) {
   return std::find(list.begin(), list.end(), a) != list.end();
 }
 
-// The seconds of work (by the cost model, auto_policy.h) an engine has in flight: added when a request
-// is sent to it, taken back when the engine returns.
-class Backlog {
+// The requests an engine has in flight under load-aware AUTO: counted while a Charge lives.
+class InFlight {
  public:
-  double seconds() const { return static_cast<double>(ns_.load(std::memory_order_relaxed)) * 1e-9; }
+  int requests() const { return requests_.load(std::memory_order_relaxed); }
 
   class Charge {
    public:
-    Charge(Backlog* backlog, double seconds)
-        : backlog_(backlog), ns_(static_cast<int64_t>(seconds * 1e9)) {
-      if (backlog_ != nullptr) backlog_->ns_.fetch_add(ns_, std::memory_order_relaxed);
+    explicit Charge(InFlight* in_flight) : in_flight_(in_flight) {
+      if (in_flight_ != nullptr) in_flight_->requests_.fetch_add(1, std::memory_order_relaxed);
     }
     ~Charge() {
-      if (backlog_ != nullptr) backlog_->ns_.fetch_sub(ns_, std::memory_order_relaxed);
+      if (in_flight_ != nullptr) in_flight_->requests_.fetch_sub(1, std::memory_order_relaxed);
     }
     Charge(const Charge&) = delete;
     Charge& operator=(const Charge&) = delete;
 
    private:
-    Backlog* backlog_;
-    int64_t ns_;
+    InFlight* in_flight_;
   };
 
  private:
-  std::atomic<int64_t> ns_{0};
+  std::atomic<int> requests_{0};
 };
 
 class AutoRouter final : public Backend {
@@ -147,7 +144,7 @@ class AutoRouter final : public Backend {
   absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
                     ExecutionReport& report) override {
     ASSIGN_OR_RETURN(const Placed placed, PlaceSort(spec, buffers.count, /*pinned=*/false));
-    const Backlog::Charge charge(placed.backlog, placed.seconds);
+    const InFlight::Charge charge(placed.in_flight);
     Stamp(*placed.engine, report);
     return placed.engine->Sort(spec, buffers, cancellation, report);
   }
@@ -172,7 +169,7 @@ class AutoRouter final : public Backend {
   absl::Status SortPinned(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
                           const Cancellation& cancellation, ExecutionReport& report) override {
     ASSIGN_OR_RETURN(const Placed placed, PlaceSort(spec, buffers.count, /*pinned=*/true));
-    const Backlog::Charge charge(placed.backlog, placed.seconds);
+    const InFlight::Charge charge(placed.in_flight);
     Stamp(*placed.engine, report);
     return placed.engine->SortPinned(spec, keys_in, buffers, cancellation, report);
   }
@@ -195,7 +192,7 @@ class AutoRouter final : public Backend {
   absl::Status TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                           ExecutionReport& report) override {
     ASSIGN_OR_RETURN(const Placed placed, PlaceTopK(spec, buffers.count, /*pinned=*/true));
-    const Backlog::Charge charge(placed.backlog, placed.seconds);
+    const InFlight::Charge charge(placed.in_flight);
     Stamp(*placed.engine, report);
     return placed.engine->TopKPinned(spec, buffers, cancellation, report);
   }
@@ -221,7 +218,7 @@ class AutoRouter final : public Backend {
   absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                     ExecutionReport& report) override {
     ASSIGN_OR_RETURN(const Placed placed, PlaceTopK(spec, buffers.count, /*pinned=*/false));
-    const Backlog::Charge charge(placed.backlog, placed.seconds);
+    const InFlight::Charge charge(placed.in_flight);
     Stamp(*placed.engine, report);
     return placed.engine->TopK(spec, buffers, cancellation, report);
   }
@@ -230,8 +227,7 @@ class AutoRouter final : public Backend {
   // An engine for one request, and what it is charged while it runs there (load-aware AUTO only).
   struct Placed {
     Backend* engine = nullptr;
-    Backlog* backlog = nullptr;
-    double seconds = 0;
+    InFlight* in_flight = nullptr;  // counted there while it runs (load-aware AUTO only)
   };
 
   // A stream or a parted sort goes to the GPU engine from this many keys (collected on the host until
@@ -254,11 +250,16 @@ class AutoRouter final : public Backend {
   }
 
   absl::StatusOr<Placed> PlaceSort(const SortSpec& spec, std::size_t count, bool pinned) {
-    ASSIGN_OR_RETURN(Backend* const engine, ForSort(spec, count));
+    ASSIGN_OR_RETURN(Backend* engine, ForSort(spec, count));
     if (routing_ != AutoRouting::kLoad) return Placed{engine};
-    // Only AUTO moves, only where both engines are fit: segments and rows keep the size rule's engine.
-    return ByLoad(engine, spec.algorithm == Algorithm::kAuto && !spec.segmented(), CpuSortCost(spec),
-                  GpuSortCost(spec, pinned), count, [&](Backend& e) { return e.CheckSortLimits(spec, count).ok(); });
+    // Only AUTO of ordinary memory moves (SortGpuFromKeysUnderLoad), and only to an engine it fits:
+    // rows, segments and registered memory keep the size rule's engine.
+    if (!pinned && spec.algorithm == Algorithm::kAuto && !spec.segmented()) {
+      const int others = cpu_in_flight_.requests() + gpu_in_flight_.requests();
+      Backend* const chosen = count >= SortGpuFromKeysUnderLoad(others) ? gpu_.get() : cpu_.get();
+      if (chosen == engine || chosen->CheckSortLimits(spec, count).ok()) engine = chosen;
+    }
+    return Counted(engine);
   }
 
   absl::StatusOr<Placed> PlaceTopK(const TopKSpec& spec, std::size_t count, bool pinned) {
@@ -269,28 +270,12 @@ class AutoRouter final : public Backend {
       ASSIGN_OR_RETURN(Backend* const checked, ForTopK(spec, count));
       if (engine != checked && !engine->CheckTopKLimits(spec, count).ok()) engine = checked;
     }
-    if (routing_ != AutoRouting::kLoad) return Placed{engine};
-    // Only AUTO with a k the CPU selects quickly moves (larger k: the size rule's GPU, auto_policy.h).
-    return ByLoad(engine, spec.algorithm == Algorithm::kAuto && spec.k <= kAutoTopKCpuUpToK && !spec.by_segments(),
-                  CpuTopKCost(spec), GpuTopKCost(spec, pinned), count,
-                  [&](Backend& e) { return e.CheckTopKLimits(spec, count).ok(); });
+    return routing_ == AutoRouting::kLoad ? Counted(engine) : Placed{engine};
   }
 
-  // Load-aware AUTO for a request the size rule (or its name) gave `engine`: when `movable`, the engine
-  // that would finish it first (ChooseByLoad) if the request `fits` there; charged to the one chosen.
-  template <typename Fits>
-  Placed ByLoad(Backend* engine, bool movable, const EngineCost& cpu, const EngineCost& gpu, std::size_t count,
-                Fits fits) {
-    Backend* chosen = engine;
-    if (movable) {
-      const AutoChoice by_size = engine == cpu_.get() ? AutoChoice::kCpu : AutoChoice::kGpuRadix;
-      const AutoChoice choice =
-          ChooseByLoad(by_size, cpu_backlog_.seconds(), cpu, gpu_backlog_.seconds(), gpu, count);
-      chosen = choice == AutoChoice::kCpu ? cpu_.get() : gpu_.get();
-      if (chosen != engine && !fits(*chosen)) chosen = engine;
-    }
-    const bool on_cpu = chosen == cpu_.get();
-    return Placed{chosen, on_cpu ? &cpu_backlog_ : &gpu_backlog_, on_cpu ? cpu.Seconds(count) : gpu.Seconds(count)};
+  // `engine`, with its requests in flight counted while the request runs (load-aware AUTO).
+  Placed Counted(Backend* engine) {
+    return Placed{engine, engine == cpu_.get() ? &cpu_in_flight_ : &gpu_in_flight_};
   }
 
   // The engine for a request: the one the named algorithm belongs to, or AUTO's choice (auto_policy.h);
@@ -308,7 +293,7 @@ class AutoRouter final : public Backend {
   std::unique_ptr<Backend> cpu_;
   std::unique_ptr<Backend> gpu_;
   const AutoRouting routing_;
-  Backlog cpu_backlog_, gpu_backlog_;  // load-aware AUTO's estimate of each engine's work in flight
+  InFlight cpu_in_flight_, gpu_in_flight_;  // load-aware AUTO's count of each engine's requests
 };
 
 }  // namespace

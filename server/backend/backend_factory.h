@@ -20,7 +20,7 @@ struct BackendChoice {
   int cuda_streams = 4;
   std::size_t cuda_staging_bytes = std::size_t{16} << 20;
   std::size_t cuda_memory_limit_bytes = 0;
-  std::string auto_routing = "size";  // size | load | gpu (auto_policy.h's AutoRouting)
+  std::string auto_routing = "load";  // size | load | gpu (auto_policy.h's AutoRouting)
 };
 
 absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice);

@@ -74,9 +74,9 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
   app.add_option("--auto-routing", c.auto_routing,
-                 "how AUTO picks between the CPU and the GPU engine: size (by size and kind alone), load (the "
-                 "engine that would finish the request first, given the work each has in flight), gpu (every "
-                 "AUTO call to the GPU)")
+                 "how AUTO picks between the CPU and the GPU engine: load (as size, but a sort sent over gRPC "
+                 "needs more keys to go to the GPU while other requests are in flight), size (by size and kind "
+                 "alone), gpu (every AUTO call to the GPU)")
       ->check(CLI::IsMember({"size", "load", "gpu"}))
       ->capture_default_str();
   app.add_option("--cuda-device", c.cuda_device, "GPU ordinal the CUDA backend uses")

@@ -28,7 +28,7 @@ struct ServerConfig {
   int cuda_device = 0;                           // which GPU the CUDA backend uses
   std::string cuda_devices;                      // "all" or "0,1": serve from each (overrides cuda_device)
   std::size_t split_from_keys = 0;               // arrays this large split across the GPUs; 0 = only when too big for one
-  std::string auto_routing = "size";             // AUTO between CPU and GPU: size | load | gpu (auto_policy.h)
+  std::string auto_routing = "load";             // AUTO between CPU and GPU: size | load | gpu (auto_policy.h)
   int cuda_streams = 4;                          // jobs on the GPU at once (one stream each)
   std::size_t cuda_staging_bytes = 16u << 20;    // each of a stream's two pinned staging buffers
   std::size_t cuda_memory_limit_bytes = 0;       // device memory requests may hold at once; 0 = all

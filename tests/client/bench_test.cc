@@ -620,6 +620,36 @@ TEST_F(BenchEndToEnd, EchoInPartsReturnsTheBytesInOrder) {
   ExpectClean(rows, 2);  // a part out of place would be a WRONG_ANSWER error
 }
 
+// Each bench thread reuses its answer memory (SortRawInto) unless --fresh-answers: with two payloads
+// taking turns, a reused buffer holds the other payload's answer when the next call starts, and every
+// answer must still be checked right; sorts in parts, argsort, and echoes in parts, both ways.
+TEST_F(BenchEndToEnd, AnswersInReusedAndInFreshMemoryAreBothRight) {
+  for (bool fresh : {false, true}) {
+    SCOPED_TRACE(fresh ? "fresh answers" : "reused answers");
+    for (std::size_t count : {std::size_t{4099}, ClientOptions{}.stream_parts_from_bytes / 4 + 1}) {
+      BenchConfig sort = Config(BenchMethod::kSort, BenchTransport::kStream);
+      sort.count = count;  // one stream; in 3 parts
+      sort.chunk_bytes = std::size_t{1} << 20;
+      sort.stream_parts = 3;
+      sort.argsort = true;
+      sort.payloads = 2;
+      sort.concurrency = {2};
+      sort.requests = 4;
+      sort.fresh_answers = fresh;
+      ExpectClean(RunBench(sort), 4);
+    }
+    BenchConfig echo = Config(BenchMethod::kEcho, BenchTransport::kStream);
+    echo.count = ClientOptions{}.stream_parts_from_bytes / 4;
+    echo.echo_stream_parts = 3;
+    echo.chunk_bytes = std::size_t{1} << 20;
+    echo.payloads = 2;
+    echo.concurrency = {1};
+    echo.requests = 3;
+    echo.fresh_answers = fresh;
+    ExpectClean(RunBench(echo), 3);
+  }
+}
+
 TEST_F(BenchEndToEnd, SweepGivesARowPerLevelAndProgressIsReported) {
   BenchConfig c = Config(BenchMethod::kSort, BenchTransport::kUnary);
   c.concurrency = {1, 2, 8};

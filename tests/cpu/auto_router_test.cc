@@ -302,36 +302,7 @@ TEST_F(AutoRouterTest, PartedSortsGoToTheGpuEngineOnlyWhenAutoWouldSendTheWhole)
 }
 
 
-// Load-aware AUTO (issue 18, --auto-routing load): with nothing in flight the size rule; otherwise the
-// engine whose work in flight plus the request's own cost ends first. A busy CPU sends contested sizes
-// to the GPU and a busy GPU to the CPU; a top-k from pinned memory goes to the GPU where one from
-// ordinary memory stays on the CPU.
-TEST(AutoPolicy, LoadAwareChoiceWeighsEachEnginesBacklog) {
-  SortSpec sort;  // u32 keys alone
-  const EngineCost cpu = CpuSortCost(sort), gpu = GpuSortCost(sort, false);
-  constexpr AutoChoice kCpu = AutoChoice::kCpu, kGpu = AutoChoice::kGpuRadix;
-  EXPECT_EQ(ChooseByLoad(kGpu, 0, cpu, 1.0, gpu, kAutoLoadMinKeys - 1), kCpu) << "inline sizes never move";
-  EXPECT_EQ(ChooseByLoad(kGpu, 0, cpu, 0, gpu, 65536), kGpu) << "idle: the size rule";
-  EXPECT_EQ(ChooseByLoad(kCpu, 0, cpu, 0, gpu, 8192), kCpu) << "idle: the size rule";
-  EXPECT_EQ(ChooseByLoad(kCpu, 1e-3, cpu, 0, gpu, 8192), kGpu) << "a CPU a millisecond behind";
-  EXPECT_EQ(ChooseByLoad(kGpu, 0, cpu, 1e-3, gpu, 65536), kCpu) << "a GPU a millisecond behind";
-  EXPECT_EQ(ChooseByLoad(kGpu, 1e-6, cpu, 0, gpu, 1 << 20), kGpu) << "1M keys: the GPU's capacity";
-  EXPECT_EQ(ChooseByLoad(kGpu, 0, cpu, 1.0, gpu, 1 << 20), kCpu) << "a GPU a second behind";
-  // Wider keys and payloads cost more on both engines.
-  SortSpec wide;
-  wide.dtype = DType::kUInt64;
-  wide.payload = SortPayload::kIndices;
-  EXPECT_GT(CpuSortCost(wide).Seconds(1000), cpu.Seconds(1000));
-  EXPECT_GT(GpuSortCost(wide, false).Seconds(1000), gpu.Seconds(1000));
-  EXPECT_LT(GpuSortCost(sort, true).Seconds(1 << 24), gpu.Seconds(1 << 24)) << "pinned keys skip the staging";
-
-  TopKSpec topk;
-  topk.dtype = DType::kFloat32;
-  topk.k = 100;
-  const std::size_t n = std::size_t{1} << 24;
-  EXPECT_EQ(ChooseByLoad(kCpu, 1e-6, CpuTopKCost(topk), 1e-6, GpuTopKCost(topk, false), n), kCpu);
-  EXPECT_EQ(ChooseByLoad(kCpu, 1e-6, CpuTopKCost(topk), 1e-6, GpuTopKCost(topk, true), n), kGpu);
-
+TEST(AutoPolicy, RoutingNamesParse) {
   for (const char* name : {"size", "load", "gpu"}) {
     ASSERT_TRUE(ParseAutoRouting(name).has_value()) << name;
     EXPECT_EQ(AutoRoutingName(*ParseAutoRouting(name)), name);
@@ -367,26 +338,64 @@ class HeldCpu final : public Backend {
   std::unique_ptr<Backend> cpu_ = MakeCpuBackend({});
 };
 
-TEST(AutoRouterLoad, WorkInFlightOnTheCpuSendsTheNextContestedSortToTheGpu) {
+// The load steps: alone, the size rule's threshold; the threshold never falls as the load grows.
+TEST(AutoPolicy, SortLoadStepsStartAtTheSizeRuleAndOnlyRise) {
+  EXPECT_EQ(SortGpuFromKeysUnderLoad(0), kAutoSortCpuBelowKeys);
+  std::size_t last = 0;
+  for (int others : {0, 1, 3, 7, 8, 15, 63, 1000, 1 << 30}) {
+    EXPECT_GE(SortGpuFromKeysUnderLoad(others), last) << others;
+    last = SortGpuFromKeysUnderLoad(others);
+  }
+  EXPECT_EQ(SortGpuFromKeysUnderLoad(3), std::size_t{65536});
+  EXPECT_EQ(SortGpuFromKeysUnderLoad(15), std::size_t{262144});
+}
+
+// Sorts of `n` AUTO keys held on the CPU engine (named CPU, so that they stay there) until released:
+// requests in flight, as a loaded server has them.
+class InFlight {
+ public:
+  InFlight(Backend& router, HeldCpu& cpu, int count) : cpu_(cpu) {
+    const int before = cpu.started.load();
+    for (int i = 0; i < count; ++i)
+      threads_.emplace_back([&router] { (void)SortThrough(router, HeldCpu::kHeldFromKeys, Algorithm::kCpu); });
+    while (cpu.started.load() < before + count) std::this_thread::yield();
+  }
+  ~InFlight() {
+    cpu_.release = true;
+    for (std::thread& t : threads_) t.join();
+    cpu_.release = false;
+  }
+
+ private:
+  HeldCpu& cpu_;
+  std::vector<std::thread> threads_;
+};
+
+// Load-aware AUTO's sorts of ordinary memory follow kAutoSortLoadSteps: with others in flight a sort
+// must be larger to go to the GPU, and once they are done the size rule's threshold is back.
+TEST(AutoRouterLoad, RequestsInFlightRaiseTheSizeFromWhichSortsGoToTheGpu) {
   auto counts = std::make_shared<Counts>();
   auto held = std::make_unique<HeldCpu>();
   HeldCpu& cpu = *held;
   auto router = MakeAutoRouter(std::move(held), std::make_unique<StandInGpu>(counts, false), AutoRouting::kLoad);
-  auto sort = [&](std::size_t n, Algorithm algorithm = Algorithm::kAuto) {
-    return SortThrough(*router, n, algorithm).backend;
-  };
-  // A million keys named for the CPU, held there: the CPU's backlog. An 8192-key sort, the CPU's by the
-  // size rule, now ends sooner on the GPU; once the CPU is free again, the CPU takes it.
-  std::optional<BackendKind> first;
-  std::thread in_flight([&] { first = sort(1 << 20, Algorithm::kCpu); });
-  while (cpu.started.load() == 0) std::this_thread::yield();
-  EXPECT_EQ(sort(8192), BackendKind::kCuda);
-  EXPECT_EQ(sort(1000), BackendKind::kCpu) << "below kAutoLoadMinKeys: the CPU whatever its load";
-  cpu.release = true;
-  in_flight.join();
-  EXPECT_EQ(first, BackendKind::kCpu);
-  EXPECT_EQ(sort(8192), BackendKind::kCpu);
-  EXPECT_EQ(counts->sort.load(), 1);
+  auto sort = [&](std::size_t n) { return SortThrough(*router, n, Algorithm::kAuto).backend; };
+  EXPECT_EQ(sort(16384), BackendKind::kCuda) << "alone: the size rule";
+  EXPECT_EQ(sort(16383), BackendKind::kCpu);
+  {
+    InFlight one(*router, cpu, 1);
+    EXPECT_EQ(sort(16384), BackendKind::kCpu);
+    EXPECT_EQ(sort(65535), BackendKind::kCpu);
+    EXPECT_EQ(sort(65536), BackendKind::kCuda);
+    EXPECT_EQ(sort(1000), BackendKind::kCpu);
+  }
+  {
+    InFlight eight(*router, cpu, 8);
+    EXPECT_EQ(sort(65536), BackendKind::kCpu);
+    EXPECT_EQ(sort(262143), BackendKind::kCpu);
+    EXPECT_EQ(sort(262144), BackendKind::kCuda);
+  }
+  EXPECT_EQ(sort(16384), BackendKind::kCuda) << "the load gone, the size rule again";
+  EXPECT_EQ(counts->sort.load(), 4);
 }
 
 TEST(AutoRouterLoad, GpuRoutingSendsEveryAutoCallToTheGpuEngine) {
