@@ -14,6 +14,7 @@
 # grid: u32 sorts of 1K 16K 64K 256K 1M 16M keys at 1, 4, 16 and 64 in flight on 4 connections (unary
 # under 4 MiB, streamed above, as gpusort bench sends them).
 # topk: f32 top-100 of 1M and 16M keys over unary/stream and shared memory on each server.
+# AUTO_ROUTING_SERVERS and AUTO_ROUTING_SIZES (space-separated) narrow the servers and the grid's sizes.
 set -uo pipefail
 bin=$1 out=$2; shift 2
 quick="" parts=""
@@ -53,7 +54,7 @@ bench() {  # bench SERVER NAME FLAGS...: JSON to $out/json/NAME.json
 # Every server runs from the start, idle but for the one measured: the rounds below alternate between
 # them, so that the machine's drift (cells of one routing measured minutes apart differed by 10-20%
 # where the routing was the same) falls on all alike; the report takes each cell's median over rounds.
-servers="cpu gpu size load"
+servers=${AUTO_ROUTING_SERVERS:-cpu gpu size load}
 for server in $servers; do
   case $server in
     cpu) start_server cpu --backend cpu ;;
@@ -64,7 +65,7 @@ trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
 
 duration=1 warmup=0.3 rounds=3
 [ -n "$quick" ] && rounds=1
-sizes="1K 16K 64K 256K 1M 16M"
+sizes=${AUTO_ROUTING_SIZES:-1K 16K 64K 256K 1M 16M}
 if want grid; then
   for n in $sizes; do
     d=$duration

@@ -54,7 +54,10 @@ std::optional<AutoRouting> ParseAutoRouting(std::string_view name);
 std::string_view AutoRoutingName(AutoRouting routing);
 
 // Load-aware AUTO's rule for a Sort whose keys are in ordinary memory (gRPC): the GPU from a size that
-// grows with the requests already in flight on the two engines, as the grid measured it. GPU machine
+// grows with the requests already in flight on the two engines, as the grid measured it. Alone it starts
+// at 64K, not at the size rule's 16K: at 16K the two engines tie one request at a time on the grid, and
+// a closed loop of 4 often finds nothing else in flight between an answer and its next call, which sent
+// a share of those 16K sorts to the GPU, where the CPU is faster at 4 in flight. GPU machine
 // (H200 host, 16 cores, 2026-11-26; BENCHMARKS.md "AUTO under load, a second grid"), u32 sorts over gRPC
 // on 4 connections, a CPU-only server beside GPU-only routing: one request at a time, they tie at 16K
 // keys (1,505 vs 1,552 req/s) and the GPU wins at 64K (1,047 vs 577); at 4 in flight the CPU wins at 16K
@@ -68,7 +71,7 @@ struct SortLoadStep {
   int others_in_flight_below;  // this step holds while fewer other requests are in flight
   std::size_t gpu_from_keys;
 };
-inline constexpr SortLoadStep kAutoSortLoadSteps[] = {{1, 16384}, {8, 65536}, {1 << 30, 262144}};
+inline constexpr SortLoadStep kAutoSortLoadSteps[] = {{8, 65536}, {1 << 30, 262144}};
 // The GPU threshold of kAutoSortLoadSteps for `others_in_flight` requests in flight.
 std::size_t SortGpuFromKeysUnderLoad(int others_in_flight);
 

@@ -338,9 +338,10 @@ class HeldCpu final : public Backend {
   std::unique_ptr<Backend> cpu_ = MakeCpuBackend({});
 };
 
-// The load steps: alone, the size rule's threshold; the threshold never falls as the load grows.
-TEST(AutoPolicy, SortLoadStepsStartAtTheSizeRuleAndOnlyRise) {
-  EXPECT_EQ(SortGpuFromKeysUnderLoad(0), kAutoSortCpuBelowKeys);
+// The load steps: alone, no lower than the size rule's threshold; it never falls as the load grows.
+TEST(AutoPolicy, SortLoadStepsStartAtTheSizeRuleOrAboveAndOnlyRise) {
+  EXPECT_GE(SortGpuFromKeysUnderLoad(0), kAutoSortCpuBelowKeys);
+  EXPECT_EQ(SortGpuFromKeysUnderLoad(0), std::size_t{65536});
   std::size_t last = 0;
   for (int others : {0, 1, 3, 7, 8, 15, 63, 1000, 1 << 30}) {
     EXPECT_GE(SortGpuFromKeysUnderLoad(others), last) << others;
@@ -379,11 +380,11 @@ TEST(AutoRouterLoad, RequestsInFlightRaiseTheSizeFromWhichSortsGoToTheGpu) {
   HeldCpu& cpu = *held;
   auto router = MakeAutoRouter(std::move(held), std::make_unique<StandInGpu>(counts, false), AutoRouting::kLoad);
   auto sort = [&](std::size_t n) { return SortThrough(*router, n, Algorithm::kAuto).backend; };
-  EXPECT_EQ(sort(16384), BackendKind::kCuda) << "alone: the size rule";
-  EXPECT_EQ(sort(16383), BackendKind::kCpu);
+  EXPECT_EQ(sort(65536), BackendKind::kCuda) << "alone";
+  EXPECT_EQ(sort(65535), BackendKind::kCpu);
+  EXPECT_EQ(sort(16384), BackendKind::kCpu) << "the size rule's threshold is a tie, left to the CPU";
   {
     InFlight one(*router, cpu, 1);
-    EXPECT_EQ(sort(16384), BackendKind::kCpu);
     EXPECT_EQ(sort(65535), BackendKind::kCpu);
     EXPECT_EQ(sort(65536), BackendKind::kCuda);
     EXPECT_EQ(sort(1000), BackendKind::kCpu);
@@ -394,7 +395,7 @@ TEST(AutoRouterLoad, RequestsInFlightRaiseTheSizeFromWhichSortsGoToTheGpu) {
     EXPECT_EQ(sort(262143), BackendKind::kCpu);
     EXPECT_EQ(sort(262144), BackendKind::kCuda);
   }
-  EXPECT_EQ(sort(16384), BackendKind::kCuda) << "the load gone, the size rule again";
+  EXPECT_EQ(sort(65536), BackendKind::kCuda) << "the load gone, the first step again";
   EXPECT_EQ(counts->sort.load(), 4);
 }
 
