@@ -367,9 +367,10 @@ absl::StatusOr<RawSortResult> Client::Impl::SortStreamedInParts(const RawSortReq
   RawSortResult result;
   result.streamed = true;
   result.keys.resize(r.keys.size());
-  if (r.payload == client::Payload::kIndices) result.indices.resize(r.keys.size() / KeyBytes(r.dtype) * sizeof(int64_t));
-  absl::StatusOr<client::ExecutionInfo> info =
-      SortInPartsInto(r, std::as_writable_bytes(std::span(result.keys)), std::as_writable_bytes(std::span(result.indices)));
+  if (r.payload == client::Payload::kIndices)
+    result.indices.resize(r.keys.size() / KeyBytes(r.dtype) * sizeof(int64_t));
+  absl::StatusOr<client::ExecutionInfo> info = SortInPartsInto(r, std::as_writable_bytes(std::span(result.keys)),
+                                                               std::as_writable_bytes(std::span(result.indices)));
   if (!info.ok()) return info.status();
   result.info = *std::move(info);
   return result;
@@ -403,9 +404,10 @@ absl::StatusOr<client::ExecutionInfo> Client::Impl::SortRawInto(const RawSortReq
   const std::size_t index_bytes =
       r.payload == client::Payload::kIndices ? r.keys.size() / KeyBytes(r.dtype) * sizeof(int64_t) : 0;
   if (keys_out.size() != r.keys.size() || indices_out.size() != index_bytes) {
-    return absl::InvalidArgumentError("SortRawInto needs " + std::to_string(r.keys.size()) + " bytes for the keys and " +
-                                      std::to_string(index_bytes) + " for the indices; got " +
-                                      std::to_string(keys_out.size()) + " and " + std::to_string(indices_out.size()));
+    return absl::InvalidArgumentError("SortRawInto needs " + std::to_string(r.keys.size()) +
+                                      " bytes for the keys and " + std::to_string(index_bytes) +
+                                      " for the indices; got " + std::to_string(keys_out.size()) + " and " +
+                                      std::to_string(indices_out.size()));
   }
   const auto* out_begin = reinterpret_cast<const char*>(keys_out.data());
   if (!r.keys.empty() && out_begin < r.keys.data() + r.keys.size() && r.keys.data() < out_begin + keys_out.size())
