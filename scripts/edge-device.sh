@@ -23,14 +23,9 @@ cd "$(dirname "$0")/.."
 
 bundle() {
   set -e
-  export PATH=/usr/local/cuda/bin:$PATH
-  cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > /dev/null
-  local exes="gpusort-server gpusort tcp_floor duplex_floor comparison_bench bitonic_sort_test pinned_ranges_test
-              cuda_backend_test mixed_load_bench merge_sort_test sort_ingest_test device_region_test gpu_fault_test
-              gpu_oom_test"
-  cmake --build build-cuda --target $exes
-  rm -rf build/device
-  ../shared/tools/device-bundle.sh build/device $(for e in $exes; do echo build-cuda/bin/$e; done)
+  scripts/cuda-bundle.sh gpusort-server gpusort tcp_floor duplex_floor comparison_bench bitonic_sort_test \
+    pinned_ranges_test cuda_backend_test mixed_load_bench merge_sort_test sort_ingest_test device_region_test \
+    gpu_fault_test gpu_oom_test
   local dir
   for dir in "$@"; do cp -r "$dir" "build/device/rows_$(basename "$dir")"; done
   tar -cf - -C build device | xz -T2 -6 > build/device.tar.xz

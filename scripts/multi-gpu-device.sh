@@ -12,14 +12,9 @@ cd "$(dirname "$0")/.."
 
 bundle() {
   set -e
-  export PATH=/usr/local/cuda/bin:$PATH
-  cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > /dev/null
-  local exes="gpusort-server mixed_load_bench large_sort_bench duplex_floor multi_gpu_test multi_gpu_fault_test gpu_set_test
-              device_merged_sort_test
-              cuda_backend_test device_region_test gpu_fault_test sort_ingest_test"
-  cmake --build build-cuda --target $exes
-  rm -rf build/device
-  ../shared/tools/device-bundle.sh build/device $(for e in $exes; do echo build-cuda/bin/$e; done)
+  scripts/cuda-bundle.sh gpusort-server mixed_load_bench large_sort_bench duplex_floor multi_gpu_test \
+    multi_gpu_fault_test gpu_set_test device_merged_sort_test cuda_backend_test device_region_test gpu_fault_test \
+    sort_ingest_test
   du -sh build/device
 }
 

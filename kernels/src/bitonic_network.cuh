@@ -82,9 +82,7 @@ __device__ __forceinline__ void Order(Key& a, std::uint32_t& pa, Key& b, std::ui
     const Key lo = Min(a, b), hi = Max(a, b);
     a = ascending ? lo : hi;
     b = ascending ? hi : lo;
-    return;
-  }
-  if (Less<Key, kPos>(b, pb, a, pa) == ascending) {
+  } else if (Less<Key, kPos>(b, pb, a, pa) == ascending) {
     const Key k = a;
     a = b;
     b = k;
@@ -138,15 +136,15 @@ __device__ __forceinline__ void ShuffleStep(Key (&key)[1 << kLogR], std::uint32_
       // A compare (its result XORed with keep_min) and a select. Equal keys may be taken or not: they
       // are the same bits.
       if ((other_key < key[r]) == keep_min) key[r] = other_key;
-      continue;
-    }
-    std::uint32_t other_pos = 0;
-    if constexpr (kPos) other_pos = __shfl_xor_sync(0xFFFFFFFFu, pos[r], lanes);
-    const bool take = keep_min ? Less<Key, kPos>(other_key, other_pos, key[r], pos[r])
-                               : Less<Key, kPos>(key[r], pos[r], other_key, other_pos);
-    if (take) {
-      key[r] = other_key;
-      if constexpr (kPos) pos[r] = other_pos;
+    } else {
+      std::uint32_t other_pos = 0;
+      if constexpr (kPos) other_pos = __shfl_xor_sync(0xFFFFFFFFu, pos[r], lanes);
+      const bool take = keep_min ? Less<Key, kPos>(other_key, other_pos, key[r], pos[r])
+                                 : Less<Key, kPos>(key[r], pos[r], other_key, other_pos);
+      if (take) {
+        key[r] = other_key;
+        if constexpr (kPos) pos[r] = other_pos;
+      }
     }
   }
 }
