@@ -73,6 +73,8 @@ struct BenchConfig {
   // sort over --transport stream: SortStream calls, each on its own connection, that carry one sort
   // whose keys reach ClientOptions::stream_parts_from_bytes (1: always one stream)
   int stream_parts = ClientOptions{}.stream_parts;
+  // From how many bytes of keys a sort (and an echo with echo_stream_parts) goes in parts
+  std::size_t stream_parts_from_bytes = ClientOptions{}.stream_parts_from_bytes;
   // echo over --transport stream: as many EchoStream calls at once, each on its own connection, for
   // the same bytes (the gRPC side of a parted sort); 1, one stream, unless --stream-parts is given
   int echo_stream_parts = 1;
@@ -130,6 +132,7 @@ inline absl::Status ValidateBenchConfig(const BenchConfig& c) {
     return invalid(c.rows == 1 ? "-k must be between 1 and --count" : "-k must be between 1 and a row's length");
   if (c.chunk_bytes < 1) return invalid("--chunk-bytes must be at least 1");
   if (c.stream_parts < 1 || c.stream_parts > 64) return invalid("--stream-parts must be 1 to 64");
+  if (c.stream_parts_from_bytes < 1) return invalid("--stream-parts-from must be at least 1 byte");
   if (c.echo_stream_parts < 1 || c.echo_stream_parts > 64) return invalid("--stream-parts must be 1 to 64");
   if (c.method == BenchMethod::kEcho && c.transport == BenchTransport::kShm)
     return invalid("echo has no shared-memory form: it measures gRPC itself");

@@ -116,6 +116,7 @@ absl::StatusOr<std::vector<Connection>> OpenConnections(const BenchConfig& confi
         config.transport == BenchTransport::kStream ? Transport::kStream : Transport::kUnary;
     options.stream_chunk_bytes = config.chunk_bytes;
     options.stream_parts = config.stream_parts;
+    options.stream_parts_from_bytes = config.stream_parts_from_bytes;
     options.max_message_bytes = std::size_t{1} << 30;  // the server's --max-message-bytes is the limit
     options.channel_arguments = {{kConnectionArgument, id}};
     c.client = std::make_unique<Client>(options);
@@ -296,7 +297,7 @@ absl::Status EchoOneStream(const BenchConfig& config, const Connection& c, v1::E
 }
 
 // The same bytes in --stream-parts equal parts at once, each an EchoStream on its own connection (from
-// ClientOptions::stream_parts_from_bytes, as a sort's parts): each part on a thread of its own, which
+// --stream-parts-from, as a sort's parts): each part on a thread of its own, which
 // keeps its writer.
 absl::StatusOr<Answer> RunEchoInParts(const BenchConfig& config, Connection& c, std::string_view keys) {
   const std::size_t parts = c.echo_parts.size();
@@ -325,7 +326,7 @@ absl::StatusOr<Answer> RunEchoInParts(const BenchConfig& config, Connection& c, 
 
 // Echo over --transport stream: one stream, or parts (RunEchoInParts) where a sort's keys would go in parts.
 absl::StatusOr<Answer> RunEchoStream(const BenchConfig& config, Connection& c, std::string_view keys) {
-  if (!c.echo_parts.empty() && keys.size() >= ClientOptions{}.stream_parts_from_bytes) {
+  if (!c.echo_parts.empty() && keys.size() >= config.stream_parts_from_bytes) {
     return RunEchoInParts(config, c, keys);
   }
   thread_local TaskThread writer;

@@ -411,11 +411,14 @@ int main(int argc, char** argv) {
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
   bench->add_option("--stream-parts", bench_config.stream_parts,
-                    "sort over --transport stream: " +
-                        std::to_string(ClientOptions{}.stream_parts_from_bytes >> 20) +
-                        " MiB of keys or more go on this many streams at once, each on its own "
-                        "connection (1: one stream); echo: the same, only when given")
+                    "sort over --transport stream: keys of --stream-parts-from bytes or more go on this many "
+                    "streams at once, each on its own connection (1: one stream); echo: the same, only when given")
       ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  bench->add_option("--stream-parts-from", bench_config.stream_parts_from_bytes,
+                    "the size of keys from which --stream-parts applies (the client library's default: " +
+                        std::to_string(ClientOptions{}.stream_parts_from_bytes >> 20) + " MiB)")
+      ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
   auto* concurrency_flag =
       bench->add_option("--concurrency,-c", bench_concurrency, "closed loop: requests in flight")
