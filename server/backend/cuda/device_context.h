@@ -20,7 +20,9 @@ namespace gpusort {
 
 struct StreamSlot {
   kernels::Stream stream;
-  kernels::Event start, kernel_start, kernel_stop;
+  // Around the job's kernels, and after its results are in place: "kernel" and "d2h" are the GPU's time
+  // between them (gpu_job.cc).
+  kernels::Event kernel_start, kernel_stop, egress_stop;
   kernels::PinnedBuffer staging[2];  // double-buffered: the host fills one while the other copies
   kernels::Event staging_free[2];    // recorded after the copy that last used staging[i]
   // A second stream, for a job that copies while it computes (split_upload_sort_job.h: the keys' second
