@@ -40,7 +40,9 @@ AutoChoice ChooseTopK(const TopKSpec& spec, std::size_t count, bool pinned = fal
 enum class AutoRouting {
   kSize,  // by method, size and k alone: ChooseSort / ChooseTopK above
   // By load (issue 18): an AUTO Sort of keys in ordinary memory goes to the GPU from the size that the
-  // requests in flight call for (kAutoSortLoadSteps, measured; from 64K even alone). Top-k,
+  // requests in flight call for (kAutoSortLoadSteps, measured; from 64K even alone). What is in
+  // flight counts every way work reaches an engine through the router: Sort and TopK in every memory,
+  // batches (each of their requests), and streamed and parted sorts while they sort. Top-k,
   // and sorts of registered memory, rows and segments, keep the size rule: an earlier form moved them
   // by a cost model of each engine's work in flight, which the grid found worse than the size rule
   // (BENCHMARKS.md, "AUTO under load"), and the top-k from registered memory that it sent to the CPU

@@ -21,6 +21,35 @@ void Stamp(const Backend& engine, ExecutionReport& report) {
   report.device = engine.device();
 }
 
+// The requests an engine has in flight under load-aware AUTO: counted while a Charge lives. Every way
+// work reaches an engine through the router charges it (Sort, TopK, their pinned and device-memory
+// forms, batches, streams and parted sorts), so that a small sort routed by the count sees the large
+// streamed ones running on the GPU as well.
+class InFlight {
+ public:
+  int requests() const { return requests_.load(std::memory_order_relaxed); }
+
+  class Charge {
+   public:
+    // `in_flight` nullptr: nothing counted (routing other than load-aware).
+    explicit Charge(InFlight* in_flight, int requests = 1) : in_flight_(in_flight), requests_(requests) {
+      if (in_flight_ != nullptr) in_flight_->requests_.fetch_add(requests_, std::memory_order_relaxed);
+    }
+    ~Charge() {
+      if (in_flight_ != nullptr) in_flight_->requests_.fetch_sub(requests_, std::memory_order_relaxed);
+    }
+    Charge(const Charge&) = delete;
+    Charge& operator=(const Charge&) = delete;
+
+   private:
+    InFlight* in_flight_;
+    int requests_;
+  };
+
+ private:
+  std::atomic<int> requests_{0};
+};
+
 // The streams AUTO or RADIX may send to the GPU: pieces wait on the host until they hold as many keys
 // as AUTO takes to the GPU (kAutoSortCpuBelowKeys); from then on they go to the GPU engine's ingest as
 // they come, so that a long stream crosses PCIe while the rest is still on the wire and a short one
@@ -28,8 +57,15 @@ void Stamp(const Backend& engine, ExecutionReport& report) {
 // size (AUTO: the CPU; RADIX: the GPU).
 class RoutedSortIngest final : public SortIngest {
  public:
-  RoutedSortIngest(Backend& router, Backend& gpu, const SortSpec& spec, std::size_t gpu_from_keys)
-      : router_(router), gpu_(gpu), spec_(spec), key_bytes_(ElementSize(spec.dtype)), gpu_from_keys_(gpu_from_keys) {}
+  // `gpu_in_flight`: charged while the keys sort on the GPU (nullptr: not counted).
+  RoutedSortIngest(Backend& router, Backend& gpu, InFlight* gpu_in_flight, const SortSpec& spec,
+                   std::size_t gpu_from_keys)
+      : router_(router),
+        gpu_(gpu),
+        gpu_in_flight_(gpu_in_flight),
+        spec_(spec),
+        key_bytes_(ElementSize(spec.dtype)),
+        gpu_from_keys_(gpu_from_keys) {}
 
   absl::Status Append(std::span<const std::byte> keys) override {
     if (on_gpu_ != nullptr) return on_gpu_->Append(keys);
@@ -47,6 +83,7 @@ class RoutedSortIngest final : public SortIngest {
 
   absl::Status Sort(const Cancellation& cancellation, ExecutionReport& report) override {
     if (on_gpu_ != nullptr) {
+      const InFlight::Charge charge(gpu_in_flight_);
       Stamp(gpu_, report);
       return on_gpu_->Sort(cancellation, report);
     }
@@ -73,6 +110,7 @@ class RoutedSortIngest final : public SortIngest {
  private:
   Backend& router_;
   Backend& gpu_;
+  InFlight* const gpu_in_flight_;
   const SortSpec spec_;
   const std::size_t key_bytes_;
   const std::size_t gpu_from_keys_;
@@ -80,6 +118,27 @@ class RoutedSortIngest final : public SortIngest {
   bool gpu_declined_ = false;
   std::string held_;                    // until then
   std::vector<int64_t> held_indices_;
+};
+
+// A parted sort on the GPU engine, its Sort charged to the GPU's requests in flight.
+class ChargedPartedSortIngest final : public PartedSortIngest {
+ public:
+  ChargedPartedSortIngest(std::unique_ptr<PartedSortIngest> ingest, InFlight* in_flight)
+      : ingest_(std::move(ingest)), in_flight_(in_flight) {}
+  absl::Status Write(std::size_t first_key, std::span<const std::byte> keys) override {
+    return ingest_->Write(first_key, keys);
+  }
+  absl::Status Sort(const Cancellation& cancellation, ExecutionReport& report) override {
+    const InFlight::Charge charge(in_flight_);
+    return ingest_->Sort(cancellation, report);
+  }
+  absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) override {
+    return ingest_->Read(begin, end, keys, indices);
+  }
+
+ private:
+  std::unique_ptr<PartedSortIngest> ingest_;
+  InFlight* in_flight_;
 };
 
 std::vector<Algorithm> WithCpu(std::vector<Algorithm> list) {
@@ -90,30 +149,6 @@ std::vector<Algorithm> WithCpu(std::vector<Algorithm> list) {
 bool Listed(const std::vector<Algorithm>& list, Algorithm a) {
   return std::find(list.begin(), list.end(), a) != list.end();
 }
-
-// The requests an engine has in flight under load-aware AUTO: counted while a Charge lives.
-class InFlight {
- public:
-  int requests() const { return requests_.load(std::memory_order_relaxed); }
-
-  class Charge {
-   public:
-    explicit Charge(InFlight* in_flight) : in_flight_(in_flight) {
-      if (in_flight_ != nullptr) in_flight_->requests_.fetch_add(1, std::memory_order_relaxed);
-    }
-    ~Charge() {
-      if (in_flight_ != nullptr) in_flight_->requests_.fetch_sub(1, std::memory_order_relaxed);
-    }
-    Charge(const Charge&) = delete;
-    Charge& operator=(const Charge&) = delete;
-
-   private:
-    InFlight* in_flight_;
-  };
-
- private:
-  std::atomic<int> requests_{0};
-};
 
 class AutoRouter final : public Backend {
  public:
@@ -156,6 +191,7 @@ class AutoRouter final : public Backend {
     // A batch goes whole to an engine that sorts it together, or to the CPU when the whole of it is
     // small; otherwise each request goes where its own size takes it.
     if (engine == cpu_.get() || engine->SortsBatchTogether(spec, std::span<const BatchItem>(items))) {
+      const InFlight::Charge charge(InFlightOf(engine), static_cast<int>(items.size()));
       for (BatchItem& item : items) Stamp(*engine, *item.report);
       return engine->SortBatch(spec, items, cancellation);
     }
@@ -180,11 +216,13 @@ class AutoRouter final : public Backend {
   }
   absl::Status SortInDeviceMemory(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
                                   const Cancellation& cancellation, ExecutionReport& report) override {
+    const InFlight::Charge charge(InFlightOf(gpu_.get()));
     Stamp(*gpu_, report);
     return gpu_->SortInDeviceMemory(spec, keys_in, buffers, cancellation, report);
   }
   absl::Status TopKInDeviceMemory(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                                   ExecutionReport& report) override {
+    const InFlight::Charge charge(InFlightOf(gpu_.get()));
     Stamp(*gpu_, report);
     return gpu_->TopKInDeviceMemory(spec, buffers, cancellation, report);
   }
@@ -201,7 +239,7 @@ class AutoRouter final : public Backend {
   std::unique_ptr<SortIngest> StartSortIngest(const SortSpec& spec) override {
     if (spec.payload == SortPayload::kValues || spec.segmented()) return nullptr;
     if (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix) return nullptr;
-    return std::make_unique<RoutedSortIngest>(*this, *gpu_, spec, GpuFromKeys());
+    return std::make_unique<RoutedSortIngest>(*this, *gpu_, InFlightOf(gpu_.get()), spec, GpuFromKeys());
   }
 
   // As StartSortIngest; a whole that AUTO would leave on the CPU gathers on the host and is sorted
@@ -212,7 +250,9 @@ class AutoRouter final : public Backend {
         (spec.algorithm != Algorithm::kAuto && spec.algorithm != Algorithm::kRadix)) {
       return Backend::StartPartedSortIngest(spec, total_keys);
     }
-    return gpu_->StartPartedSortIngest(spec, total_keys);
+    ASSIGN_OR_RETURN(std::unique_ptr<PartedSortIngest> ingest, gpu_->StartPartedSortIngest(spec, total_keys));
+    if (routing_ != AutoRouting::kLoad) return ingest;
+    return std::unique_ptr<PartedSortIngest>(new ChargedPartedSortIngest(std::move(ingest), &gpu_in_flight_));
   }
 
   absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
@@ -270,12 +310,16 @@ class AutoRouter final : public Backend {
       ASSIGN_OR_RETURN(Backend* const checked, ForTopK(spec, count));
       if (engine != checked && !engine->CheckTopKLimits(spec, count).ok()) engine = checked;
     }
-    return routing_ == AutoRouting::kLoad ? Counted(engine) : Placed{engine};
+    return Counted(engine);
   }
 
   // `engine`, with its requests in flight counted while the request runs (load-aware AUTO).
-  Placed Counted(Backend* engine) {
-    return Placed{engine, engine == cpu_.get() ? &cpu_in_flight_ : &gpu_in_flight_};
+  Placed Counted(Backend* engine) { return Placed{engine, InFlightOf(engine)}; }
+
+  // Where `engine`'s requests are counted under load-aware AUTO; nullptr under the other routings.
+  InFlight* InFlightOf(const Backend* engine) {
+    if (routing_ != AutoRouting::kLoad) return nullptr;
+    return engine == cpu_.get() ? &cpu_in_flight_ : &gpu_in_flight_;
   }
 
   // The engine for a request: the one the named algorithm belongs to, or AUTO's choice (auto_policy.h);

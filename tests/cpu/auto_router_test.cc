@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "server/backend/auto_policy.h"
@@ -397,6 +399,159 @@ TEST(AutoRouterLoad, RequestsInFlightRaiseTheSizeFromWhichSortsGoToTheGpu) {
   }
   EXPECT_EQ(sort(65536), BackendKind::kCuda) << "the load gone, the first step again";
   EXPECT_EQ(counts->sort.load(), 4);
+}
+
+// A GPU stand-in that holds, until released, each way large work reaches it other than Sort: a
+// stream's sort, a parted sort (gathered on the host, then through its Sort of a million keys or more),
+// a sort of device memory and a batch sorted together. Each holds one "started" while it waits.
+class HeldGpu final : public Backend {
+ public:
+  BackendKind kind() const override { return BackendKind::kCuda; }
+  std::string device() const override { return "held gpu"; }
+  std::vector<Algorithm> sort_algorithms() const override { return {Algorithm::kRadix}; }
+  std::vector<Algorithm> topk_algorithms() const override { return {Algorithm::kRadix}; }
+  absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
+                    ExecutionReport& report) override {
+    if (buffers.count >= kHeldFromKeys) Hold();
+    return cpu_->Sort(AsCpu(spec), buffers, cancellation, report);
+  }
+  absl::Status SortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation) override {
+    Hold();
+    return cpu_->SortBatch(AsCpu(spec), items, cancellation);
+  }
+  bool SortsBatchTogether(const SortSpec&, std::span<const BatchItem>) const override { return true; }
+  std::unique_ptr<SortIngest> StartSortIngest(const SortSpec& spec) override {
+    return std::make_unique<HeldIngest>(*this, spec);
+  }
+  absl::Status SortInDeviceMemory(const SortSpec&, std::span<const std::byte>, const SortBuffers&,
+                                  const Cancellation&, ExecutionReport&) override {
+    Hold();  // only where it runs matters here: nothing to sort in host memory posing as the device's
+    return absl::OkStatus();
+  }
+  absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
+                    ExecutionReport& report) override {
+    TopKSpec cpu = spec;
+    cpu.algorithm = Algorithm::kAuto;
+    return cpu_->TopK(cpu, buffers, cancellation, report);
+  }
+
+  void Hold() {
+    ++started;
+    while (!release.load()) std::this_thread::yield();
+  }
+
+  static constexpr std::size_t kHeldFromKeys = 1 << 20;
+  std::atomic<int> started{0};
+  std::atomic<bool> release{false};
+
+ private:
+  // A stream's keys, collected and sorted by the CPU engine once released.
+  class HeldIngest final : public SortIngest {
+   public:
+    HeldIngest(HeldGpu& gpu, const SortSpec& spec) : gpu_(gpu), spec_(AsCpu(spec)) {}
+    absl::Status Append(std::span<const std::byte> keys) override {
+      keys_.insert(keys_.end(), keys.begin(), keys.end());
+      return absl::OkStatus();
+    }
+    absl::Status Sort(const Cancellation& cancellation, ExecutionReport& report) override {
+      gpu_.Hold();
+      SortBuffers buffers;
+      buffers.count = keys_.size() / ElementSize(spec_.dtype);
+      buffers.keys = std::span(keys_);
+      return gpu_.cpu_->Sort(spec_, buffers, cancellation, report);
+    }
+    absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t*) override {
+      const std::size_t width = ElementSize(spec_.dtype);
+      std::copy(keys_.begin() + begin * width, keys_.begin() + end * width, keys);
+      return absl::OkStatus();
+    }
+
+   private:
+    HeldGpu& gpu_;
+    const SortSpec spec_;
+    std::vector<std::byte> keys_;
+  };
+
+  static SortSpec AsCpu(SortSpec spec) {
+    spec.algorithm = Algorithm::kAuto;
+    return spec;
+  }
+  std::unique_ptr<Backend> cpu_ = MakeCpuBackend({});
+};
+
+// Eight of one kind of GPU work held in flight: load-aware AUTO counts them as it counts Sorts, so a
+// sort must be of the second step's size to join them on the GPU; released, the first step is back.
+TEST(AutoRouterLoad, StreamsPartedSortsBatchesAndDeviceMemoryCountAsRequestsInFlight) {
+  auto owned = std::make_unique<HeldGpu>();
+  HeldGpu& gpu = *owned;
+  auto router = MakeAutoRouter(MakeCpuBackend({}), std::move(owned), AutoRouting::kLoad);
+  auto sort = [&](std::size_t n) { return SortThrough(*router, n, Algorithm::kAuto).backend; };
+  const std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, HeldGpu::kHeldFromKeys, 7);
+  const auto key_bytes = std::as_bytes(std::span(keys));
+  const SortSpec spec;
+  Cancellation cancellation;
+
+  const std::vector<std::pair<std::string, std::function<void()>>> kinds = {
+      {"streams",
+       [&] {
+         std::unique_ptr<SortIngest> ingest = router->StartSortIngest(spec);
+         ASSERT_NE(ingest, nullptr);
+         ASSERT_TRUE(ingest->Append(key_bytes.first(kAutoSortCpuBelowKeys * sizeof(uint32_t))).ok());
+         ExecutionReport report;
+         EXPECT_TRUE(ingest->Sort(cancellation, report).ok());
+         EXPECT_EQ(report.backend, BackendKind::kCuda);
+       }},
+      {"parted sorts",
+       [&] {
+         auto ingest = router->StartPartedSortIngest(spec, keys.size());
+         ASSERT_TRUE(ingest.ok()) << ingest.status();
+         ASSERT_TRUE((*ingest)->Write(0, key_bytes).ok());
+         ExecutionReport report;
+         EXPECT_TRUE((*ingest)->Sort(cancellation, report).ok());
+       }},
+      {"device memory",
+       [&] {
+         std::vector<uint32_t> out(16);
+         SortBuffers buffers;
+         buffers.count = out.size();
+         buffers.keys = std::as_writable_bytes(std::span(out));
+         ExecutionReport report;
+         EXPECT_TRUE(router->SortInDeviceMemory(spec, key_bytes.first(64), buffers, cancellation, report).ok());
+       }},
+  };
+  for (const auto& [name, work] : kinds) {
+    SCOPED_TRACE(name);
+    const int before = gpu.started.load();
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 8; ++i) threads.emplace_back(work);
+    while (gpu.started.load() < before + 8) std::this_thread::yield();
+    EXPECT_EQ(sort(65536), BackendKind::kCpu) << "8 in flight on the GPU: the first step no longer";
+    EXPECT_EQ(sort(262144), BackendKind::kCuda);
+    gpu.release = true;
+    for (std::thread& t : threads) t.join();
+    gpu.release = false;
+    EXPECT_EQ(sort(65536), BackendKind::kCuda) << "released";
+  }
+
+  // One batch of 8 sorted together on the GPU counts as its 8 requests.
+  std::vector<std::vector<uint32_t>> small(8, MakeInput<uint32_t>(Pattern::kRandom, 4096, 3));
+  std::vector<ExecutionReport> reports(small.size());
+  std::vector<BatchItem> items(small.size());
+  for (std::size_t i = 0; i < small.size(); ++i) {
+    items[i].buffers.count = small[i].size();
+    items[i].buffers.keys = std::as_writable_bytes(std::span(small[i]));
+    items[i].report = &reports[i];
+  }
+  const int before = gpu.started.load();
+  std::thread batch([&] { EXPECT_TRUE(router->SortBatch(spec, items, cancellation).ok()); });
+  while (gpu.started.load() < before + 1) std::this_thread::yield();
+  EXPECT_EQ(sort(65536), BackendKind::kCpu) << "a batch of 8 in flight";
+  gpu.release = true;
+  batch.join();
+  gpu.release = false;
+  for (const auto& sorted : small) EXPECT_TRUE(std::is_sorted(sorted.begin(), sorted.end()));
+  EXPECT_EQ(reports[0].backend, BackendKind::kCuda);
+  EXPECT_EQ(sort(65536), BackendKind::kCuda) << "the batch done";
 }
 
 TEST(AutoRouterLoad, GpuRoutingSendsEveryAutoCallToTheGpuEngine) {
