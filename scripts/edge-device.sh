@@ -4,7 +4,7 @@
 #   here:  scripts/edge-device.sh bundle [ROWS_DIR...]   # CUDA build in build-cuda, bundled into build/device
 #          (ROWS_DIR: bundles of other builds of comparison_bench to run beside this one, carried as they are)
 #   GPU:   scripts/edge-device.sh device OUT [--no-ncu] [--no-network] [--no-shm] [--mixed] [--rows-only]
-#          [--engine-tests] [--net-probe] [--no-tests] [--no-rows] [--no-duplex]
+#          [--engine-tests] [--net-probe] [--bdp] [--no-tests] [--no-rows] [--no-duplex]
 #          (run(command='scripts/edge-device.sh device $OUT', carry=['build/device.tar.xz']))
 #
 # Steps: the PCIe floor from pinned and from memfd (shared-memory) host memory; the rows kernel
@@ -15,7 +15,8 @@
 # the client's copies into the regions, and with the arrays already in them); with --engine-tests, the CUDA
 # engine's other suites (sort_ingest_test, device_region_test, the fault tests, cuda_backend_test's
 # CudaBackend.* and pinned sorts); with --net-probe, service-bench.sh's probe (gRPC echoes of 64 MiB split
-# in different ways). Every folder
+# in different ways); with --bdp, service-bench.sh's bdp (the 64 MiB rows and small sorts on servers with
+# gRPC's BDP probe on and off). Every folder
 # build/device/rows_* (other builds of comparison_bench, carried as they are) runs beside the rows step.
 # Logs go to OUT: summary.txt and logs.tar.gz (every log and JSON).
 set -uo pipefail
@@ -34,11 +35,11 @@ bundle() {
 
 device() {
   local out=$1; shift
-  local ncu=1 network=1 shm=1 mixed="" tests=1 engine_tests="" probe="" rows=1 duplex=1
+  local ncu=1 network=1 shm=1 mixed="" tests=1 engine_tests="" probe="" bdp="" rows=1 duplex=1
   for a in "$@"; do
     case $a in
       --no-ncu) ncu="" ;; --no-network) network="" ;; --no-shm) shm="" ;; --mixed) mixed=1 ;;
-      --engine-tests) engine_tests=1 ;; --net-probe) probe=1 ;;
+      --engine-tests) engine_tests=1 ;; --net-probe) probe=1 ;; --bdp) bdp=1 ;;
       --no-tests) tests="" ;; --no-rows) rows="" ;; --no-duplex) duplex="" ;;
       --rows-only) network="" shm="" tests="" ;;
       *) echo "unknown option $a" >&2; exit 2 ;;
@@ -94,6 +95,9 @@ device() {
   fi
   if [ -n "$probe" ]; then
     step service_probe env LD_LIBRARY_PATH="$PWD/build/device/lib" scripts/service-bench.sh build/device "$logs/probe" probe
+  fi
+  if [ -n "$bdp" ]; then
+    step service_bdp env LD_LIBRARY_PATH="$PWD/build/device/lib" scripts/service-bench.sh build/device "$logs/bdp" bdp
   fi
   cat "$summary"
   grep -h "GB/s" "$logs"/duplex_*.log 2> /dev/null

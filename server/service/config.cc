@@ -108,6 +108,10 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
                  "HTTP/2 receive window per stream (0: gRPC's default); larger lets a streamed upload run ahead")
       ->check(CLI::Range(0, 1 << 30))
       ->capture_default_str();
+  app.add_option("--http2-bdp-probe", c.http2_bdp_probe,
+                 "gRPC's bandwidth-delay-product probe, which sizes HTTP/2 receive windows from PINGs sent while data "
+                 "arrives (false: windows stay at --http2-lookahead-bytes; measured faster on loopback)")
+      ->capture_default_str();
   app.add_option("--stream-chunk-bytes", c.stream_chunk_bytes,
                  "default size of response chunks in the streaming RPCs")
       ->check(CLI::Range(std::size_t{64}, std::size_t{1} << 30))

@@ -156,6 +156,7 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
   if (config_.http2_lookahead_bytes > 0) {
     builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, config_.http2_lookahead_bytes);
   }
+  if (!config_.http2_bdp_probe) builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   builder.RegisterService(service_.get());
   builder.RegisterService(echo_service_.get());
   server_ = builder.BuildAndStart();

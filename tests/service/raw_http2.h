@@ -26,6 +26,7 @@ struct RawHttp2Reply {
   uint32_t reset_code = 0;     // the stream's HTTP/2 error code when it was reset
   std::vector<std::pair<std::string, std::string>> headers;  // response headers and trailers, in order
   std::string data;
+  int pings = 0;               // PING frames the server sent (not acknowledgements of ours)
 
   // The last value of header `name`, or "" when absent.
   std::string Header(const std::string& name) const {
@@ -87,6 +88,11 @@ inline RawHttp2Reply RawGrpcCall(int port, const std::string& path,
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
       callbacks, [](nghttp2_session*, uint8_t, int32_t, const uint8_t* data, size_t len, void* user) -> int {
         static_cast<State*>(user)->reply.data.append(reinterpret_cast<const char*>(data), len);
+        return 0;
+      });
+  nghttp2_session_callbacks_set_on_frame_recv_callback(
+      callbacks, [](nghttp2_session*, const nghttp2_frame* frame, void* user) -> int {
+        if (frame->hd.type == NGHTTP2_PING && !(frame->hd.flags & NGHTTP2_FLAG_ACK)) ++static_cast<State*>(user)->reply.pings;
         return 0;
       });
   nghttp2_session_callbacks_set_on_stream_close_callback(
