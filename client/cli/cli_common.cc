@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include "client/cli/dtype_names.h"
 
@@ -105,6 +106,21 @@ absl::StatusOr<Array> ReadInput(const InputFlags& f) {
   auto format = ChooseReadFormat(f.in_format.empty() ? f.format : f.in_format, f.in);
   if (!format.ok()) return format.status();
   return ReadArray(f.in, *format, dtype);
+}
+
+std::optional<Array> ReadInputOrReport(const InputFlags& f, int* exit_code) {
+  if (!f.dtype.empty()) {
+    if (auto dtype = ParseDTypeFlag(f.dtype); !dtype.ok()) {
+      *exit_code = Usage(dtype.status());
+      return std::nullopt;
+    }
+  }
+  auto input = ReadInput(f);
+  if (!input.ok()) {
+    *exit_code = Fail(input.status());
+    return std::nullopt;
+  }
+  return *std::move(input);
 }
 
 absl::Status WriteOutput(const InputFlags& f, const std::string& path, const Array& array) {

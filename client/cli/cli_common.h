@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,9 @@ struct InputFlags {
 };
 void AddFileFlags(CLI::App* app, InputFlags* f);
 absl::StatusOr<Array> ReadInput(const InputFlags& f);
+// ReadInput for a subcommand: on failure it prints why and sets *exit_code (kExitUsage for a --dtype it
+// does not know, kExitFailed for the file itself).
+std::optional<Array> ReadInputOrReport(const InputFlags& f, int* exit_code);
 absl::Status WriteOutput(const InputFlags& f, const std::string& path, const Array& array);
 // WriteOutput's refusals that do not need the answer (bf16 as .npy), before the server is asked.
 absl::Status CheckOutput(const InputFlags& f, const std::string& path, DType dtype);

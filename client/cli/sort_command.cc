@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "client/cli/cli_common.h"
-#include "client/cli/dtype_names.h"
 #include "client/cli/sort_values.h"
 #include "client/cli/subcommand.h"
 
@@ -33,10 +32,9 @@ class SortCommand final : public Subcommand {
   }
 
   int Run() override {
-    if (!files_.dtype.empty() && !ParseDTypeFlag(files_.dtype).ok())
-      return Usage(ParseDTypeFlag(files_.dtype).status());
-    auto input = ReadInput(files_);
-    if (!input.ok()) return Fail(input.status());
+    int exit_code = 0;
+    std::optional<Array> input = ReadInputOrReport(files_, &exit_code);
+    if (!input.has_value()) return exit_code;
     const bool two_d = input->shape.size() == 2;
     const bool want_indices = argsort_ || !indices_out_.empty();
     if (absl::Status s = CheckOutput(files_, files_.out, argsort_ ? DType::kInt64 : input->dtype); !s.ok()) {

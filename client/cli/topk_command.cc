@@ -1,11 +1,11 @@
 // `gpusort topk`: the k largest (or smallest) keys of a file, per row, with their positions if asked.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "client/cli/cli_common.h"
-#include "client/cli/dtype_names.h"
 #include "client/cli/subcommand.h"
 
 namespace gpusort::cli {
@@ -29,10 +29,9 @@ class TopKCommand final : public Subcommand {
   }
 
   int Run() override {
-    if (!files_.dtype.empty() && !ParseDTypeFlag(files_.dtype).ok())
-      return Usage(ParseDTypeFlag(files_.dtype).status());
-    auto input = ReadInput(files_);
-    if (!input.ok()) return Fail(input.status());
+    int exit_code = 0;
+    std::optional<Array> input = ReadInputOrReport(files_, &exit_code);
+    if (!input.has_value()) return exit_code;
     if (rows_ == 0) rows_ = input->shape.size() == 2 ? input->shape[0] : 1;
     if (output_ == "both" && indices_out_.empty()) {
       return Usage(absl::InvalidArgumentError("--output both needs --indices-out"));
