@@ -13,7 +13,8 @@
 # scripts/service-bench.sh (stream16: the streamed sort, gRPC's echo in parts, the plain-TCP floor);
 # with --mixed, issue 18's mixed load through shared memory on a CUDA server and a CPU server (each with
 # the client's copies into the regions, and with the arrays already in them); with --engine-tests, the CUDA
-# engine's other suites (sort_ingest_test, device_region_test, the fault tests, cuda_backend_test's
+# engine's other suites (sort_ingest_test, device_region_test, the fault tests, gpu_job_source_test (the
+# pipeline's stage times among them), cuda_backend_test's
 # CudaBackend.* and pinned sorts); with --net-probe, service-bench.sh's probe (gRPC echoes of 64 MiB split
 # in different ways); with --bdp, service-bench.sh's bdp (the 64 MiB rows and small sorts on servers with
 # gRPC's BDP probe on and off). Every folder
@@ -26,7 +27,7 @@ bundle() {
   set -e
   scripts/cuda-bundle.sh gpusort-server gpusort tcp_floor duplex_floor comparison_bench bitonic_sort_test \
     pinned_ranges_test cuda_backend_test mixed_load_bench merge_sort_test sort_ingest_test device_region_test \
-    gpu_fault_test gpu_oom_test
+    gpu_fault_test gpu_oom_test gpu_job_source_test
   local dir
   for dir in "$@"; do cp -r "$dir" "build/device/rows_$(basename "$dir")"; done
   tar -cf - -C build device | xz -T2 -6 > build/device.tar.xz
@@ -79,7 +80,9 @@ device() {
   [ -n "$tests" ] && step cuda_backend_rows $run cuda_backend_test --gtest_brief=1 --gtest_filter="*Row*:*Segment*:*Batch*"
   if [ -n "$engine_tests" ]; then
     local t
-    for t in sort_ingest_test device_region_test gpu_fault_test gpu_oom_test; do step $t $run $t --gtest_brief=1; done
+    for t in sort_ingest_test device_region_test gpu_fault_test gpu_oom_test gpu_job_source_test; do
+      step $t $run $t --gtest_brief=1
+    done
     step cuda_backend_engine $run cuda_backend_test --gtest_brief=1 --gtest_filter="CudaBackend.*:*PinnedSort*"
   fi
   local ncu_bin; ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2> /dev/null | head -1)
