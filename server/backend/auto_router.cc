@@ -251,8 +251,9 @@ class AutoRouter final : public Backend {
       return Backend::StartPartedSortIngest(spec, total_keys);
     }
     ASSIGN_OR_RETURN(std::unique_ptr<PartedSortIngest> ingest, gpu_->StartPartedSortIngest(spec, total_keys));
-    if (routing_ != AutoRouting::kLoad) return ingest;
-    return std::unique_ptr<PartedSortIngest>(new ChargedPartedSortIngest(std::move(ingest), &gpu_in_flight_));
+    InFlight* const in_flight = InFlightOf(gpu_.get());
+    if (in_flight == nullptr) return ingest;
+    return std::unique_ptr<PartedSortIngest>(new ChargedPartedSortIngest(std::move(ingest), in_flight));
   }
 
   absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,

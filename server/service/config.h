@@ -35,7 +35,7 @@ struct ServerConfig {
   int http2_lookahead_bytes = 0;                 // per-stream HTTP/2 receive window; 0 = gRPC's own
   // gRPC's bandwidth-delay-product probe (PINGs while data arrives, to size the receive windows). On by
   // default, as in gRPC: it is what lets windows grow across a long round trip. Off, loopback echoes of
-  // 64 MiB in 8 parts took 30-40% less time on a 2-core machine (BENCHMARKS.md, "the BDP probe").
+  // 64 MiB took 0.5-0.7x the time on a 2-core machine (BENCHMARKS.md, "gRPC's BDP probe").
   bool http2_bdp_probe = true;
   std::size_t stream_chunk_bytes = 1u << 20;     // default response chunk of the streaming RPCs
   std::size_t inline_max_keys = 4096;            // AUTO/CPU calls this small run on gRPC's thread; 0 = never
