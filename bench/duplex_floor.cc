@@ -10,9 +10,6 @@
 // registered (HostRegistration), rather than cudaMallocHost'd; both print with --host both.
 //
 //   duplex_floor --devices 0 --devices 0,1 [--bytes 1G] [--repeats 5] [--host pinned|memfd|both]
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/memfd_region.h"
 #include "gpusort/kernels/memory.h"
 #include "gpusort/kernels/runtime.h"
 
@@ -27,35 +25,6 @@ namespace gpusort {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// A memfd mapping registered with CUDA: what the server copies to and from for a shared-memory region.
-class MemfdRegion {
- public:
-  MemfdRegion() = default;
-  MemfdRegion(const MemfdRegion&) = delete;
-  MemfdRegion& operator=(const MemfdRegion&) = delete;
-  ~MemfdRegion() {
-    registration_ = kernels::HostRegistration();
-    if (data_ != nullptr) munmap(data_, bytes_);
-  }
-  bool Create(std::size_t bytes) {
-    const int fd = memfd_create("duplex-floor", MFD_CLOEXEC);
-    if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) return false;
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) return false;
-    data_ = p;
-    bytes_ = bytes;
-    std::fill_n(static_cast<unsigned char*>(p), bytes, 1);  // the pages exist, as a caller's written keys
-    return kernels::HostRegistration::Register(p, bytes, &registration_).ok();
-  }
-  void* data() const { return data_; }
-
- private:
-  void* data_ = nullptr;
-  std::size_t bytes_ = 0;
-  kernels::HostRegistration registration_;
-};
 
 struct Gpu {
   int ordinal = 0;

@@ -4,7 +4,7 @@
 #   here:  scripts/edge-device.sh bundle [ROWS_DIR...]   # CUDA build in build-cuda, bundled into build/device
 #          (ROWS_DIR: bundles of other builds of comparison_bench to run beside this one, carried as they are)
 #   GPU:   scripts/edge-device.sh device OUT [--no-ncu] [--no-network] [--no-shm] [--mixed] [--rows-only]
-#          [--engine-tests] [--net-probe] [--bdp] [--no-tests] [--no-rows] [--no-duplex]
+#          [--engine-tests] [--net-probe] [--bdp] [--spin-ab] [--probe] [--no-tests] [--no-rows] [--no-duplex]
 #          (run(command='scripts/edge-device.sh device $OUT', carry=['build/device.tar.xz']))
 #
 # Steps: the PCIe floor from pinned and from memfd (shared-memory) host memory; the rows kernel
@@ -17,7 +17,10 @@
 # pipeline's stage times among them), cuda_backend_test's
 # CudaBackend.* and pinned sorts); with --net-probe, service-bench.sh's probe (gRPC echoes of 64 MiB split
 # in different ways); with --bdp, service-bench.sh's bdp (the 64 MiB rows and small sorts on servers with
-# gRPC's BDP probe on and off). Every folder
+# gRPC's BDP probe on and off); with --spin-ab, the shared-memory rows and the mixed load (arrays in
+# regions) on CUDA servers whose waits for GPU events poll first (--cuda-wait-spin-us 2000, the default)
+# and sleep at once (0), three alternating rounds, and a CPU server's mixed load beside them; with
+# --probe, split_upload_probe (the 16M shared-memory sort step by step). Every folder
 # build/device/rows_* (other builds of comparison_bench, carried as they are) runs beside the rows step.
 # Logs go to OUT: summary.txt and logs.tar.gz (every log and JSON).
 set -uo pipefail
@@ -27,7 +30,7 @@ bundle() {
   set -e
   scripts/cuda-bundle.sh gpusort-server gpusort tcp_floor duplex_floor comparison_bench bitonic_sort_test \
     pinned_ranges_test cuda_backend_test mixed_load_bench merge_sort_test sort_ingest_test device_region_test \
-    gpu_fault_test gpu_oom_test gpu_job_source_test
+    gpu_fault_test gpu_oom_test gpu_job_source_test event_wait_test split_upload_probe
   local dir
   for dir in "$@"; do cp -r "$dir" "build/device/rows_$(basename "$dir")"; done
   tar -cf - -C build device | xz -T2 -6 > build/device.tar.xz
@@ -36,11 +39,12 @@ bundle() {
 
 device() {
   local out=$1; shift
-  local ncu=1 network=1 shm=1 mixed="" tests=1 engine_tests="" probe="" bdp="" rows=1 duplex=1
+  local ncu=1 network=1 shm=1 mixed="" tests=1 engine_tests="" probe="" bdp="" rows=1 duplex=1 spin_ab="" split_probe=""
   for a in "$@"; do
     case $a in
       --no-ncu) ncu="" ;; --no-network) network="" ;; --no-shm) shm="" ;; --mixed) mixed=1 ;;
       --engine-tests) engine_tests=1 ;; --net-probe) probe=1 ;; --bdp) bdp=1 ;;
+      --spin-ab) spin_ab=1 ;; --probe) split_probe=1 ;;
       --no-tests) tests="" ;; --no-rows) rows="" ;; --no-duplex) duplex="" ;;
       --rows-only) network="" shm="" tests="" ;;
       *) echo "unknown option $a" >&2; exit 2 ;;
@@ -80,7 +84,7 @@ device() {
   [ -n "$tests" ] && step cuda_backend_rows $run cuda_backend_test --gtest_brief=1 --gtest_filter="*Row*:*Segment*:*Batch*"
   if [ -n "$engine_tests" ]; then
     local t
-    for t in sort_ingest_test device_region_test gpu_fault_test gpu_oom_test gpu_job_source_test; do
+    for t in sort_ingest_test device_region_test gpu_fault_test gpu_oom_test gpu_job_source_test event_wait_test; do
       step $t $run $t --gtest_brief=1
     done
     step cuda_backend_engine $run cuda_backend_test --gtest_brief=1 --gtest_filter="CudaBackend.*:*PinnedSort*"
@@ -91,8 +95,10 @@ device() {
       --section ComputeWorkloadAnalysis --section WarpStateStats --section InstructionStats --section Occupancy \
       --section SchedulerStats build/device/comparison_bench --only rows_u32 --runs 2 --warmup 1 --no-writeup
   fi
+  [ -n "$split_probe" ] && step split_upload_probe $run split_upload_probe --runs 30
   [ -n "$shm" ] && shm_steps "$logs"
   [ -n "$mixed" ] && mixed_steps "$logs"
+  [ -n "$spin_ab" ] && spin_ab_steps "$logs"
   if [ -n "$network" ]; then
     step service_stream16 env LD_LIBRARY_PATH="$PWD/build/device/lib" scripts/service-bench.sh build/device "$logs/service" stream16
   fi
@@ -153,6 +159,37 @@ mixed_steps() {
     done
     kill $server_pid; wait $server_pid 2>/dev/null
   done
+}
+
+# --spin-ab: CUDA servers that poll GPU events for 2 ms before they sleep (the default) and that sleep at
+# once, alternating: Sort and TopK of 16M keys from shared memory (and 256M in the first round), and the
+# mixed load with the arrays in regions; then a CPU server's mixed load, the anchor of the keys/s ratio.
+spin_ab_steps() {
+  local logs=$1 round spin
+  local limits=(--max-inflight 1024 --max-inflight-per-caller 1024 --shm-max-regions 1024
+                --shm-max-regions-per-user 1024 --shm-max-bytes 137438953472 --shm-max-bytes-per-user 137438953472)
+  for round in 1 2 3; do
+    for spin in 2000 0; do
+      local tag="spin${spin}_r$round"
+      start_server "$logs" "$tag" --backend cuda --cuda-wait-spin-us $spin "${limits[@]}"
+      local b=(bench --server "127.0.0.1:$port" --no-progress --format json --transport shm --shm-socket "$sock")
+      step "shm_sort_16M_$tag" $run gpusort "${b[@]}" --method sort --count 16M --requests 40 --warmup 0.5 \
+        --output "$logs/shm_sort_16M_$tag.json"
+      step "shm_topk_16M_$tag" $run gpusort "${b[@]}" --method topk -k 100 --dtype f32 --count 16M --requests 40 \
+        --warmup 0.5 --output "$logs/shm_topk_16M_$tag.json"
+      if [ "$round" = 1 ]; then
+        step "shm_sort_256M_$tag" $run gpusort "${b[@]}" --method sort --count 256M --requests 8 --warmup 0.5 \
+          --output "$logs/shm_sort_256M_$tag.json"
+      fi
+      step "mixed_$tag" $run mixed_load_bench --server "127.0.0.1:$port" --shm-socket "$sock" --concurrency 64 \
+        --connections 8 --duration 10 --warmup 2 --check --in-region --json "$logs/mixed_$tag.json"
+      kill $server_pid; wait $server_pid 2>/dev/null
+    done
+  done
+  start_server "$logs" mixed_cpu --backend cpu "${limits[@]}"
+  step mixed_cpu $run mixed_load_bench --server "127.0.0.1:$port" --shm-socket "$sock" --concurrency 64 \
+    --connections 8 --duration 10 --warmup 2 --check --in-region --json "$logs/mixed_cpu.json"
+  kill $server_pid; wait $server_pid 2>/dev/null
 }
 
 case ${1:-} in

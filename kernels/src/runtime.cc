@@ -2,11 +2,26 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <thread>
 #include <utility>
 
 #include "cuda_status.h"
 
 namespace gpusort::kernels {
+
+namespace {
+std::atomic<std::int64_t> event_wait_spin_us{kDefaultEventWaitSpin.count()};
+}  // namespace
+
+void SetEventWaitSpin(std::chrono::microseconds spin) {
+  event_wait_spin_us.store(std::max<std::int64_t>(0, spin.count()), std::memory_order_relaxed);
+}
+std::chrono::microseconds EventWaitSpin() {
+  return std::chrono::microseconds(event_wait_spin_us.load(std::memory_order_relaxed));
+}
 
 int CountDevices(std::string* why_none) {
   int count = 0;
@@ -76,6 +91,11 @@ Status Stream::Synchronize() const {
   GPUSORT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)));
   return Status::Ok();
 }
+Status Stream::WaitFor(const Event& event) const {
+  GPUSORT_CUDA_RETURN_IF_ERROR(
+      cudaStreamWaitEvent(static_cast<cudaStream_t>(handle_), static_cast<cudaEvent_t>(event.native()), 0));
+  return Status::Ok();
+}
 
 // ---- Event
 Event::~Event() {
@@ -88,7 +108,7 @@ Event& Event::operator=(Event&& other) noexcept {
 }
 Status Event::Create(Event* out) {
   cudaEvent_t event = nullptr;
-  // Blocking sync: a waiting worker thread sleeps instead of spinning a core.
+  // Blocking sync: past its spin (EventWaitSpin), a waiting worker thread sleeps instead of spinning a core.
   GPUSORT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventBlockingSync));
   *out = Event();
   out->handle_ = event;
@@ -99,7 +119,20 @@ Status Event::Record(const Stream& stream) {
   return Status::Ok();
 }
 Status Event::Synchronize() const {
-  GPUSORT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
+  const auto event = static_cast<cudaEvent_t>(handle_);
+  const std::chrono::microseconds spin = EventWaitSpin();
+  if (spin.count() > 0) {
+    const auto deadline = std::chrono::steady_clock::now() + spin;
+    for (;;) {
+      const cudaError_t state = cudaEventQuery(event);
+      if (state == cudaSuccess) return Status::Ok();
+      if (state != cudaErrorNotReady) GPUSORT_CUDA_RETURN_IF_ERROR(state);
+      (void)cudaGetLastError();  // "not ready" is no error: leave none behind for the next launch check (PyTorch does the same)
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::yield();
+    }
+  }
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(event));
   return Status::Ok();
 }
 Status Event::SecondsSince(const Event& start, double* seconds) const {

@@ -1,5 +1,7 @@
 #include "server/backend/backend_factory.h"
 
+#include <chrono>
+
 #include <spdlog/spdlog.h>
 
 #include "server/backend/auto_policy.h"
@@ -46,6 +48,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice
                                .split_from_keys = choice.split_from_keys,
                                .max_request_bytes = choice.max_request_bytes,
                                .cpu_threads = choice.cpu_threads,
+                               .wait_spin = std::chrono::microseconds(choice.cuda_wait_spin_us),
                                .auto_routing = *routing});
   if (cuda.ok()) {
     if (choice.backend == "auto") spdlog::info("backend auto: a GPU is usable, serving from CUDA");

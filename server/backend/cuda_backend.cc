@@ -16,6 +16,7 @@
 namespace gpusort {
 
 absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const CudaBackendOptions& options) {
+  kernels::SetEventWaitSpin(options.wait_spin);
   const std::vector<int> ordinals = options.devices.empty() ? std::vector<int>{options.engine.device} : options.devices;
   std::vector<GpuSetMember> members;
   for (const int ordinal : ordinals) {

@@ -3,6 +3,7 @@
 // AUTO finds too small to pay for the trip over PCIe (auto_policy.h) and the requests that name CPU.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "server/backend/auto_policy.h"
 #include "server/backend/backend.h"
+#include "gpusort/kernels/runtime.h"
 #include "server/backend/cuda/cuda_engine.h"
 
 namespace gpusort {
@@ -27,6 +29,9 @@ struct CudaBackendOptions {
   // collected on the host instead of copied to a GPU as they arrive (gpu_set.h). 0: always to a GPU.
   std::size_t max_request_bytes = 0;
   int cpu_threads = 0;  // the CPU engine's threads (0: every core)
+  // How long a thread waiting for a GPU event polls before it sleeps, for the whole process
+  // (kernels::SetEventWaitSpin; --cuda-wait-spin-us).
+  std::chrono::microseconds wait_spin = kernels::kDefaultEventWaitSpin;
   AutoRouting auto_routing = AutoRouting::kSize;  // how AUTO picks an engine
 };
 

@@ -10,11 +10,17 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # Read from a file: `--help | grep -q` fails under pipefail once the text passes one stdio buffer (grep
 # stops reading at the first match and the server's next write gets SIGPIPE).
 "$bin/gpusort-server" --help >"$work/help.txt" || fail "--help did not exit 0"
-for flag in --max-inflight --shm-socket --shm-max-regions-per-user --shm-registration-timeout; do
+for flag in --max-inflight --shm-socket --shm-max-regions-per-user --shm-registration-timeout --cuda-wait-spin-us; do
   grep -q -- "$flag" "$work/help.txt" || fail "--help does not list $flag"
 done
 if "$bin/gpusort-server" --backend gpu >"$work/bad.log" 2>&1; then fail "a bad --backend was accepted"; fi
 grep -q "backend" "$work/bad.log" || fail "a bad --backend got no message naming it"
+for spin in -1 1000001 soon; do
+  if "$bin/gpusort-server" --backend cpu --cuda-wait-spin-us "$spin" >"$work/bad.log" 2>&1; then
+    fail "--cuda-wait-spin-us $spin was accepted"
+  fi
+  grep -q -- "--cuda-wait-spin-us" "$work/bad.log" || fail "a bad --cuda-wait-spin-us got no message naming it"
+done
 
 for signal in TERM INT; do
   rm -f "$work/ports"

@@ -52,6 +52,10 @@ absl::Status SplitUploadSortJob::IngestParts(const GpuJobEnv& env) {
   const std::size_t key_bytes = coding_.key_bytes();
   // Both parts' copies on the side stream, one after the other (one DMA at a time: part A gets the
   // link's full speed and lands first).
+  // The buffers were allocated on `stream`, and pool memory is ready only in that stream's order (the pool
+  // may have made the allocation wait there for another stream's free): the side stream waits for it too.
+  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.side_done[0].Record(slot.stream), "recording an event");
+  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.side.WaitFor(slot.side_done[0]), "ordering the side stream");
   auto* landing = landing_.as<std::byte>();
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(landing, keys_in_.data(), part_a_ * key_bytes, slot.side),
                                  "host to device");

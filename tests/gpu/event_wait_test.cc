@@ -1,0 +1,98 @@
+// kernels::Event::Synchronize's wait (a poll for EventWaitSpin(), then a sleep) and Stream::WaitFor, on
+// copies long enough (64 MiB each way, about 2.4 ms on PCIe 5) that the event is still pending when the
+// wait starts: whatever the spin, the wait ends with the work done, leaves no "not ready" behind for the
+// next launch's error check, and a second stream that waits for a first one's event sees its bytes.
+// Skips when no GPU is usable.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "gpusort/kernels/key_transform.h"
+#include "gpusort/kernels/memory.h"
+#include "gpusort/kernels/runtime.h"
+
+namespace gpusort::kernels {
+namespace {
+
+constexpr std::size_t kBytes = std::size_t{64} << 20;
+
+class EventWaitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (CountDevices(&why) == 0) GTEST_SKIP() << "no usable GPU: " << why;
+    ASSERT_TRUE(UseDevice(0).ok());
+    ASSERT_TRUE(Stream::Create(&first_).ok());
+    ASSERT_TRUE(Stream::Create(&second_).ok());
+    ASSERT_TRUE(Event::Create(&event_).ok());
+    ASSERT_TRUE(DeviceMemoryPool::Create(0, &pool_).ok());
+    ASSERT_TRUE(pool_.Allocate(kBytes, first_, &device_).ok());
+    ASSERT_TRUE(PinnedBuffer::Allocate(kBytes, &source_).ok());
+    ASSERT_TRUE(PinnedBuffer::Allocate(kBytes, &sink_).ok());
+    auto* words = reinterpret_cast<std::uint32_t*>(source_.data());
+    std::iota(words, words + kBytes / 4, std::uint32_t{7});
+    ASSERT_TRUE(first_.Synchronize().ok());
+  }
+  void TearDown() override { SetEventWaitSpin(kDefaultEventWaitSpin); }
+
+  bool SinkHoldsSource() const { return std::memcmp(sink_.data(), source_.data(), kBytes) == 0; }
+
+  Stream first_, second_;
+  Event event_;
+  DeviceMemoryPool pool_;
+  DeviceAllocation device_;
+  PinnedBuffer source_, sink_;
+};
+
+TEST_F(EventWaitTest, EveryWaitEndsWithTheWorkDoneAndLeavesNoErrorForTheNextLaunch) {
+  for (const auto spin : {std::chrono::microseconds(0), std::chrono::microseconds(50), std::chrono::microseconds(2000),
+                          std::chrono::microseconds(1000000)}) {
+    SCOPED_TRACE(spin.count());
+    SetEventWaitSpin(spin);
+    EXPECT_EQ(EventWaitSpin(), spin);
+    std::memset(sink_.data(), 0, kBytes);
+    ASSERT_TRUE(CopyToDeviceAsync(device_.data(), source_.data(), kBytes, first_).ok());
+    ASSERT_TRUE(CopyToHostAsync(sink_.data(), device_.data(), kBytes, first_).ok());
+    ASSERT_TRUE(event_.Record(first_).ok());
+    const Status waited = event_.Synchronize();
+    ASSERT_TRUE(waited.ok()) << waited.message();
+    EXPECT_TRUE(SinkHoldsSource());
+    // A launch right after a wait that polled a pending event: its error check must see no error.
+    std::uint64_t* or_and = device_.as<std::uint64_t>();
+    const Status launched = ToOrderedBitsAsync(KeyWidth::k32, KeyKind::kUnsigned, false, device_.data(), 1024,
+                                               or_and + (kBytes / 8 - 2), first_);
+    EXPECT_TRUE(launched.ok()) << launched.message();
+    ASSERT_TRUE(first_.Synchronize().ok());
+  }
+}
+
+// The setting alone, no GPU needed.
+TEST(EventWaitSpinSetting, ReadsBackWhatWasSetAndNegativeMeansSleepAtOnce) {
+  EXPECT_EQ(EventWaitSpin(), kDefaultEventWaitSpin);
+  SetEventWaitSpin(std::chrono::microseconds(750));
+  EXPECT_EQ(EventWaitSpin().count(), 750);
+  SetEventWaitSpin(std::chrono::microseconds(-5));
+  EXPECT_EQ(EventWaitSpin().count(), 0);
+  SetEventWaitSpin(kDefaultEventWaitSpin);
+}
+
+TEST_F(EventWaitTest, AStreamThatWaitsForAnotherStreamsEventSeesItsBytes) {
+  for (int round = 0; round < 3; ++round) {
+    std::memset(sink_.data(), 0, kBytes);
+    ASSERT_TRUE(ZeroAsync(device_.data(), kBytes, first_).ok());
+    ASSERT_TRUE(first_.Synchronize().ok());
+    ASSERT_TRUE(CopyToDeviceAsync(device_.data(), source_.data(), kBytes, first_).ok());
+    ASSERT_TRUE(event_.Record(first_).ok());
+    ASSERT_TRUE(second_.WaitFor(event_).ok());
+    ASSERT_TRUE(CopyToHostAsync(sink_.data(), device_.data(), kBytes, second_).ok());
+    ASSERT_TRUE(second_.Synchronize().ok());
+    EXPECT_TRUE(SinkHoldsSource()) << "round " << round;
+  }
+}
+
+}  // namespace
+}  // namespace gpusort::kernels
