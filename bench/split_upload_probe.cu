@@ -9,7 +9,7 @@
 //                land and for its varying bits before it queues the part's sort (blocking-sync events, as
 //                the engine's kernels::Event are)
 //   split-spin   the same with events the host spins on
-//   split3-spin  the engine's job in three parts (1/2, 1/3, 1/6; from 64M keys), spinning
+//   split3-spin  the engine's job in three parts (1/2, 1/3, 1/6; from 16M keys), spinning
 //   async2       the same parts with no host wait: the stream waits for each part's copy (an event), each
 //                part sorts over all bits, the merge and the copy out queue behind; the host waits once
 //   async2-check async2, but the host reads the last part's varying bits before it queues the copy out (what

@@ -251,7 +251,7 @@ TEST(PinnedRangesLimits, SplitUploadOverTheMemoryLimitFallsBackToThePlainSort) {
     auto context = DeviceContext::Create({.memory_limit_bytes = limit});
     ASSERT_TRUE(context.ok()) << what << ": " << context.status();
     const RegisteredBytes out(keys.size(), std::byte{0xAB});
-    SplitUploadSortJob job(spec, in.span(), out.span(), n);
+    SplitUploadSortJob job(spec, in.span(), out.span(), n, /*parts=*/2);
     ExecutionReport report;
     const absl::Status status = RunGpuJob(**context, job, Cancellation(), report);
     if (room) {
@@ -269,6 +269,56 @@ TEST(PinnedRangesLimits, SplitUploadOverTheMemoryLimitFallsBackToThePlainSort) {
     const absl::Status served = (*engine)->SortPinned(spec, in.span(), buffers, Cancellation(), report);
     ASSERT_TRUE(served.ok()) << what << ": " << served;
     EXPECT_TRUE(out.copy() == want) << what;
+  }
+}
+
+// The split upload in three parts (what the engine takes from kThreePartsMinKeys, 16M keys), run here at
+// 4M keys: the second part merges into the first's sorted keys, the third sorts where it landed (its
+// answer copied back beside the prefix when CUB's passes end in the second buffer: an odd number of
+// passes, as narrow keys give), then the last merge. Every 4- and 8-byte dtype, both orders, the
+// adversarial patterns, against the CPU's sort; and two parts beside it on the same keys.
+template <typename T>
+void ExpectSplitUploadMatchesTheCpu(int parts) {
+  for (Pattern pattern : kAllPatterns) {
+    for (std::size_t n : {std::size_t{1} << 22, (std::size_t{1} << 22) + 7}) {
+      const std::vector<std::byte> keys = Bytes(MakeInput<T>(pattern, n, n + 11));
+      for (SortOrder order : {SortOrder::kAscending, SortOrder::kDescending}) {
+        const SortSpec spec{.dtype = DTypeOf<T>::value, .order = order};
+        const std::string what = std::string(DTypeName(spec.dtype)) + " " + PatternName(pattern) +
+                                 " n=" + std::to_string(n) + (order == SortOrder::kAscending ? " asc" : " desc") +
+                                 " parts=" + std::to_string(parts);
+        ASSERT_TRUE(SplitUploadSortJob::Takes(spec, n)) << what;
+        std::vector<std::byte> want = keys;
+        SortBuffers cpu_buffers{.count = n, .keys = want};
+        ExecutionReport cpu_report;
+        ASSERT_TRUE(Cpu()->Sort(spec, cpu_buffers, Cancellation(), cpu_report).ok()) << what;
+        const RegisteredBytes in(keys.size(), std::byte{0});
+        std::memcpy(in.span().data(), keys.data(), keys.size());
+        const RegisteredBytes out(keys.size(), std::byte{0xAB});
+        static auto context = DeviceContext::Create({.streams = 1});
+        ASSERT_TRUE(context.ok()) << context.status();
+        SplitUploadSortJob job(spec, in.span(), out.span(), n, parts);
+        ASSERT_EQ(job.parts(), parts) << what;
+        ExecutionReport report;
+        const absl::Status status = RunGpuJob(**context, job, Cancellation(), report);
+        ASSERT_TRUE(status.ok()) << what << ": " << status;
+        ASSERT_TRUE(out.copy() == want) << what << ": keys differ";
+      }
+    }
+  }
+}
+
+TEST(PinnedRangesSplitUpload, ThreePartsAndTwoMatchTheCpuForEveryWideDtype) {
+  SKIP_WITHOUT_GPU();
+  EXPECT_EQ(SplitUploadSortJob::PartsFor(kThreePartsMinKeys - 1), 2);
+  EXPECT_EQ(SplitUploadSortJob::PartsFor(kThreePartsMinKeys), 3);
+  for (int parts : {3, 2}) {
+    ExpectSplitUploadMatchesTheCpu<std::uint32_t>(parts);
+    ExpectSplitUploadMatchesTheCpu<std::int32_t>(parts);
+    ExpectSplitUploadMatchesTheCpu<float>(parts);
+    ExpectSplitUploadMatchesTheCpu<std::uint64_t>(parts);
+    ExpectSplitUploadMatchesTheCpu<std::int64_t>(parts);
+    ExpectSplitUploadMatchesTheCpu<double>(parts);
   }
 }
 

@@ -274,7 +274,7 @@ class CudaEngine final : public Backend {
     if (buffers.count == 0) return absl::OkStatus();
     RETURN_IF_ERROR(CheckGpuSortKeys(buffers.count));
     if (!on_device && SplitUploadSortJob::Takes(spec, buffers.count)) {  // sorts while the keys cross
-      SplitUploadSortJob job(spec, keys_in, buffers.keys, buffers.count);
+      SplitUploadSortJob job(spec, keys_in, buffers.keys, buffers.count, SplitUploadSortJob::PartsFor(buffers.count));
       absl::Status status = RunGpuJob(*context_, job, cancellation, report);
       // For 8-byte keys it needs a third more device memory than the plain job below, which may fit.
       if (job.allocated() || status.code() != absl::StatusCode::kResourceExhausted) return status;

@@ -29,7 +29,7 @@ struct StreamSlot {
   // part crosses PCIe here while the first part sorts on `stream`), and events its copies record. Such a
   // job leaves nothing queued on it when it ends.
   kernels::Stream side;
-  kernels::Event side_done[2];
+  kernels::Event side_done[3];
 };
 
 struct DeviceContextOptions {
