@@ -4,8 +4,12 @@
 #
 #   here:  scripts/multi-gpu-device.sh bundle      # CUDA build in build-cuda, bundled into build/device
 #   GPU:   scripts/multi-gpu-device.sh device OUT [--keys 4G] [--big 16G] [--quick] [--no-tests] [--no-mixed]
+#          [--spin-ab]
 #          (run(command='scripts/multi-gpu-device.sh device $OUT', carry=['build/device'], kind='nvidia-h100-x2'))
 #
+# --spin-ab: only the GPU-bound load (sorts of 1M-16M, arrays in regions) on one GPU and on two, with the
+# servers' GPU waits polling first (--cuda-wait-spin-us 2000, the default) and sleeping at once (0), two
+# alternating rounds (in place of the usual mixed loads).
 # Logs go to OUT: summary.txt (a line per step) and one log per step.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,11 +24,11 @@ bundle() {
 
 device() {
   local out=$1; shift
-  local keys=4G big="" quick="" tests=1 mixed=1
+  local keys=4G big="" quick="" tests=1 mixed=1 spin_ab=""
   while [ $# -gt 0 ]; do
     case $1 in
       --keys) keys=$2; shift ;; --big) big=$2; shift ;; --quick) quick=1 ;;
-      --no-tests) tests="" ;; --no-mixed) mixed="" ;;
+      --no-tests) tests="" ;; --no-mixed) mixed="" ;; --spin-ab) spin_ab=1 mixed="" ;;
       *) echo "unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -82,6 +86,25 @@ device() {
       --in-region --concurrency 64 --connections 8 --duration 15 --warmup 3 --min-keys 1M --max-keys 16M \
       --topk-share 0 --json "$out/mixed_region_large_${list/,/_}.json"
     kill $pid; wait $pid
+  done
+  local round spin
+  for round in ${spin_ab:+1 2}; do
+    for spin in 2000 0; do
+      for list in 0 0,1; do
+        [ "$list" = 0,1 ] && [ "$gpus" -lt 2 ] && continue
+        local sock=/tmp/gpusort-spin-$$.sock tag="${list/,/_}_spin${spin}_r$round"
+        $run gpusort-server --listen 127.0.0.1:50151 --metrics-listen "" --backend cuda --cuda-devices $list \
+          --cuda-wait-spin-us $spin --max-inflight 1024 --max-inflight-per-caller 1024 --shm-socket $sock \
+          --shm-max-regions 1024 --shm-max-regions-per-user 1024 --shm-max-bytes 137438953472 \
+          --shm-max-bytes-per-user 137438953472 > "$out/server_$tag.log" 2>&1 &
+        local pid=$!
+        sleep 4
+        step "mixed_region_large_$tag" $run mixed_load_bench --server 127.0.0.1:50151 --shm-socket $sock \
+          --in-region --concurrency 64 --connections 8 --duration 15 --warmup 3 --min-keys 1M --max-keys 16M \
+          --topk-share 0 --json "$out/mixed_region_large_$tag.json"
+        kill $pid; wait $pid
+      done
+    done
   done
   cat "$summary"
   # What comes back is at most 8 files: the summary and the logs in one archive.
