@@ -212,6 +212,28 @@ class Probe {
     Egress(runs_, t);
   }
 
+  // Part p is keys [begin[p], begin[p + 1]), sized by the variant's fractions.
+  std::vector<std::size_t> PartBegins(const Variant& v) const {
+    const int parts = static_cast<int>(v.fractions.size());
+    std::vector<std::size_t> begin(parts + 1, 0);
+    for (int p = 0; p < parts; ++p) {
+      begin[p + 1] = p + 1 == parts ? n_ : begin[p] + static_cast<std::size_t>(n_ * v.fractions[p]);
+    }
+    return begin;
+  }
+  // Starts the run: every part's copy on the side stream, one after the other, each followed by a mark
+  // (the event of its landing, returned); then the OR/AND accumulators' reset on the stream.
+  std::vector<cudaEvent_t> Upload(const std::vector<std::size_t>& begin, const char* const* names, Timeline& t) {
+    t.Start(Native(side_));
+    std::vector<cudaEvent_t> landed(begin.size() - 1);
+    for (std::size_t p = 0; p + 1 < begin.size(); ++p) {
+      KERNELS_CHECK(k::CopyAnyAsync(At(landing_, begin[p]), HostIn(begin[p]), (begin[p + 1] - begin[p]) * 4, side_));
+      landed[p] = t.Mark(names[p], Native(side_));
+    }
+    ResetOrAnd();
+    return landed;
+  }
+
   // The engine's job, step for step (split_upload_sort_job.cc): each part but the last is ordered, its bits
   // read by the host, sorted next to the sorted prefix and merged into it while the next parts cross; the
   // last part the same once it has landed. The prefix moves between runs_ and landing_ with each merge; a
@@ -222,17 +244,8 @@ class Probe {
     static const char* kSorted[] = {"A sorted", "B sorted", "C sorted"};
     static const char* kMerged[] = {"", "merged A-B", "merged A-C"};
     const int parts = static_cast<int>(v.fractions.size());
-    std::vector<std::size_t> begin(parts + 1, 0);
-    for (int p = 0; p < parts; ++p) {
-      begin[p + 1] = p + 1 == parts ? n_ : begin[p] + static_cast<std::size_t>(n_ * v.fractions[p]);
-    }
-    t.Start(Native(side_));
-    std::vector<cudaEvent_t> landed(parts);
-    for (int p = 0; p < parts; ++p) {
-      KERNELS_CHECK(k::CopyAnyAsync(At(landing_, begin[p]), HostIn(begin[p]), (begin[p + 1] - begin[p]) * 4, side_));
-      landed[p] = t.Mark(kLanded[p], Native(side_));
-    }
-    ResetOrAnd();
+    const std::vector<std::size_t> begin = PartBegins(v);
+    const std::vector<cudaEvent_t> landed = Upload(begin, kLanded, t);
     bool prefix_in_runs = true;
     for (int p = 0; p < parts; ++p) {
       const std::size_t count = begin[p + 1] - begin[p];
@@ -262,21 +275,12 @@ class Probe {
   // into the buffer the sorted prefix lies in; each merge after the first part moves that prefix into the
   // other buffer (runs_ <-> spare_).
   void RunAsync(const Variant& v, Timeline& t) {
-    const int parts = static_cast<int>(v.fractions.size());
-    std::vector<std::size_t> begin(parts + 1, 0);
-    for (int p = 0; p < parts; ++p) {
-      begin[p + 1] = p + 1 == parts ? n_ : begin[p] + static_cast<std::size_t>(n_ * v.fractions[p]);
-    }
     static const char* kLanded[] = {"part 1 landed", "part 2 landed", "part 3 landed", "part 4 landed"};
     static const char* kSorted[] = {"part 1 sorted", "part 2 sorted", "part 3 sorted", "part 4 sorted"};
     static const char* kMerged[] = {"", "merged 1-2", "merged 1-3", "merged 1-4"};
-    t.Start(Native(side_));
-    std::vector<cudaEvent_t> landed(parts);
-    for (int p = 0; p < parts; ++p) {
-      KERNELS_CHECK(k::CopyAnyAsync(At(landing_, begin[p]), HostIn(begin[p]), (begin[p + 1] - begin[p]) * 4, side_));
-      landed[p] = t.Mark(kLanded[p], Native(side_));
-    }
-    ResetOrAnd();
+    const int parts = static_cast<int>(v.fractions.size());
+    const std::vector<std::size_t> begin = PartBegins(v);
+    const std::vector<cudaEvent_t> landed = Upload(begin, kLanded, t);
     const DeviceBuffer* prefix = &runs_;
     const DeviceBuffer* other = &spare_;
     cudaEvent_t last_bits = nullptr;
