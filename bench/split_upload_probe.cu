@@ -9,7 +9,9 @@
 //                land and for its varying bits before it queues the part's sort (blocking-sync events, as
 //                the engine's kernels::Event are)
 //   split-spin   the same with events the host spins on
-//   split3-spin  the engine's job in three parts (1/2, 1/3, 1/6; from 16M keys), spinning
+//   split3-spin  the job in three parts (1/2, 1/3, 1/6; from 16M keys), spinning
+//   split3-sliced  the same with the last merge in 8 slices, each copied out on the side stream as it is
+//                made (the engine's job now)
 //   async2       the same parts with no host wait: the stream waits for each part's copy (an event), each
 //                part sorts over all bits, the merge and the copy out queue behind; the host waits once
 //   async2-check async2, but the host reads the last part's varying bits before it queues the copy out (what
@@ -108,6 +110,7 @@ struct Variant {
   bool host_waits = true;        // the host reads each part's varying bits before its sort (the engine)
   bool check_last = false;       // async: the host reads the last part's bits before the copy out
   std::vector<double> fractions;  // of the keys, per part, in upload order
+  bool sliced = false;            // split: the last merge in slices, each copied out as it is made
 };
 
 class Probe {
@@ -264,11 +267,35 @@ class Probe {
       if (p == 0) continue;
       const DeviceBuffer& from = into_runs ? runs_ : landing_;
       const DeviceBuffer& to = into_runs ? landing_ : runs_;
+      prefix_in_runs = !into_runs;
+      if (v.sliced && p + 1 == parts) return SendSlices(from, to, begin[p], t);
       KERNELS_CHECK(k::MergeTwoSortedRuns(k::KeyWidth::k32, from.get(), begin[p], begin[p + 1], to.get(), stream_));
       t.Mark(kMerged[p], Native(stream_));
-      prefix_in_runs = !into_runs;
     }
     Egress(prefix_in_runs ? runs_ : landing_, t);
+  }
+
+  // The engine's SendSlices: the last merge in 8 slices, each copied out on the side stream once made.
+  void SendSlices(const DeviceBuffer& from, const DeviceBuffer& to, std::size_t first, Timeline& t) {
+    const std::size_t slice = std::max<std::size_t>(std::size_t{1} << 20, (n_ + 7) / 8);
+    cudaEvent_t made = nullptr;
+    CUDA_CHECK(cudaEventCreateWithFlags(&made, cudaEventDisableTiming));
+    for (std::size_t at = 0; at < n_; at += slice) {
+      const std::size_t end = std::min(n_, at + slice);
+      KERNELS_CHECK(k::MergeTwoSortedRunsSlice(k::KeyWidth::k32, from.get(), first, n_, to.get(), at, end, stream_));
+      KERNELS_CHECK(k::FromOrderedBitsAsync(k::KeyWidth::k32, k::KeyKind::kUnsigned, false, At(to, at), end - at,
+                                            stream_));
+      if (at == 0) t.Mark("first slice merged", Native(stream_));
+      CUDA_CHECK(cudaEventRecord(made, Native(stream_)));
+      CUDA_CHECK(cudaStreamWaitEvent(Native(side_), made, 0));
+      KERNELS_CHECK(k::CopyAnyAsync(static_cast<std::byte*>(out_.data()) + at * 4, At(to, at), (end - at) * 4, side_));
+    }
+    t.Mark("merged A-C", Native(stream_));
+    t.Mark("answer landed", Native(side_));
+    KERNELS_CHECK(side_.Synchronize());
+    KERNELS_CHECK(stream_.Synchronize());
+    t.HostMark("done");
+    CUDA_CHECK(cudaEventDestroy(made));
   }
 
   // No host wait until the end (or until the last part's bits, with check_last). Parts sort over all bits
@@ -315,6 +342,7 @@ std::vector<Variant> AllVariants() {
       {"split", true, true, false, {2.0 / 3, 1.0 / 3}},
       {"split-spin", false, true, false, {2.0 / 3, 1.0 / 3}},
       {"split3-spin", false, true, false, {1.0 / 2, 1.0 / 3, 1.0 / 6}},
+      {"split3-sliced", false, true, false, {1.0 / 2, 1.0 / 3, 1.0 / 6}, true},
       {"async2", true, false, false, {2.0 / 3, 1.0 / 3}},
       {"async2-check", true, false, true, {2.0 / 3, 1.0 / 3}},
       {"async3-check", true, false, true, {1.0 / 2, 1.0 / 3, 1.0 / 6}},

@@ -403,12 +403,15 @@ __global__ void __launch_bounds__(kMergeThreads, kMinBlocks)
 // the first run of any length. Keys alone.
 template <typename Key>
 __global__ void __launch_bounds__(kMergeThreads, (MergeMinBlocks<Key, false, true>()))
-    MergeTwoRunsKernel(const Key* __restrict__ in, Key* __restrict__ out, int count, int first) {
+    MergeTwoRunsKernel(const Key* __restrict__ in, Key* __restrict__ out, int count, int first, int diag_begin,
+                       int diag_end) {
   constexpr int kTile = MergeTileItems<Key>();
   __shared__ Key shared_keys[kTile + 1];
   __shared__ int shared_splits[2];
-  const int diag_start = static_cast<int>(blockIdx.x) * kTile;
-  const int n = kTile < count - diag_start ? kTile : count - diag_start;
+  // Output [diag_begin, diag_end) only (a slice of the merge, MergeTwoSortedRunsSlice); `out` points at
+  // output diag_begin, where this grid's first tile goes.
+  const int diag_start = diag_begin + static_cast<int>(blockIdx.x) * kTile;
+  const int n = kTile < diag_end - diag_start ? kTile : diag_end - diag_start;
   FindTileSplits(in, first, count - first, diag_start, n, shared_splits);
   const int split_start = shared_splits[0];
   const int a_count = shared_splits[1] - split_start;
@@ -422,11 +425,13 @@ __global__ void __launch_bounds__(kMergeThreads, (MergeMinBlocks<Key, false, tru
 }
 
 template <typename Key>
-Status LaunchMergeTwoRuns(const void* runs, std::size_t first, std::size_t count, void* out, cudaStream_t stream) {
+Status LaunchMergeTwoRuns(const void* runs, std::size_t first, std::size_t count, void* out, std::size_t out_begin,
+                          std::size_t out_end, cudaStream_t stream) {
   constexpr std::size_t kTile = MergeTileItems<Key>();
-  const auto tiles = static_cast<unsigned>((count + kTile - 1) / kTile);
-  MergeTwoRunsKernel<Key><<<tiles, kMergeThreads, 0, stream>>>(static_cast<const Key*>(runs), static_cast<Key*>(out),
-                                                               static_cast<int>(count), static_cast<int>(first));
+  const auto tiles = static_cast<unsigned>((out_end - out_begin + kTile - 1) / kTile);
+  MergeTwoRunsKernel<Key><<<tiles, kMergeThreads, 0, stream>>>(
+      static_cast<const Key*>(runs), static_cast<Key*>(out) + out_begin, static_cast<int>(count),
+      static_cast<int>(first), static_cast<int>(out_begin), static_cast<int>(out_end));
   GPUSORT_CUDA_RETURN_IF_LAUNCH_FAILED("merge of two sorted runs");
   return Status::Ok();
 }
@@ -553,13 +558,22 @@ Status MergeSort(const KeySortArgs& args, void* temp, std::size_t temp_bytes, co
 
 Status MergeTwoSortedRuns(KeyWidth width, const void* runs, std::size_t first, std::size_t count, void* out,
                           const Stream& stream) {
+  return MergeTwoSortedRunsSlice(width, runs, first, count, out, 0, count, stream);
+}
+
+Status MergeTwoSortedRunsSlice(KeyWidth width, const void* runs, std::size_t first, std::size_t count, void* out,
+                               std::size_t out_begin, std::size_t out_end, const Stream& stream) {
   GPUSORT_KERNELS_RETURN_IF_ERROR(RefuseKeyWidth16(width, "the merge of two sorted runs"));
   if (count > static_cast<std::size_t>(INT_MAX) || first > count) {
     return Status(StatusCode::kInvalidArgument, "merge of two sorted runs: at most 2^31-1 keys, first run inside them");
   }
-  if (count == 0) return Status::Ok();
-  return width == KeyWidth::k32 ? LaunchMergeTwoRuns<std::uint32_t>(runs, first, count, out, Native(stream))
-                                : LaunchMergeTwoRuns<std::uint64_t>(runs, first, count, out, Native(stream));
+  if (out_begin > out_end || out_end > count) {
+    return Status(StatusCode::kInvalidArgument, "merge of two sorted runs: the output slice lies outside the keys");
+  }
+  if (out_begin == out_end) return Status::Ok();
+  const cudaStream_t s = Native(stream);
+  return width == KeyWidth::k32 ? LaunchMergeTwoRuns<std::uint32_t>(runs, first, count, out, out_begin, out_end, s)
+                                : LaunchMergeTwoRuns<std::uint64_t>(runs, first, count, out, out_begin, out_end, s);
 }
 
 }  // namespace gpusort::kernels

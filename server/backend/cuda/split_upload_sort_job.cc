@@ -21,7 +21,7 @@ int SplitUploadSortJob::PartsFor(std::size_t count) { return count >= kThreePart
 
 SplitUploadSortJob::SplitUploadSortJob(const SortSpec& spec, std::span<const std::byte> keys_in,
                                        std::span<std::byte> keys_out, std::size_t count, int parts)
-    : coding_{spec.dtype, spec.order == SortOrder::kDescending}, keys_in_(keys_in), count_(count), sink_(keys_out, {}) {
+    : coding_{spec.dtype, spec.order == SortOrder::kDescending}, keys_in_(keys_in), count_(count), keys_out_(keys_out) {
   // Two parts: 2/3 and 1/3. Three: 1/2, 1/3 and 1/6 (each part's sort hides under the next one's copy).
   begin_ = parts >= kMaxUploadParts ? std::vector<std::size_t>{0, count / 2, count / 2 + count / 3, count}
                                     : std::vector<std::size_t>{0, count - count / 3, count};
@@ -141,19 +141,61 @@ absl::Status SplitUploadSortJob::SortAndMergePart(const GpuJobEnv& env, int part
   }
   const kernels::DeviceAllocation& from = into_runs ? runs_ : landing_;
   kernels::DeviceAllocation& to = into_runs ? landing_ : runs_;
+  prefix_in_runs_ = !into_runs;
+  if (part + 1 == parts()) return SendSlices(env, from, to);
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::MergeTwoSortedRuns(coding_.width(), from.data(), begin(part),
                                                              begin(part) + length(part), to.data(), env.slot.stream),
                                  "merging a part into the sorted keys before it");
-  prefix_in_runs_ = !into_runs;
+  return absl::OkStatus();
+}
+
+absl::Status SplitUploadSortJob::SendSlices(const GpuJobEnv& env, const kernels::DeviceAllocation& from,
+                                            kernels::DeviceAllocation& to) {
+  StreamSlot& slot = env.slot;
+  const std::size_t key_bytes = coding_.key_bytes();
+  const std::size_t slice = std::max(kMinSliceKeys, (count_ + kAnswerSlices - 1) / kAnswerSlices);
+  for (std::size_t at = 0; at < count_; at += slice) {
+    const std::size_t end = std::min(count_, at + slice);
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::MergeTwoSortedRunsSlice(coding_.width(), from.data(), begin(parts() - 1),
+                                                                    count_, to.data(), at, end, slot.stream),
+                                   "merging the last part into the sorted keys before it");
+    std::byte* keys = to.as<std::byte>() + at * key_bytes;
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::FromOrderedBitsAsync(coding_.width(), coding_.kind(), coding_.complement,
+                                                                 keys, end - at, slot.stream),
+                                   "key bits");
+    // The side stream copies the slice once the stream has made it (the event's state is taken now, so
+    // the next slice may record it again).
+    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.side_done[0].Record(slot.stream), "recording an event");
+    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.side.WaitFor(slot.side_done[0]), "ordering the side stream");
+    GPUSORT_RETURN_IF_KERNEL_ERROR(
+        kernels::CopyAnyAsync(keys_out_.data() + at * key_bytes, keys, (end - at) * key_bytes, slot.side),
+        "device to host");
+  }
+  side_pending_ = &slot.side;  // joined in Egress, after RunGpuJob has marked the kernels' end
   return absl::OkStatus();
 }
 
 absl::Status SplitUploadSortJob::Launch(const GpuJobEnv& env) {
-  return SortAndMergePart(env, parts() - 1, varying_last_);
+  const absl::Status status = SortAndMergePart(env, parts() - 1, varying_last_);
+  // Nothing may stay queued on the side stream once the job's buffers can go back to the pool.
+  if (!status.ok()) (void)env.slot.side.Synchronize();
+  return status;
 }
 
 absl::Status SplitUploadSortJob::Egress(const GpuJobEnv& env) {
-  return sink_.EgressKeys(env, coding_, prefix_in_runs_ ? runs_ : landing_, count_);
+  // The answer left in slices as the last merge made it (SendSlices); the stream's later work and its
+  // synchronize (RunGpuJob) wait for the last copy. So "d2h" is the copy out that outlasts the merge.
+  StreamSlot& slot = env.slot;
+  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.side_done[1].Record(slot.side), "recording an event");
+  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.WaitFor(slot.side_done[1]), "ordering the stream");
+  side_pending_ = nullptr;
+  return absl::OkStatus();
+}
+
+SplitUploadSortJob::~SplitUploadSortJob() {
+  // A job stopped between Launch and Egress still has copies out queued on the side stream: they end
+  // before its buffers go back to the pool (the members are destroyed after this).
+  if (side_pending_ != nullptr) (void)side_pending_->Synchronize();
 }
 
 }  // namespace gpusort

@@ -15,14 +15,17 @@
 // over the bits that vary in it (the host waits for each part's OR/AND, as the plain job waits for the
 // whole's); each part after the first merges with the sorted keys before it (kernels::MergeTwoSortedRuns:
 // one read and one write of each key), the merged prefix moving between the two buffers; the answer
-// leaves as the plain job's does (RegisteredHostResults). Device memory: the keys twice, and CUB's
+// leaves in slices: the last merge runs slice by slice (kernels::MergeTwoSortedRunsSlice), each slice
+// turned back into keys and copied to the caller's range on the side stream while the next is merged, so
+// the copy out starts after an eighth of the last merge instead of after all of it and the key
+// conversion (a pass over the keys for floats, signed keys and descending order). Device memory: the keys twice, and CUB's
 // scratch for the largest part's sort, which keeps its input where it landed: for 8-byte keys that
 // scratch holds a copy of the part (about 2.7 times the keys in all with two parts, against the plain
 // job's 2), for 4-byte keys it does not. The engine falls back to the plain job when this one's memory is
 // not there.
 //
 // Stages: h2d is the upload with every part's sort but the last under it; kernel is the last part's sort
-// and the last merge.
+// and the last merge (the first slices' copies out under it); d2h the copy out that outlasts the merge.
 #pragma once
 
 #include <cstddef>
@@ -34,7 +37,7 @@
 #include "gpusort/kernels/radix_sort.h"
 #include "server/backend/cuda/device_key_bits.h"
 #include "server/backend/cuda/gpu_job.h"
-#include "server/backend/cuda/registered_host_ends.h"
+#include "server/backend/cuda/gpu_job_ends.h"
 #include "server/core/spec.h"
 
 namespace gpusort {
@@ -45,6 +48,9 @@ inline constexpr std::size_t kSplitUploadMinKeys = std::size_t{1} << 22;
 // From this many keys the upload splits in three parts, not two.
 inline constexpr std::size_t kThreePartsMinKeys = std::size_t{1} << 24;
 inline constexpr int kMaxUploadParts = 3;  // StreamSlot::side_done holds one event per part
+// The last merge's slices, each copied out while the next is merged (at least kMinSliceKeys each).
+inline constexpr int kAnswerSlices = 8;
+inline constexpr std::size_t kMinSliceKeys = std::size_t{1} << 20;
 
 class SplitUploadSortJob final : public GpuJob {
  public:
@@ -59,6 +65,10 @@ class SplitUploadSortJob final : public GpuJob {
   // crossed before the answer is written). `parts`: 2 or 3 (tests choose; the engine takes PartsFor).
   SplitUploadSortJob(const SortSpec& spec, std::span<const std::byte> keys_in, std::span<std::byte> keys_out,
                      std::size_t count, int parts);
+
+  ~SplitUploadSortJob() override;
+  SplitUploadSortJob(const SplitUploadSortJob&) = delete;
+  SplitUploadSortJob& operator=(const SplitUploadSortJob&) = delete;
 
   absl::Status Allocate(const GpuJobEnv& env) override;
   absl::Status Ingest(const GpuJobEnv& env) override;
@@ -77,15 +87,19 @@ class SplitUploadSortJob final : public GpuJob {
   // per part), and the host waits for them: the bits that vary in the part.
   absl::StatusOr<std::uint64_t> OrderPart(const GpuJobEnv& env, int part, std::uint64_t* or_and_host);
   // Radix-sorts part `part` over the bits that vary in it, next to the sorted keys before it, and merges
-  // the two: the sorted prefix then ends where the part ends, in the other buffer.
+  // the two: the sorted prefix then ends where the part ends, in the other buffer. The last part's merge
+  // runs in slices, each sent to the caller's range as it is made (SendSlices).
   absl::Status SortAndMergePart(const GpuJobEnv& env, int part, std::uint64_t varying);
+  // The merge of `from` (the prefix and the last part, sorted, side by side) into `to` in slices; each
+  // slice back to keys on the stream, then copied out on the side stream, which the stream waits for last.
+  absl::Status SendSlices(const GpuJobEnv& env, const kernels::DeviceAllocation& from, kernels::DeviceAllocation& to);
   absl::Status IngestParts(const GpuJobEnv& env);
 
   KeyCoding coding_;
   std::span<const std::byte> keys_in_;
   std::size_t count_;
   std::vector<std::size_t> begin_;  // part p is keys [begin_[p], begin_[p + 1])
-  RegisteredHostResults sink_;
+  std::span<std::byte> keys_out_;     // the caller's registered range for the answer
   kernels::DeviceAllocation landing_;  // the keys as they crossed; the sorted prefix after some merges
   kernels::DeviceAllocation runs_;     // the sorted prefix after the others
   kernels::DeviceAllocation temp_;     // CUB's scratch (the largest part's)
@@ -94,6 +108,7 @@ class SplitUploadSortJob final : public GpuJob {
   bool prefix_in_runs_ = true;         // where the sorted prefix lies
   std::uint64_t varying_last_ = 0;     // the bits that vary in the last part, for Launch
   bool allocated_ = false;
+  const kernels::Stream* side_pending_ = nullptr;  // copies out queued there and not yet joined (Egress)
 };
 
 }  // namespace gpusort

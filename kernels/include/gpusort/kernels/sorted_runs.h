@@ -36,5 +36,9 @@ Status RankInSortedRunsAsync(KeyWidth width, const SortedRuns& runs, const std::
 // read and one write of each key. KeyWidth k32 or k64; count at most 2^31 - 1 (more: kInvalidArgument).
 Status MergeTwoSortedRuns(KeyWidth width, const void* runs, std::size_t first, std::size_t count, void* out,
                           const Stream& stream);
+// Outputs [out_begin, out_end) of that merge alone, into the same places of `out`: a merge in slices, each
+// of which can leave (a copy out) while the next is merged. Any bounds inside [0, count].
+Status MergeTwoSortedRunsSlice(KeyWidth width, const void* runs, std::size_t first, std::size_t count, void* out,
+                               std::size_t out_begin, std::size_t out_end, const Stream& stream);
 
 }  // namespace gpusort::kernels
