@@ -127,7 +127,8 @@ Status Event::Synchronize() const {
       const cudaError_t state = cudaEventQuery(event);
       if (state == cudaSuccess) return Status::Ok();
       if (state != cudaErrorNotReady) GPUSORT_CUDA_RETURN_IF_ERROR(state);
-      (void)cudaGetLastError();  // "not ready" is no error: leave none behind for the next launch check (PyTorch does the same)
+      // "Not ready" is no error: leave none behind for the next launch's check (PyTorch clears it too).
+      (void)cudaGetLastError();
       if (std::chrono::steady_clock::now() >= deadline) break;
       std::this_thread::yield();
     }

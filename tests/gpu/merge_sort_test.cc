@@ -149,10 +149,13 @@ TEST(MergeSortTest, RejectsShortTempAndTooManyKeys) {
 // kernels::MergeTwoSortedRuns (the split-upload sort's merge): two sorted runs one after the other,
 // merged on the device, against std::merge; first runs of every length from empty to all the keys,
 // tiles' edges, and ties across the runs (keys from a few values).
+// With `slices` > 1 the merge runs as that many MergeTwoSortedRunsSlice calls of uneven sizes (bounds
+// inside tiles, the split-upload sort's answer leaving in slices), which must write the same keys.
 template <typename Key>
-void ExpectMergesLikeStdMerge(std::size_t count, std::size_t first, Pattern pattern) {
+void ExpectMergesLikeStdMerge(std::size_t count, std::size_t first, Pattern pattern, int slices = 1) {
   const std::string what = std::to_string(sizeof(Key) * 8) + "-bit " + PatternName(pattern) +
-                           " count=" + std::to_string(count) + " first=" + std::to_string(first);
+                           " count=" + std::to_string(count) + " first=" + std::to_string(first) +
+                           " slices=" + std::to_string(slices);
   std::vector<Key> runs = MakeInput<Key>(pattern, count, count + first);
   std::sort(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(first));
   std::sort(runs.begin() + static_cast<std::ptrdiff_t>(first), runs.end());
@@ -166,8 +169,18 @@ void ExpectMergesLikeStdMerge(std::size_t count, std::size_t first, Pattern patt
   ASSERT_TRUE(d.pool.Allocate(bytes, d.stream, &out).ok()) << what;
   ASSERT_TRUE(kernels::CopyToDeviceAsync(in.data(), runs.data(), count * sizeof(Key), d.stream).ok()) << what;
   const kernels::KeyWidth width = sizeof(Key) == 4 ? kernels::KeyWidth::k32 : kernels::KeyWidth::k64;
-  const kernels::Status merged = kernels::MergeTwoSortedRuns(width, in.data(), first, count, out.data(), d.stream);
-  ASSERT_TRUE(merged.ok()) << what << ": " << merged.message();
+  if (slices <= 1) {
+    const kernels::Status merged = kernels::MergeTwoSortedRuns(width, in.data(), first, count, out.data(), d.stream);
+    ASSERT_TRUE(merged.ok()) << what << ": " << merged.message();
+  }
+  for (int s = 0; s < slices && slices > 1; ++s) {  // slice s ends at count * (s + 1)^2 / slices^2
+    const auto bound = [&](int i) {
+      return count * static_cast<std::size_t>(i * i) / static_cast<std::size_t>(slices * slices);
+    };
+    const kernels::Status merged =
+        kernels::MergeTwoSortedRunsSlice(width, in.data(), first, count, out.data(), bound(s), bound(s + 1), d.stream);
+    ASSERT_TRUE(merged.ok()) << what << " slice " << s << ": " << merged.message();
+  }
   std::vector<Key> got(count);
   ASSERT_TRUE(kernels::CopyToHostAsync(got.data(), out.data(), count * sizeof(Key), d.stream).ok()) << what;
   ASSERT_TRUE(d.stream.Synchronize().ok()) << what;
@@ -191,6 +204,21 @@ TEST(MergeTwoSortedRuns, MergesLikeStdMerge) {
                                           Pattern::kRandom);
 }
 
+TEST(MergeTwoSortedRuns, InSlicesMergesLikeStdMerge) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  for (Pattern pattern : {Pattern::kRandom, Pattern::kFewDistinct, Pattern::kAllEqual}) {
+    for (std::size_t count : {std::size_t{5}, kTile32 + 1, 3 * kTile32 + 7, (std::size_t{1} << 20) + 3}) {
+      for (std::size_t first : {std::size_t{0}, count / 3, count - count / 6, count}) {
+        for (int slices : {2, 3, 8}) {
+          ExpectMergesLikeStdMerge<std::uint32_t>(count, first, pattern, slices);
+          ExpectMergesLikeStdMerge<std::uint64_t>(count, first, pattern, slices);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
 TEST(MergeTwoSortedRuns, RefusesWhatItCannotMerge) {
   SKIP_WITHOUT_KERNEL_DEVICE();
   testing::KernelDevice& d = *testing::Device();
@@ -203,6 +231,12 @@ TEST(MergeTwoSortedRuns, RefusesWhatItCannotMerge) {
   EXPECT_EQ(kernels::MergeTwoSortedRuns(kernels::KeyWidth::k16, nullptr, 0, 4, nullptr, d.stream).code(),
             kernels::StatusCode::kInvalidArgument);
   EXPECT_TRUE(kernels::MergeTwoSortedRuns(kernels::KeyWidth::k32, nullptr, 0, 0, nullptr, d.stream).ok());
+  // A slice outside the keys, or ending before it begins; an empty slice is nothing to do.
+  EXPECT_EQ(kernels::MergeTwoSortedRunsSlice(kernels::KeyWidth::k32, nullptr, 2, 4, nullptr, 3, 2, d.stream).code(),
+            kernels::StatusCode::kInvalidArgument);
+  EXPECT_EQ(kernels::MergeTwoSortedRunsSlice(kernels::KeyWidth::k32, nullptr, 2, 4, nullptr, 0, 5, d.stream).code(),
+            kernels::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(kernels::MergeTwoSortedRunsSlice(kernels::KeyWidth::k32, nullptr, 2, 4, nullptr, 3, 3, d.stream).ok());
 }
 
 }  // namespace

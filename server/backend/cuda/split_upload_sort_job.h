@@ -11,18 +11,20 @@
 // three parts (1/2, 1/3, 1/6): the first two sort and merge while the third crosses, and the work left
 // after the upload is a sixth's sort and the last merge (bench/split_upload_probe.cu on an H200, three
 // parts against two: 16M keys 2.784 against 2.808 ms, 64M 10.35 against 10.61, 256M 40.92 against
-// 41.83; a small part's sort costs mostly its fixed 0.1 ms, so below 16M two parts). Each part is sorted
-// over the bits that vary in it (the host waits for each part's OR/AND, as the plain job waits for the
-// whole's); each part after the first merges with the sorted keys before it (kernels::MergeTwoSortedRuns:
-// one read and one write of each key), the merged prefix moving between the two buffers; the answer
-// leaves in slices: the last merge runs slice by slice (kernels::MergeTwoSortedRunsSlice), each slice
-// turned back into keys and copied to the caller's range on the side stream while the next is merged, so
-// the copy out starts after an eighth of the last merge instead of after all of it and the key
-// conversion (a pass over the keys for floats, signed keys and descending order). Device memory: the keys twice, and CUB's
-// scratch for the largest part's sort, which keeps its input where it landed: for 8-byte keys that
-// scratch holds a copy of the part (about 2.7 times the keys in all with two parts, against the plain
-// job's 2), for 4-byte keys it does not. The engine falls back to the plain job when this one's memory is
-// not there.
+// 41.83; a small part's sort costs mostly its fixed 0.1 ms, so below 16M two parts).
+//
+// Each part is sorted over the bits that vary in it (the host waits for each part's OR/AND, as the plain
+// job waits for the whole's). Each part after the first merges with the sorted keys before it
+// (kernels::MergeTwoSortedRuns: one read and one write of each key), the merged prefix moving between
+// the two buffers. The last merge runs in slices (kernels::MergeTwoSortedRunsSlice), each turned back
+// into keys and copied to the caller's range on the side stream while the next is merged: the copy out
+// starts after an eighth of the last merge and of the key conversion, not after all of them (probe: 256M
+// 40.29 against 40.87 ms).
+//
+// Device memory: the keys twice, and CUB's scratch for the largest part's sort, which keeps its input
+// where it landed: for 8-byte keys that scratch holds a copy of the part (about 2.7 times the keys in all
+// with two parts, against the plain job's 2), for 4-byte keys it does not. The engine falls back to the
+// plain job when this one's memory is not there.
 //
 // Stages: h2d is the upload with every part's sort but the last under it; kernel is the last part's sort
 // and the last merge (the first slices' copies out under it); d2h the copy out that outlasts the merge.
