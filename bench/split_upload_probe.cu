@@ -163,31 +163,26 @@ class Probe {
                                         OrAnd(part), stream_));
     KERNELS_CHECK(k::CopyToHostAsync(or_and_host_ + 2 * part, OrAnd(part), 16, stream_));
   }
-  void SortPart(std::size_t begin, std::size_t count, const DeviceBuffer& into, int begin_bit, int end_bit) {
+  // Keys [begin, begin + count) of the landing buffer sorted over [begin_bit, end_bit): into the same
+  // place of `into`, keeping their input, or (into null) where they landed with runs_ as CUB's second
+  // buffer, copied back when CUB's passes end there.
+  void SortPart(std::size_t begin, std::size_t count, const DeviceBuffer* into, int begin_bit, int end_bit) {
+    const bool in_place = into == nullptr;
     k::RadixSortArgs args;
     args.count = count;
     args.keys[0] = At(landing_, begin);
-    args.keys[1] = At(into, begin);
-    args.keep_input = true;
+    args.keys[1] = At(in_place ? runs_ : *into, begin);
+    args.keep_input = !in_place;
     args.begin_bit = begin_bit;
     args.end_bit = end_bit;
     int result = 0;
     KERNELS_CHECK(k::RadixSort(args, temp_.get(), temp_bytes_, stream_, &result));
-    if (result != 1) Die("the sort kept its answer outside its output buffer");
+    if (!in_place && result != 1) Die("the sort kept its answer outside its output buffer");
+    if (in_place && result == 1) {
+      KERNELS_CHECK(k::CopyOnDeviceAsync(At(landing_, begin), At(runs_, begin), count * 4, stream_));
+    }
   }
-  // Keys [begin, begin + count) sorted where they landed, runs_ as CUB's second buffer; back in landing_
-  // when CUB's passes end in runs_.
-  void SortInPlace(std::size_t begin, std::size_t count, int begin_bit, int end_bit) {
-    k::RadixSortArgs args;
-    args.count = count;
-    args.keys[0] = At(landing_, begin);
-    args.keys[1] = At(runs_, begin);
-    args.begin_bit = begin_bit;
-    args.end_bit = end_bit;
-    int result = 0;
-    KERNELS_CHECK(k::RadixSort(args, temp_.get(), temp_bytes_, stream_, &result));
-    if (result == 1) KERNELS_CHECK(k::CopyOnDeviceAsync(At(landing_, begin), At(runs_, begin), count * 4, stream_));
-  }
+  // server/core/varying_bits.h's VaryingBitRange, which needs C++20 (<bit>); CUDA sources build as C++17.
   void BitRange(int part, int* begin_bit, int* end_bit) const {
     const std::uint64_t varying = or_and_host_[2 * part] ^ or_and_host_[2 * part + 1];
     *begin_bit = varying == 0 ? 0 : __builtin_ctzll(varying);
@@ -210,7 +205,7 @@ class Probe {
     t.Wait(t.Mark("bits read", Native(stream_)), "bits read");
     int b = 0, e = 0;
     BitRange(0, &b, &e);
-    SortPart(0, n_, runs_, b, e);
+    SortPart(0, n_, &runs_, b, e);
     t.Mark("sorted", Native(stream_));
     Egress(runs_, t);
   }
@@ -258,11 +253,7 @@ class Probe {
       int begin_bit = 0, end_bit = 0;
       BitRange(p, &begin_bit, &end_bit);
       const bool into_runs = p == 0 || prefix_in_runs;
-      if (into_runs) {
-        SortPart(begin[p], count, runs_, begin_bit, end_bit);
-      } else {
-        SortInPlace(begin[p], count, begin_bit, end_bit);
-      }
+      SortPart(begin[p], count, into_runs ? &runs_ : nullptr, begin_bit, end_bit);
       t.Mark(kSorted[p], Native(stream_));
       if (p == 0) continue;
       const DeviceBuffer& from = into_runs ? runs_ : landing_;
@@ -315,7 +306,7 @@ class Probe {
       CUDA_CHECK(cudaStreamWaitEvent(Native(stream_), landed[p], 0));
       OrderPart(p, begin[p], begin[p + 1] - begin[p]);
       if (p + 1 == parts) last_bits = t.Mark("last bits read", Native(stream_));
-      SortPart(begin[p], begin[p + 1] - begin[p], *prefix, 0, 32);
+      SortPart(begin[p], begin[p + 1] - begin[p], prefix, 0, 32);
       t.Mark(kSorted[p], Native(stream_));
       if (p == 0) continue;
       KERNELS_CHECK(

@@ -26,8 +26,8 @@ struct StreamSlot {
   kernels::PinnedBuffer staging[2];  // double-buffered: the host fills one while the other copies
   kernels::Event staging_free[2];    // recorded after the copy that last used staging[i]
   // A second stream, for a job that copies while it computes (split_upload_sort_job.h: the keys' second
-  // part crosses PCIe here while the first part sorts on `stream`), and events its copies record. Such a
-  // job leaves nothing queued on it when it ends.
+  // part crosses PCIe here while the first part sorts on `stream`), and events its copies record. A job
+  // that ends well joins it to `stream`; RunGpuJob waits for it when a job stops early.
   kernels::Stream side;
   kernels::Event side_done[3];
 };

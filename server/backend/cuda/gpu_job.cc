@@ -23,14 +23,11 @@ absl::Status AllocateBuffers(const GpuJobEnv& env, std::initializer_list<BufferR
   return absl::OkStatus();
 }
 
-absl::Status RunGpuJob(DeviceContext& context, GpuJob& job, const Cancellation& cancellation,
-                       ExecutionReport& report) {
-  StageClock wait;
-  ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context));
-  StreamSlot& slot = lease.slot();
-  report.AddStage(Stage::kStreamWait, wait.Seconds());
-  RETURN_IF_ERROR(cancellation.Check());
-  const GpuJobEnv env{context, slot};
+namespace {
+
+// The job's steps on its leased slot, each stage timed into `report`.
+absl::Status RunSteps(const GpuJobEnv& env, GpuJob& job, const Cancellation& cancellation, ExecutionReport& report) {
+  StreamSlot& slot = env.slot;
   RETURN_IF_ERROR(job.Allocate(env));
 
   StageClock h2d;
@@ -57,6 +54,23 @@ absl::Status RunGpuJob(DeviceContext& context, GpuJob& job, const Cancellation& 
   (void)slot.egress_stop.SecondsSince(slot.kernel_stop, &egress_seconds);
   report.AddStage(Stage::kD2h, egress_seconds);
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunGpuJob(DeviceContext& context, GpuJob& job, const Cancellation& cancellation,
+                       ExecutionReport& report) {
+  StageClock wait;
+  ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context));
+  StreamSlot& slot = lease.slot();
+  report.AddStage(Stage::kStreamWait, wait.Seconds());
+  RETURN_IF_ERROR(cancellation.Check());
+  const absl::Status status = RunSteps(GpuJobEnv{context, slot}, job, cancellation, report);
+  // A job may queue copies on the slot's side stream (split_upload_sort_job.h), and the pool orders the
+  // job's frees after its stream only: whatever step stopped the job, those copies end before its
+  // buffers go back and before the slot does. (A job that ends well has joined them to its stream.)
+  if (!status.ok()) (void)slot.side.Synchronize();
+  return status;
 }
 
 }  // namespace gpusort

@@ -50,14 +50,6 @@ absl::Status SplitUploadSortJob::Allocate(const GpuJobEnv& env) {
 }
 
 absl::Status SplitUploadSortJob::Ingest(const GpuJobEnv& env) {
-  const absl::Status status = IngestParts(env);
-  // Nothing may stay queued on the side stream once the job's buffers can go back to the pool (an
-  // error between the copies and the waits for them).
-  GPUSORT_RETURN_IF_KERNEL_ERROR(env.slot.side.Synchronize(), "finishing the upload");
-  return status;
-}
-
-absl::Status SplitUploadSortJob::IngestParts(const GpuJobEnv& env) {
   StreamSlot& slot = env.slot;
   const std::size_t key_bytes = coding_.key_bytes();
   // The buffers were allocated on `stream`, and pool memory is ready only in that stream's order (the pool
@@ -171,15 +163,11 @@ absl::Status SplitUploadSortJob::SendSlices(const GpuJobEnv& env, const kernels:
         kernels::CopyAnyAsync(keys_out_.data() + at * key_bytes, keys, (end - at) * key_bytes, slot.side),
         "device to host");
   }
-  side_pending_ = &slot.side;  // joined in Egress, after RunGpuJob has marked the kernels' end
-  return absl::OkStatus();
+  return absl::OkStatus();  // joined in Egress, after RunGpuJob has marked the kernels' end
 }
 
 absl::Status SplitUploadSortJob::Launch(const GpuJobEnv& env) {
-  const absl::Status status = SortAndMergePart(env, parts() - 1, varying_last_);
-  // Nothing may stay queued on the side stream once the job's buffers can go back to the pool.
-  if (!status.ok()) (void)env.slot.side.Synchronize();
-  return status;
+  return SortAndMergePart(env, parts() - 1, varying_last_);
 }
 
 absl::Status SplitUploadSortJob::Egress(const GpuJobEnv& env) {
@@ -188,14 +176,7 @@ absl::Status SplitUploadSortJob::Egress(const GpuJobEnv& env) {
   StreamSlot& slot = env.slot;
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.side_done[1].Record(slot.side), "recording an event");
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.WaitFor(slot.side_done[1]), "ordering the stream");
-  side_pending_ = nullptr;
   return absl::OkStatus();
-}
-
-SplitUploadSortJob::~SplitUploadSortJob() {
-  // A job stopped between Launch and Egress still has copies out queued on the side stream: they end
-  // before its buffers go back to the pool (the members are destroyed after this).
-  if (side_pending_ != nullptr) (void)side_pending_->Synchronize();
 }
 
 }  // namespace gpusort

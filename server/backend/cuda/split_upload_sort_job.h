@@ -68,10 +68,6 @@ class SplitUploadSortJob final : public GpuJob {
   SplitUploadSortJob(const SortSpec& spec, std::span<const std::byte> keys_in, std::span<std::byte> keys_out,
                      std::size_t count, int parts);
 
-  ~SplitUploadSortJob() override;
-  SplitUploadSortJob(const SplitUploadSortJob&) = delete;
-  SplitUploadSortJob& operator=(const SplitUploadSortJob&) = delete;
-
   absl::Status Allocate(const GpuJobEnv& env) override;
   absl::Status Ingest(const GpuJobEnv& env) override;
   absl::Status Launch(const GpuJobEnv& env) override;
@@ -95,7 +91,6 @@ class SplitUploadSortJob final : public GpuJob {
   // The merge of `from` (the prefix and the last part, sorted, side by side) into `to` in slices; each
   // slice back to keys on the stream, then copied out on the side stream, which the stream waits for last.
   absl::Status SendSlices(const GpuJobEnv& env, const kernels::DeviceAllocation& from, kernels::DeviceAllocation& to);
-  absl::Status IngestParts(const GpuJobEnv& env);
 
   KeyCoding coding_;
   std::span<const std::byte> keys_in_;
@@ -110,7 +105,6 @@ class SplitUploadSortJob final : public GpuJob {
   bool prefix_in_runs_ = true;         // where the sorted prefix lies
   std::uint64_t varying_last_ = 0;     // the bits that vary in the last part, for Launch
   bool allocated_ = false;
-  const kernels::Stream* side_pending_ = nullptr;  // copies out queued there and not yet joined (Egress)
 };
 
 }  // namespace gpusort
