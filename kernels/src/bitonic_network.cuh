@@ -10,7 +10,9 @@
 // Tiles of up to 1024 keys fit one warp (no __syncthreads at all; several tiles per block). Tiles of a
 // warp or more are read and written through shared memory (coalesced in global memory, transposed to
 // the blocked layout in shared memory, XOR-swizzled so that neither side has bank conflicts); smaller
-// tiles load their lanes' keys directly (a warp's keys are contiguous, so L1 absorbs it).
+// tiles load their lanes' keys directly (a warp's keys are contiguous, so L1 absorbs it). Whole tiles of
+// a warp at most whose buffers are 16-byte aligned (rows of a power-of-two length) skip both: each lane
+// reads and writes its contiguous keys as 16-byte vectors (TileJob::whole_tiles).
 //
 // The network is the classic one with directions: at level k (sorted runs of k/2 become runs of k), the
 // pair (e, e ^ j) is ordered ascending when e & k == 0 and descending otherwise; the last level
@@ -21,6 +23,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "bitonic_tiles.h"
 
@@ -200,8 +203,25 @@ __device__ __forceinline__ void Network(Key (&key)[Shape<kLogP>::kR], std::uint3
   constexpr int kLogShared = kLogR + 5;  // strides from 2^kLogShared on cross warps
   constexpr bool kComplement = kComplementLevels<Key, kPos, kLogP>;
   bool complemented = false;  // this lane's keys are complemented (its current level runs descending)
+  // A lane of 8 keys sorts them with the 19 compare-exchanges of the optimal 8-key network (Knuth, TAOCP
+  // 5.3.4) in place of the network's levels 1 to 3 (24): ascending, on keys complemented where level 3
+  // runs descending, which leaves them as those levels would. 65536 rows x 256 on the H100: 0.0737 ->
+  // 0.0717 ms (BENCHMARKS.md, issue 18).
+  constexpr bool kSortEight = kComplement && kFirstLevel == 1 && kLogR == 3 && kLogP > 3;
+  if constexpr (kSortEight) {
+    const bool descending = ((g << kLogR) & 8) != 0;
+    ComplementIf<Key, kR>(key, descending);
+    complemented = descending;
+    constexpr int kPairs[19][2] = {{0, 2}, {1, 3}, {4, 6}, {5, 7}, {0, 4}, {1, 5}, {2, 6}, {3, 7}, {0, 1}, {2, 3},
+                                   {4, 5}, {6, 7}, {2, 4}, {3, 5}, {1, 4}, {3, 6}, {1, 2}, {3, 4}, {5, 6}};
 #pragma unroll
-  for (int lk = kFirstLevel; lk <= kLogP; ++lk) {
+    for (int c = 0; c < 19; ++c) {
+      const int a = kPairs[c][0], b = kPairs[c][1];
+      Order<Key, kPos>(key[a], pos[a], key[b], pos[b], true);
+    }
+  }
+#pragma unroll
+  for (int lk = kSortEight ? 4 : kFirstLevel; lk <= kLogP; ++lk) {
     const int k = 1 << lk;
     const bool level_flip = lk == kLogP && flip;
     const bool lane_level = kComplement && lk >= kLogR;  // the direction is the lane's: complemented
@@ -336,6 +356,63 @@ __device__ __forceinline__ void StoreTile(const Key (&key)[Shape<kLogP>::kR],
   }
 }
 
+// Whole tiles (TileJob::whole_tiles) of one warp at most: a lane's kR keys, and positions, lie contiguous
+// in the blocked layout, so it reads and writes them as 16-byte vectors, with no bounds to test and no
+// trip through shared memory. 65536 rows x 256 on the H100: 0.0864 -> 0.0737 ms; the network's ALU work
+// was sharing the pipe with the staging's address arithmetic and the bounds' compares and selects.
+template <typename Key, bool kPos, int kLogP>
+inline constexpr bool kVectorLanes = !Shape<kLogP>::kBlock && (Shape<kLogP>::kR * sizeof(Key)) % 16 == 0 &&
+                                     (!kPos || (Shape<kLogP>::kR * sizeof(std::uint32_t)) % 16 == 0);
+
+template <typename T, int kN>
+__device__ __forceinline__ void LoadVectors(T (&v)[kN], const T* from) {
+  constexpr int kPer = 16 / sizeof(T);
+  static_assert(kN % kPer == 0, "whole 16-byte vectors");
+  const uint4* src = reinterpret_cast<const uint4*>(from);
+#pragma unroll
+  for (int i = 0; i < kN / kPer; ++i) {
+    const uint4 x = src[i];
+    memcpy(&v[i * kPer], &x, 16);
+  }
+}
+
+template <typename T, int kN>
+__device__ __forceinline__ void StoreVectors(const T (&v)[kN], T* to) {
+  constexpr int kPer = 16 / sizeof(T);
+  static_assert(kN % kPer == 0, "whole 16-byte vectors");
+  uint4* dst = reinterpret_cast<uint4*>(to);
+#pragma unroll
+  for (int i = 0; i < kN / kPer; ++i) {
+    uint4 x;
+    memcpy(&x, &v[i * kPer], 16);
+    dst[i] = x;
+  }
+}
+
+// A whole tile's lane g: its keys from `from` (padding for a lane of no tile, which still takes part in
+// the shuffles), its positions made up from the index.
+template <typename Key, bool kPos, int kR>
+__device__ __forceinline__ void LoadWholeLane(Key (&key)[kR], std::uint32_t (&pos)[kR], const Key* from, bool live,
+                                              std::uint32_t offset, int g) {
+  if (live) {
+    LoadVectors(key, from);
+  } else {
+#pragma unroll
+    for (int r = 0; r < kR; ++r) key[r] = static_cast<Key>(~Key{0});
+  }
+  if constexpr (kPos) {
+#pragma unroll
+    for (int r = 0; r < kR; ++r) pos[r] = offset + static_cast<std::uint32_t>(g * kR + r);
+  }
+}
+
+template <typename Key, bool kPos, int kR>
+__device__ __forceinline__ void StoreWholeLane(const Key (&key)[kR], const std::uint32_t (&pos)[kR], Key* to,
+                                               std::uint32_t* to_pos) {
+  StoreVectors(key, to);
+  if constexpr (kPos) StoreVectors(pos, to_pos);
+}
+
 // Sorts (or, kMergeOnly, merges) tiles of 2^kLogP keys. Positions are made up from the index when
 // sorting, and read from in_pos when merging (they were written by an earlier pass).
 //
@@ -373,10 +450,23 @@ __global__ void __launch_bounds__(Shape<kLogP>::kThreads)
   const std::uint32_t offset = job.row_positions ? 0u : static_cast<std::uint32_t>(base);
   Key key[kR];
   std::uint32_t pos[kR];
-  LoadTile<Key, kPos, kLogP, kMergeOnly>(key, pos, in + base, kMergeOnly && kPos ? in_pos + base : nullptr, real,
-                                        offset, skey, spos, g);
+  constexpr bool kMayVector = kVectorLanes<Key, kPos, kLogP> && !kMergeOnly;
+  const bool vectors = kMayVector && job.whole_tiles;  // the same for every lane of the launch
+  const std::uint64_t lane_base = base + static_cast<std::uint64_t>(g) * kR;
+  if (vectors) {
+    if constexpr (kMayVector) LoadWholeLane<Key, kPos, kR>(key, pos, in + lane_base, live, offset, g);
+  } else {
+    LoadTile<Key, kPos, kLogP, kMergeOnly>(key, pos, in + base, kMergeOnly && kPos ? in_pos + base : nullptr, real,
+                                          offset, skey, spos, g);
+  }
   Network<Key, kPos, kLogP, kMergeOnly ? kLogP : 1>(key, pos, skey, spos, g, live && (t & job.flip_mask) != 0);
-  StoreTile<Key, kPos, kLogP>(key, pos, out + base, kPos ? out_pos + base : nullptr, written, skey, spos, g);
+  if (vectors) {
+    if constexpr (kMayVector) {
+      if (live) StoreWholeLane<Key, kPos, kR>(key, pos, out + lane_base, kPos ? out_pos + lane_base : nullptr);
+    }
+  } else {
+    StoreTile<Key, kPos, kLogP>(key, pos, out + base, kPos ? out_pos + base : nullptr, written, skey, spos, g);
+  }
 }
 
 }  // namespace gpusort::kernels::bitonic

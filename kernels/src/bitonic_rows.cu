@@ -25,6 +25,9 @@ Status CheckRows(const KeyRowsArgs& a) {
   return Status::Ok();
 }
 
+// Whole rows load and store in 16-byte vectors when their buffers allow it (TileJob::whole_tiles).
+bool Aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
 }  // namespace
 
 Status LaunchTiles(KeyWidth width, int log_tile, bool merge_only, const void* in, const std::uint32_t* in_pos,
@@ -60,8 +63,11 @@ Status BitonicSortRows(const KeyRowsArgs& args, void* /*temp*/, std::size_t /*te
   job.out_limit = count;
   job.flip_mask = 0;
   job.row_positions = true;
-  return bitonic::LaunchTiles(args.key_width, bitonic::CeilLog2(args.row_length), false, args.keys, nullptr,
-                              args.keys, args.positions, job, s);
+  const int log_tile = bitonic::CeilLog2(args.row_length);
+  job.whole_tiles = args.row_length == (std::size_t{1} << log_tile) && bitonic::Aligned16(args.keys) &&
+                    bitonic::Aligned16(args.positions);
+  return bitonic::LaunchTiles(args.key_width, log_tile, false, args.keys, nullptr, args.keys, args.positions, job,
+                              s);
 }
 
 }  // namespace gpusort::kernels

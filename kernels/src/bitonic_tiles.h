@@ -30,6 +30,10 @@ struct TileJob {
   std::uint64_t out_limit = 0;
   std::uint64_t flip_mask = 0;  // tile t's last level runs descending when t & flip_mask
   bool row_positions = true;    // positions count from each tile's start (rows) or from 0 (whole array)
+  // Every tile is whole and written whole (stride == 2^log_tile, in_limit == out_limit == tiles *
+  // stride, no segments) and in, out and out_pos are 16-byte aligned: tiles of one warp at most may load
+  // and store each lane's keys as 16-byte vectors, with no bounds and no staging (bitonic_network.cuh).
+  bool whole_tiles = false;
   // Segments instead (both set): tile t is segment segment_ids[t], keys [segment_offsets[s],
   // segment_offsets[s + 1]), all of them real (at most 2^log_tile); stride and the limits are unused.
   const std::int64_t* segment_offsets = nullptr;

@@ -5,7 +5,8 @@
 // Rows: every row length that picks a different layout (one lane, a few lanes, one warp with 8 to 32
 // registers, a block through shared memory), many rows of each, every pattern, both widths, with and
 // without (row-relative) positions, each row against std::stable_sort of that row; millions of rows;
-// and rows longer than kBitonicRowsMaxLength refused. Skips when no GPU is usable.
+// whole rows of every power-of-two length a warp holds, in 16-byte vectors and shifted off their
+// alignment; and rows longer than kBitonicRowsMaxLength refused. Skips when no GPU is usable.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -144,9 +145,11 @@ struct RowsResult {
 };
 
 // BitonicSortRows on a copy of `keys` (rows * row_length, row-major); positions poisoned first.
+// `shift` moves the keys (and positions) that many elements past the start of their allocations, off the
+// 16-byte alignment that whole rows load and store in vectors with (the tile pass's other path).
 template <typename Key>
 RowsResult<Key> RunRows(const std::vector<Key>& keys, std::size_t rows, std::size_t row_length,
-                        bool with_positions) {
+                        bool with_positions, std::size_t shift = 0) {
   KernelDevice& d = *Device();
   RowsResult<Key> out;
   const std::size_t n = rows * row_length;
@@ -159,11 +162,13 @@ RowsResult<Key> RunRows(const std::vector<Key>& keys, std::size_t rows, std::siz
   args.rows = rows;
   args.row_length = row_length;
   kernels::DeviceAllocation key_buffer, position_buffer, temp;
-  if (!check(d.pool.Allocate(std::max<std::size_t>(1, n * sizeof(Key)), d.stream, &key_buffer))) return out;
-  args.keys = key_buffer.data();
+  if (!check(d.pool.Allocate(std::max<std::size_t>(1, (n + shift) * sizeof(Key)), d.stream, &key_buffer))) {
+    return out;
+  }
+  args.keys = static_cast<char*>(key_buffer.data()) + shift * sizeof(Key);
   if (with_positions) {
-    if (!check(d.pool.Allocate(std::max<std::size_t>(1, n * 4), d.stream, &position_buffer))) return out;
-    args.positions = position_buffer.as<std::uint32_t>();
+    if (!check(d.pool.Allocate(std::max<std::size_t>(1, (n + shift) * 4), d.stream, &position_buffer))) return out;
+    args.positions = position_buffer.as<std::uint32_t>() + shift;
     std::vector<std::uint32_t> poison(n, 0xDEADBEEF);
     if (!check(kernels::CopyToDeviceAsync(args.positions, poison.data(), n * 4, d.stream))) return out;
     if (!check(d.stream.Synchronize())) return out;
@@ -186,9 +191,9 @@ RowsResult<Key> RunRows(const std::vector<Key>& keys, std::size_t rows, std::siz
 // Each row against std::stable_sort of that row (positions 0..row_length-1).
 template <typename Key>
 void ExpectRowsSorted(const std::vector<Key>& keys, std::size_t rows, std::size_t row_length,
-                      bool with_positions) {
+                      bool with_positions, std::size_t shift = 0) {
   if (testing::OverTestMaxKeys(keys.size())) return;
-  const RowsResult<Key> got = RunRows(keys, rows, row_length, with_positions);
+  const RowsResult<Key> got = RunRows(keys, rows, row_length, with_positions, shift);
   ASSERT_TRUE(got.status.ok()) << got.status.message();
   ASSERT_EQ(got.keys.size(), keys.size());
   for (std::size_t r = 0; r < rows; ++r) {
@@ -260,6 +265,31 @@ TEST(BitonicSortRowsTest, PatternedRows) {
       SCOPED_TRACE("row_length=" + std::to_string(row_length) + (with_positions ? " positions" : ""));
       ExpectRowsSorted(PatternedRows<std::uint32_t>(rows, row_length), rows, row_length, with_positions);
       ExpectRowsSorted(PatternedRows<std::uint64_t>(rows, row_length), rows, row_length, with_positions);
+    }
+  }
+}
+
+// Rows of every power-of-two length that one warp holds (2 to 1024 keys: one lane of 2, 4 or 8 registers,
+// several lanes, one warp of 8, 16 or 32): whole tiles, which load and store each lane's keys in 16-byte
+// vectors where the layout allows (and the 8-key network sorts lanes of 8 32-bit keys); the same rows
+// shifted off the vectors' alignment by one key, which take the general path; an odd number of rows, so
+// that the last block has lanes of no row; both widths, with and without positions.
+TEST(BitonicSortRowsTest, WholeRowsInVectorsAndOffTheirAlignment) {
+  SKIP_WITHOUT_KERNEL_DEVICE();
+  for (std::size_t row_length = 2; row_length <= 1024; row_length *= 2) {
+    const std::size_t rows = std::max<std::size_t>(3, (std::size_t{1} << 16) / row_length) | 1;
+    for (Pattern pattern : {Pattern::kRandom, Pattern::kFewDistinct, Pattern::kReversed}) {
+      for (bool with_positions : {false, true}) {
+        for (std::size_t shift : {0, 1}) {
+          SCOPED_TRACE(PatternName(pattern) + " rows=" + std::to_string(rows) + " row_length=" +
+                       std::to_string(row_length) + (with_positions ? " positions" : "") +
+                       (shift != 0 ? " shifted" : ""));
+          ExpectRowsSorted(MakeInput<std::uint32_t>(pattern, rows * row_length, rows), rows, row_length,
+                           with_positions, shift);
+          ExpectRowsSorted(MakeInput<std::uint64_t>(pattern, rows * row_length, rows), rows, row_length,
+                           with_positions, shift);
+        }
+      }
     }
   }
 }
