@@ -4,7 +4,8 @@
 #   here:  scripts/edge-device.sh bundle [ROWS_DIR...]   # CUDA build in build-cuda, bundled into build/device
 #          (ROWS_DIR: bundles of other builds of comparison_bench to run beside this one, carried as they are)
 #   GPU:   scripts/edge-device.sh device OUT [--no-ncu] [--no-network] [--no-shm] [--mixed] [--rows-only]
-#          [--engine-tests] [--net-probe] [--bdp] [--spin-ab] [--probe] [--no-tests] [--no-rows] [--no-duplex]
+#          [--engine-tests] [--net-probe] [--bdp] [--spin-ab] [--probe] [--wake] [--client-spin] [--no-tests]
+#          [--no-rows] [--no-duplex]
 #          (run(command='scripts/edge-device.sh device $OUT', carry=['build/device.tar.xz']))
 #
 # Steps: the PCIe floor from pinned and from memfd (shared-memory) host memory; the rows kernel
@@ -20,7 +21,9 @@
 # gRPC's BDP probe on and off); with --spin-ab, the shared-memory rows and the mixed load (arrays in
 # regions) on CUDA servers whose waits for GPU events poll first (--cuda-wait-spin-us 2000, the default)
 # and sleep at once (0), three alternating rounds, and a CPU server's mixed load beside them; with
-# --probe, split_upload_probe (the 16M shared-memory sort step by step). Every folder
+# --probe, split_upload_probe (the 16M shared-memory sort step by step); with --wake, the cost of the
+# host's idle cores to a call (wake_steps); with --client-spin, the bench's calls polling for their answer
+# and sleeping (client_spin_steps). Every folder
 # build/device/rows_* (other builds of comparison_bench, carried as they are) runs beside the rows step.
 # Logs go to OUT: summary.txt and logs.tar.gz (every log and JSON).
 set -uo pipefail
@@ -40,11 +43,12 @@ bundle() {
 device() {
   local out=$1; shift
   local ncu=1 network=1 shm=1 mixed="" tests=1 engine_tests="" probe="" bdp="" rows=1 duplex=1 spin_ab="" split_probe=""
+  local wake="" client_spin=""
   for a in "$@"; do
     case $a in
       --no-ncu) ncu="" ;; --no-network) network="" ;; --no-shm) shm="" ;; --mixed) mixed=1 ;;
       --engine-tests) engine_tests=1 ;; --net-probe) probe=1 ;; --bdp) bdp=1 ;;
-      --spin-ab) spin_ab=1 ;; --probe) split_probe=1 ;;
+      --spin-ab) spin_ab=1 ;; --probe) split_probe=1 ;; --wake) wake=1 ;; --client-spin) client_spin=1 ;;
       --no-tests) tests="" ;; --no-rows) rows="" ;; --no-duplex) duplex="" ;;
       --rows-only) network="" shm="" tests="" ;;
       *) echo "unknown option $a" >&2; exit 2 ;;
@@ -99,6 +103,8 @@ device() {
   [ -n "$shm" ] && shm_steps "$logs"
   [ -n "$mixed" ] && mixed_steps "$logs"
   [ -n "$spin_ab" ] && spin_ab_steps "$logs"
+  [ -n "$wake" ] && wake_steps "$logs"
+  [ -n "$client_spin" ] && client_spin_steps "$logs"
   if [ -n "$network" ]; then
     step service_stream16 env LD_LIBRARY_PATH="$PWD/build/device/lib" scripts/service-bench.sh build/device "$logs/service" stream16
   fi
@@ -140,6 +146,69 @@ shm_steps() {
   done
   step shm_sort_256M $run gpusort "${b[@]}" --method sort --count 256M --requests 8 --warmup 0.5 \
     --output "$logs/shm_sort_256M.json"
+  # The floors of the call around the sort, same server: a gRPC echo of one key (the RPC alone, no
+  # worker), and a Sort of one key from shared memory (the RPC, the region's lookup and the scheduler;
+  # AUTO sorts it on the CPU).
+  for round in 1 2; do
+    step rpc_echo_1_$round $run gpusort bench --server "127.0.0.1:$port" --no-progress --format json --method echo \
+      --count 1 --requests 400 --warmup 0.5 --output "$logs/rpc_echo_1_$round.json"
+    step shm_sort_1_$round $run gpusort "${b[@]}" --method sort --count 1 --requests 400 --warmup 0.5 \
+      --output "$logs/shm_sort_1_$round.json"
+  done
+  kill $server_pid; wait $server_pid 2>/dev/null
+}
+
+# --wake: what the host's idle cores cost a call. A 1-key gRPC echo and a 1-key Sort from shared memory,
+# back to back and at 300 calls/s (each waits ~3 ms idle, as the caller and the server's gRPC threads do
+# during a 16M sort), and the 16M sort; then the same with a SCHED_IDLE busy loop on every core, which
+# keeps every core awake without taking time from anything else.
+wake_steps() {
+  local logs=$1 round burn pids
+  start_server "$logs" wake --backend cuda --shm-max-bytes-per-user 17179869184 --shm-max-bytes 17179869184
+  local b=(bench --server "127.0.0.1:$port" --no-progress --format json)
+  local s=(--transport shm --shm-socket "$sock")
+  for round in 1 2; do
+    for burn in 0 1; do
+      pids=()
+      if [ "$burn" = 1 ]; then
+        for _ in $(seq "$(nproc)"); do chrt --idle 0 sh -c 'while :; do :; done' & pids+=($!); done
+      fi
+      local tag="burn${burn}_r$round"
+      step "wake_echo_1_$tag" $run gpusort "${b[@]}" --method echo --count 1 --requests 400 --warmup 0.5 \
+        --output "$logs/wake_echo_1_$tag.json"
+      step "wake_echo_1_300_$tag" $run gpusort "${b[@]}" --method echo --count 1 --rate 300 --duration 1.5 \
+        --warmup 0.5 --output "$logs/wake_echo_1_300_$tag.json"
+      step "wake_shm_1_$tag" $run gpusort "${b[@]}" "${s[@]}" --method sort --count 1 --requests 400 --warmup 0.5 \
+        --output "$logs/wake_shm_1_$tag.json"
+      step "wake_shm_1_300_$tag" $run gpusort "${b[@]}" "${s[@]}" --method sort --count 1 --rate 300 --duration 1.5 \
+        --warmup 0.5 --output "$logs/wake_shm_1_300_$tag.json"
+      step "wake_shm_16M_$tag" $run gpusort "${b[@]}" "${s[@]}" --method sort --count 16M --requests 40 \
+        --warmup 0.5 --output "$logs/wake_shm_16M_$tag.json"
+      [ "${#pids[@]}" -gt 0 ] && kill "${pids[@]}" 2> /dev/null && wait "${pids[@]}" 2> /dev/null
+    done
+  done
+  kill $server_pid; wait $server_pid 2>/dev/null
+}
+
+# --client-spin: the bench's calls poll for their answer for 5 ms before they sleep (--wait-spin-us,
+# ClientOptions::wait_spin) and sleep at once, alternating, three rounds on one CUDA server: Sort of 16M
+# and of 1 key and TopK of 16M keys from shared memory.
+client_spin_steps() {
+  local logs=$1 round spin
+  start_server "$logs" client_spin --backend cuda --shm-max-bytes-per-user 17179869184 --shm-max-bytes 17179869184
+  for round in 1 2 3; do
+    for spin in 0 5000; do
+      local b=(bench --server "127.0.0.1:$port" --no-progress --format json --transport shm --shm-socket "$sock"
+               --wait-spin-us "$spin")
+      local tag="cspin${spin}_r$round"
+      step "shm_sort_16M_$tag" $run gpusort "${b[@]}" --method sort --count 16M --requests 40 --warmup 0.5 \
+        --output "$logs/shm_sort_16M_$tag.json"
+      step "shm_sort_1_$tag" $run gpusort "${b[@]}" --method sort --count 1 --requests 400 --warmup 0.5 \
+        --output "$logs/shm_sort_1_$tag.json"
+      step "shm_topk_16M_$tag" $run gpusort "${b[@]}" --method topk -k 100 --dtype f32 --count 16M --requests 40 \
+        --warmup 0.5 --output "$logs/shm_topk_16M_$tag.json"
+    done
+  done
   kill $server_pid; wait $server_pid 2>/dev/null
 }
 

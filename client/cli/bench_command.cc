@@ -167,6 +167,11 @@ class BenchCommand final : public Subcommand {
                      "streams at once, each on its own connection (1: one stream); echo: the same, only when given")
         ->check(CLI::Range(1, 64))
         ->capture_default_str();
+    app_->add_option("--wait-spin-us", config_.wait_spin_us,
+                     "--transport shm and device: microseconds each call polls for its answer (yielding its core) "
+                     "before its thread sleeps; 0: sleep at once (ClientOptions::wait_spin)")
+        ->check(CLI::Range(0, 1000000))
+        ->capture_default_str();
     app_->add_option("--stream-parts-from", config_.stream_parts_from_bytes,
                      "the size of keys from which --stream-parts applies (the client library's default: " +
                          std::to_string(ClientOptions{}.stream_parts_from_bytes >> 20) + " MiB)")

@@ -83,6 +83,7 @@ absl::StatusOr<ClientOptions> ConnectionOptions(const BenchConfig& config) {
   options.tls = config.tls;
   options.bearer_token = config.bearer_token;
   options.shm_socket = config.shm_socket;
+  options.wait_spin = std::chrono::microseconds(config.wait_spin_us);
   return options;
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "client/src/awake_wait.h"
 #include "client/src/client_impl.h"
 #include "client/src/proto_convert.h"
 
@@ -60,7 +61,14 @@ absl::StatusOr<client::ExecutionInfo> Client::Impl::SortInRegion(client::DType d
   if (indices != nullptr) *request.mutable_indices_region() = ToProto(*indices);
   v1::SortResponse response;
   auto context = NewContext();
-  grpc::Status status = stub_->Sort(context.get(), request, &response);
+  grpc::Status status;
+  if (options_.wait_spin.count() > 0) {
+    grpc::CompletionQueue cq;
+    auto rpc = stub_->AsyncSort(context.get(), request, &cq);
+    status = client_internal::AwaitUnaryAnswer(*rpc, cq, &response, options_.wait_spin);
+  } else {
+    status = stub_->Sort(context.get(), request, &response);
+  }
   if (!status.ok()) return ToAbsl(status);
   return FromProto(response.info());
 }
@@ -78,7 +86,14 @@ absl::StatusOr<client::ExecutionInfo> Client::Impl::TopKInRegion(client::DType d
   if (indices != nullptr) *request.mutable_indices_region() = ToProto(*indices);
   v1::TopKResponse response;
   auto context = NewContext();
-  grpc::Status status = stub_->TopK(context.get(), request, &response);
+  grpc::Status status;
+  if (options_.wait_spin.count() > 0) {
+    grpc::CompletionQueue cq;
+    auto rpc = stub_->AsyncTopK(context.get(), request, &cq);
+    status = client_internal::AwaitUnaryAnswer(*rpc, cq, &response, options_.wait_spin);
+  } else {
+    status = stub_->TopK(context.get(), request, &response);
+  }
   if (!status.ok()) return ToAbsl(status);
   return FromProto(response.info());
 }

@@ -66,8 +66,7 @@ Status BitonicSortRows(const KeyRowsArgs& args, void* /*temp*/, std::size_t /*te
   const int log_tile = bitonic::CeilLog2(args.row_length);
   job.whole_tiles = args.row_length == (std::size_t{1} << log_tile) && bitonic::Aligned16(args.keys) &&
                     bitonic::Aligned16(args.positions);
-  return bitonic::LaunchTiles(args.key_width, log_tile, false, args.keys, nullptr, args.keys, args.positions, job,
-                              s);
+  return bitonic::LaunchTiles(args.key_width, log_tile, false, args.keys, nullptr, args.keys, args.positions, job, s);
 }
 
 }  // namespace gpusort::kernels

@@ -151,6 +151,40 @@ TEST(SharedMemory, TopKWritesValuesAndIndices) {
   EXPECT_EQ(Get<int64_t>(r, bytes + 400 * 8, 400), expected.indices);
 }
 
+// ClientOptions::wait_spin: the region calls go through gRPC's async API and a polled completion queue.
+// The answers, and a refusal's status, are the same as the blocking calls'; a spin shorter than the call
+// (1 us against a sort of 1M keys) ends in the blocking wait, a spin longer than it never gets there.
+TEST(SharedMemory, ACallerThatPollsForItsAnswerGetsTheSameAnswers) {
+  TestServer server(ShmConfig());
+  for (const auto spin : {std::chrono::microseconds(1), std::chrono::microseconds(1'000'000)}) {
+    SCOPED_TRACE("wait_spin " + std::to_string(spin.count()) + " us");
+    ClientOptions options;
+    options.target = server.address();
+    options.shm_socket = server.shm_socket();
+    options.wait_spin = spin;
+    Client client(options);
+    const auto keys = MakeInput<uint32_t>(Pattern::kRandom, 1 << 20, 5);
+    const std::size_t bytes = keys.size() * 4;
+    auto region = client.CreateSharedMemory(3 * bytes);
+    ASSERT_TRUE(region.ok()) << region.status();
+    SharedMemoryRegion& r = **region;
+    Put(r, 0, keys);
+    auto info = client.SortInRegion(kU32, Sorting(true), kKeysOnly, r.Ref(0, bytes), r.Ref(bytes, bytes));
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(Get<uint32_t>(r, bytes, keys.size()), ReferenceSort(keys, SortOrder::kDescending));
+    TopKOptions o;
+    o.k = 50;
+    o.output = client::TopKOutput::kValues;
+    o.algorithm = ClientTestAlgorithm();
+    const client::RegionRef values = r.Ref(2 * bytes, 50 * 4);
+    auto top = client.TopKInRegion(kU32, o, r.Ref(0, bytes), &values, nullptr);
+    ASSERT_TRUE(top.ok()) << top.status();
+    EXPECT_EQ(Get<uint32_t>(r, 2 * bytes, 50), ReferenceTopK(keys, 1, 50, true).values);
+    EXPECT_CODE(client.SortInRegion(kU32, Sorting(), kKeysOnly, r.Ref(0, 402), r.Ref(0, 402)), kInvalidArgument,
+                "whole number");
+  }
+}
+
 TEST(SharedMemory, TheClientTransportOptionRoundTrips) {
   TestServer server(ShmConfig());
   ClientOptions options;

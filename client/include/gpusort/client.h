@@ -121,6 +121,12 @@ struct ClientOptions {
   // costs a thread and a call per part, and each part's connection is opened on its first use.
   std::size_t stream_parts_from_bytes = 16u << 20;
   std::string request_id{};  // sent as x-request-id when set
+  // Shared-memory calls (SortInRegion, TopKInRegion, and Transport::kSharedMemory through them) poll for
+  // their answer this long before the calling thread sleeps: its core stays awake, and the answer is not
+  // held up by the core's wake-up, which on a virtual machine can take a tenth of a millisecond or more
+  // (BENCHMARKS.md, issue 18). The thread spins meanwhile (yielding the core to other threads that want it).
+  // 0: sleep at once.
+  std::chrono::microseconds wait_spin{0};
   // Extra integer channel arguments. gRPC shares one connection among channels whose target and
   // arguments are equal; a distinct argument gives a Client a connection of its own (gpusort bench
   // --connections does so).

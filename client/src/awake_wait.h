@@ -1,0 +1,31 @@
+// Waiting for a unary call's answer on a core kept awake (ClientOptions::wait_spin).
+//
+// A caller that sleeps through a call of a few milliseconds pays for its core's wake-up when the answer
+// comes. On the GPU machine (a 16-core VM) that cost is large: a gRPC echo of one key took 0.10-0.14 ms
+// back to back and 0.08-0.09 with every core kept busy, and a Sort of one key from shared memory 0.25
+// against 0.14-0.15 (BENCHMARKS.md, issue 18, sixth step). The region calls move no array, so their
+// caller waits idle for the whole of the server's work: with wait_spin it polls the call's completion
+// queue (epoll with a zero timeout, yielding the core between polls) for that long before it sleeps.
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include <grpcpp/grpcpp.h>
+
+namespace gpusort::client_internal {
+
+// Waits for the one event of `cq` (polling for `spin`, then blocking), then shuts `cq` down and drains it.
+void WaitForTheOnlyEvent(grpc::CompletionQueue& cq, std::chrono::microseconds spin);
+
+// Finishes `rpc` (started on `cq`, which carries nothing else) into `response`, waiting as above.
+template <typename Response>
+grpc::Status AwaitUnaryAnswer(grpc::ClientAsyncResponseReader<Response>& rpc, grpc::CompletionQueue& cq,
+                              Response* response, std::chrono::microseconds spin) {
+  grpc::Status status;
+  rpc.Finish(response, &status, &status);
+  WaitForTheOnlyEvent(cq, spin);
+  return status;
+}
+
+}  // namespace gpusort::client_internal
