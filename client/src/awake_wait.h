@@ -1,15 +1,16 @@
 // Waiting for a unary call's answer on a core kept awake (ClientOptions::wait_spin).
 //
 // A caller that sleeps through a call of a few milliseconds pays for its core's wake-up when the answer
-// comes. On the GPU machine (a 16-core VM) that cost is large: a gRPC echo of one key took 0.10-0.14 ms
-// back to back and 0.08-0.09 with every core kept busy, and a Sort of one key from shared memory 0.25
-// against 0.14-0.15 (BENCHMARKS.md, issue 18, sixth step). The region calls move no array, so their
-// caller waits idle for the whole of the server's work: with wait_spin it polls the call's completion
-// queue (epoll with a zero timeout, yielding the core between polls) for that long before it sleeps.
+// comes. On the GPU machine (a 16-core VM) waking idle threads is most of a small call: a gRPC echo of one
+// key took 0.10-0.14 ms back to back and 0.08-0.09 with every core kept busy, a Sort of one key from
+// shared memory 0.25 against 0.14-0.15. The region calls move no array, so their caller waits idle for
+// the whole of the server's work: with wait_spin it polls the call's completion queue (epoll with a zero
+// timeout, yielding the core between polls) for that long before it sleeps. Measured with it (5 ms): a
+// 16M top-k from shared memory 1.74-1.83 ms against 1.88-1.96, and a 16M sort unchanged, whose wait
+// outside the server is on the server's side (BENCHMARKS.md, issue 18, sixth step).
 #pragma once
 
 #include <chrono>
-#include <memory>
 
 #include <grpcpp/grpcpp.h>
 
