@@ -12,6 +12,8 @@
 //   split3-spin  the job in three parts (1/2, 1/3, 1/6; from 16M keys), spinning
 //   split3-sliced  the same with the last merge in 8 slices, each copied out on the side stream as it is
 //                made (the engine's job now)
+//   split3-early split3-sliced with each part's ordering and OR/AND on a third stream as soon as it lands,
+//                so that the last part's bits do not queue behind the sorts and the merge before it
 //   async2       the same parts with no host wait: the stream waits for each part's copy (an event), each
 //                part sorts over all bits, the merge and the copy out queue behind; the host waits once
 //   async2-check async2, but the host reads the last part's varying bits before it queues the copy out (what
@@ -111,6 +113,7 @@ struct Variant {
   bool check_last = false;       // async: the host reads the last part's bits before the copy out
   std::vector<double> fractions;  // of the keys, per part, in upload order
   bool sliced = false;            // split: the last merge in slices, each copied out as it is made
+  bool early_bits = false;        // split: each part's bits on a third stream as soon as it lands
 };
 
 class Probe {
@@ -125,6 +128,7 @@ class Probe {
     std::sort(expected_.begin(), expected_.end());
     KERNELS_CHECK(k::Stream::Create(&stream_));
     KERNELS_CHECK(k::Stream::Create(&side_));
+    KERNELS_CHECK(k::Stream::Create(&bits_));
     for (DeviceBuffer* b : {&landing_, &runs_, &spare_}) *b = DeviceBuffer(bytes);
     or_and_ = DeviceBuffer(8 * sizeof(std::uint64_t));
     CUDA_CHECK(cudaMallocHost(&or_and_host_, 8 * sizeof(std::uint64_t)));
@@ -158,10 +162,11 @@ class Probe {
     KERNELS_CHECK(k::CopyToDeviceAsync(or_and_.get(), or_and_host_, 8 * sizeof(std::uint64_t), stream_));
   }
   // Part `part`, keys [begin, begin + count) of the landing buffer, to ordered bits; its OR/AND to the host.
-  void OrderPart(int part, std::size_t begin, std::size_t count) {
+  void OrderPart(int part, std::size_t begin, std::size_t count) { OrderPartOn(part, begin, count, stream_); }
+  void OrderPartOn(int part, std::size_t begin, std::size_t count, const k::Stream& on) {
     KERNELS_CHECK(k::ToOrderedBitsAsync(k::KeyWidth::k32, k::KeyKind::kUnsigned, false, At(landing_, begin), count,
-                                        OrAnd(part), stream_));
-    KERNELS_CHECK(k::CopyToHostAsync(or_and_host_ + 2 * part, OrAnd(part), 16, stream_));
+                                        OrAnd(part), on));
+    KERNELS_CHECK(k::CopyToHostAsync(or_and_host_ + 2 * part, OrAnd(part), 16, on));
   }
   // Keys [begin, begin + count) of the landing buffer sorted over [begin_bit, end_bit): into the same
   // place of `into`, keeping their input, or (into null) where they landed with runs_ as CUB's second
@@ -244,12 +249,29 @@ class Probe {
     const int parts = static_cast<int>(v.fractions.size());
     const std::vector<std::size_t> begin = PartBegins(v);
     const std::vector<cudaEvent_t> landed = Upload(begin, kLanded, t);
+    // early_bits: a third stream orders each part and reads its OR/AND as soon as it lands, beside the
+    // sorts and merges of the parts before it on the stream (which waits for them before the part's sort).
+    std::vector<cudaEvent_t> bits(parts, nullptr);
+    if (v.early_bits) {
+      CUDA_CHECK(cudaStreamWaitEvent(Native(bits_), t.Mark("accumulators reset", Native(stream_)), 0));
+      for (int p = 0; p < parts; ++p) {
+        CUDA_CHECK(cudaStreamWaitEvent(Native(bits_), landed[p], 0));
+        OrderPartOn(p, begin[p], begin[p + 1] - begin[p], bits_);
+        bits[p] = t.Mark(kBits[p], Native(bits_));
+      }
+    }
     bool prefix_in_runs = true;
     for (int p = 0; p < parts; ++p) {
       const std::size_t count = begin[p + 1] - begin[p];
-      t.Wait(landed[p], kLanded[p]);
-      OrderPart(p, begin[p], count);
-      t.Wait(t.Mark(kBits[p], Native(stream_)), p + 1 == parts ? "last bits read (the engine's h2d ends)" : kBits[p]);
+      const char* host_bits = p + 1 == parts ? "last bits read (the engine's h2d ends)" : kBits[p];
+      if (v.early_bits) {
+        t.Wait(bits[p], host_bits);
+        CUDA_CHECK(cudaStreamWaitEvent(Native(stream_), bits[p], 0));
+      } else {
+        t.Wait(landed[p], kLanded[p]);
+        OrderPart(p, begin[p], count);
+        t.Wait(t.Mark(kBits[p], Native(stream_)), host_bits);
+      }
       int begin_bit = 0, end_bit = 0;
       BitRange(p, &begin_bit, &end_bit);
       const bool into_runs = p == 0 || prefix_in_runs;
@@ -321,7 +343,7 @@ class Probe {
   std::size_t n_;
   MemfdRegion in_, out_;
   std::vector<std::uint32_t> expected_;
-  k::Stream stream_, side_;
+  k::Stream stream_, side_, bits_;
   DeviceBuffer landing_, runs_, spare_, temp_, or_and_;
   std::size_t temp_bytes_ = 0;
   std::uint64_t* or_and_host_ = nullptr;
@@ -334,6 +356,7 @@ std::vector<Variant> AllVariants() {
       {"split-spin", false, true, false, {2.0 / 3, 1.0 / 3}},
       {"split3-spin", false, true, false, {1.0 / 2, 1.0 / 3, 1.0 / 6}},
       {"split3-sliced", false, true, false, {1.0 / 2, 1.0 / 3, 1.0 / 6}, true},
+      {"split3-early", false, true, false, {1.0 / 2, 1.0 / 3, 1.0 / 6}, true, true},
       {"async2", true, false, false, {2.0 / 3, 1.0 / 3}},
       {"async2-check", true, false, true, {2.0 / 3, 1.0 / 3}},
       {"async3-check", true, false, true, {1.0 / 2, 1.0 / 3, 1.0 / 6}},
