@@ -14,6 +14,8 @@
 //                made (the engine's job now)
 //   split3-early split3-sliced with each part's ordering and OR/AND on a third stream as soon as it lands,
 //                so that the last part's bits do not queue behind the sorts and the merge before it
+//   split3-quarters, split3-45-30-25, split3-50-30-20, split4-40-25-20-15, split4-45-25-18-12
+//                split3-sliced with other part sizes (and four parts)
 //   async2       the same parts with no host wait: the stream waits for each part's copy (an event), each
 //                part sorts over all bits, the merge and the copy out queue behind; the host waits once
 //   async2-check async2, but the host reads the last part's varying bits before it queues the copy out (what
@@ -242,10 +244,10 @@ class Probe {
   // last part the same once it has landed. The prefix moves between runs_ and landing_ with each merge; a
   // part sorted where it landed (the prefix there) uses runs_ as CUB's second buffer.
   void RunSplit(const Variant& v, Timeline& t) {
-    static const char* kLanded[] = {"A landed", "B landed", "C landed"};
-    static const char* kBits[] = {"A bits read", "B bits read", "C bits read"};
-    static const char* kSorted[] = {"A sorted", "B sorted", "C sorted"};
-    static const char* kMerged[] = {"", "merged A-B", "merged A-C"};
+    static const char* kLanded[] = {"A landed", "B landed", "C landed", "D landed"};
+    static const char* kBits[] = {"A bits read", "B bits read", "C bits read", "D bits read"};
+    static const char* kSorted[] = {"A sorted", "B sorted", "C sorted", "D sorted"};
+    static const char* kMerged[] = {"", "merged A-B", "merged A-C", "merged A-D"};
     const int parts = static_cast<int>(v.fractions.size());
     const std::vector<std::size_t> begin = PartBegins(v);
     const std::vector<cudaEvent_t> landed = Upload(begin, kLanded, t);
@@ -357,6 +359,12 @@ std::vector<Variant> AllVariants() {
       {"split3-spin", false, true, false, {1.0 / 2, 1.0 / 3, 1.0 / 6}},
       {"split3-sliced", false, true, false, {1.0 / 2, 1.0 / 3, 1.0 / 6}, true},
       {"split3-early", false, true, false, {1.0 / 2, 1.0 / 3, 1.0 / 6}, true, true},
+      // Other part sizes: the sort and merge before the last part's copy ends should end under that copy.
+      {"split3-quarters", false, true, false, {1.0 / 2, 1.0 / 4, 1.0 / 4}, true},
+      {"split3-45-30-25", false, true, false, {0.45, 0.30, 0.25}, true},
+      {"split3-50-30-20", false, true, false, {0.50, 0.30, 0.20}, true},
+      {"split4-40-25-20-15", false, true, false, {0.40, 0.25, 0.20, 0.15}, true},
+      {"split4-45-25-18-12", false, true, false, {0.45, 0.25, 0.18, 0.12}, true},
       {"async2", true, false, false, {2.0 / 3, 1.0 / 3}},
       {"async2-check", true, false, true, {2.0 / 3, 1.0 / 3}},
       {"async3-check", true, false, true, {1.0 / 2, 1.0 / 3, 1.0 / 6}},
