@@ -29,4 +29,14 @@ grpc::Status AwaitUnaryAnswer(grpc::ClientAsyncResponseReader<Response>& rpc, gr
   return status;
 }
 
+// A unary call: `blocking()` when `spin` is 0, else `start(&cq)` (the stub's Async form on a queue of its
+// own) with its answer awaited as above. Both forms answer into `response`.
+template <typename Response, typename Blocking, typename Start>
+grpc::Status CallUnary(std::chrono::microseconds spin, Response* response, Blocking blocking, Start start) {
+  if (spin.count() <= 0) return blocking();
+  grpc::CompletionQueue cq;
+  auto rpc = start(&cq);
+  return AwaitUnaryAnswer(*rpc, cq, response, spin);
+}
+
 }  // namespace gpusort::client_internal

@@ -61,14 +61,9 @@ absl::StatusOr<client::ExecutionInfo> Client::Impl::SortInRegion(client::DType d
   if (indices != nullptr) *request.mutable_indices_region() = ToProto(*indices);
   v1::SortResponse response;
   auto context = NewContext();
-  grpc::Status status;
-  if (options_.wait_spin.count() > 0) {
-    grpc::CompletionQueue cq;
-    auto rpc = stub_->AsyncSort(context.get(), request, &cq);
-    status = client_internal::AwaitUnaryAnswer(*rpc, cq, &response, options_.wait_spin);
-  } else {
-    status = stub_->Sort(context.get(), request, &response);
-  }
+  const grpc::Status status = client_internal::CallUnary(
+      options_.wait_spin, &response, [&] { return stub_->Sort(context.get(), request, &response); },
+      [&](grpc::CompletionQueue* cq) { return stub_->AsyncSort(context.get(), request, cq); });
   if (!status.ok()) return ToAbsl(status);
   return FromProto(response.info());
 }
@@ -86,14 +81,9 @@ absl::StatusOr<client::ExecutionInfo> Client::Impl::TopKInRegion(client::DType d
   if (indices != nullptr) *request.mutable_indices_region() = ToProto(*indices);
   v1::TopKResponse response;
   auto context = NewContext();
-  grpc::Status status;
-  if (options_.wait_spin.count() > 0) {
-    grpc::CompletionQueue cq;
-    auto rpc = stub_->AsyncTopK(context.get(), request, &cq);
-    status = client_internal::AwaitUnaryAnswer(*rpc, cq, &response, options_.wait_spin);
-  } else {
-    status = stub_->TopK(context.get(), request, &response);
-  }
+  const grpc::Status status = client_internal::CallUnary(
+      options_.wait_spin, &response, [&] { return stub_->TopK(context.get(), request, &response); },
+      [&](grpc::CompletionQueue* cq) { return stub_->AsyncTopK(context.get(), request, cq); });
   if (!status.ok()) return ToAbsl(status);
   return FromProto(response.info());
 }
