@@ -110,7 +110,7 @@ absl::Status SplitUploadSortJob::SortAndMergePart(const GpuJobEnv& env, int part
   std::byte* beside = runs_.as<std::byte>() + offset;
   // The part sorts next to the prefix: into runs_ when the prefix lies there (keeping its input where it
   // landed), else where it landed, with runs_ as CUB's second buffer.
-  const bool into_runs = part == 0 || prefix_in_runs_;
+  const bool into_runs = prefix_in_runs_;  // so for the first part (the prefix is empty, in runs_)
   kernels::RadixSortArgs args;
   args.key_width = coding_.width();
   args.count = length(part);
@@ -127,10 +127,7 @@ absl::Status SplitUploadSortJob::SortAndMergePart(const GpuJobEnv& env, int part
         kernels::CopyOnDeviceAsync(landed, beside, length(part) * coding_.key_bytes(), env.slot.stream),
         "device to device");
   }
-  if (part == 0) {
-    prefix_in_runs_ = true;
-    return absl::OkStatus();
-  }
+  if (part == 0) return absl::OkStatus();  // sorted into runs_: the prefix now
   const kernels::DeviceAllocation& from = into_runs ? runs_ : landing_;
   kernels::DeviceAllocation& to = into_runs ? landing_ : runs_;
   prefix_in_runs_ = !into_runs;
