@@ -21,12 +21,13 @@ sigset_t BlockShutdownSignals() {
   return signals;
 }
 
-bool WritePortFile(const std::string& path, int grpc_port, int metrics_port, int health_port) {
+bool WritePortFile(const std::string& path, int grpc_port, int metrics_port, int health_port, int data_port) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
     out << "grpc_port=" << grpc_port << "\nmetrics_port=" << metrics_port << "\n";
     if (health_port != 0) out << "health_port=" << health_port << "\n";
+    if (data_port != 0) out << "data_port=" << data_port << "\n";
     if (!out) return false;
   }
   return std::rename(tmp.c_str(), path.c_str()) == 0;  // readers never see half a file
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
   }
   if (!config.port_file.empty() &&
       !WritePortFile(config.port_file, (*server)->grpc_port(), (*server)->metrics_port(),
-                     (*server)->health_port())) {
+                     (*server)->health_port(), (*server)->data_port())) {
     spdlog::critical("cannot write the port file {}", config.port_file);
     return 1;
   }

@@ -96,7 +96,8 @@ class BenchCommand final : public Subcommand {
     static const std::map<std::string, BenchTransport> kTransports = {{"unary", BenchTransport::kUnary},
                                                                       {"stream", BenchTransport::kStream},
                                                                       {"shm", BenchTransport::kShm},
-                                                                      {"device", BenchTransport::kDevice}};
+                                                                      {"device", BenchTransport::kDevice},
+                                                                      {"sockets", BenchTransport::kSockets}};
     config_.method = kMethods.at(method_);
     config_.transport = kTransports.at(transport_);
     config_.algorithm = ParseAlgorithmFlag(algorithm_);
@@ -142,9 +143,10 @@ class BenchCommand final : public Subcommand {
         ->check(CLI::IsMember({"sort", "topk", "echo"}))
         ->capture_default_str();
     app_->add_option("--transport", transport_,
-                     "unary, stream, shm (shared memory), or device (the keys in GPU memory of this node, "
-                     "registered as a device region; needs a gpusort built with CUDA)")
-        ->check(CLI::IsMember({"unary", "stream", "shm", "device"}))
+                     "unary, stream, shm (shared memory), device (the keys in GPU memory of this node, "
+                     "registered as a device region; needs a gpusort built with CUDA), or sockets (sort only: "
+                     "the keys over the server's --data-port in --stream-parts parts)")
+        ->check(CLI::IsMember({"unary", "stream", "shm", "device", "sockets"}))
         ->capture_default_str();
     AddShmSocketFlag(app_, &config_.shm_socket);
     app_->add_option("-k", config_.k, "topk: how many (of each row)")->capture_default_str();

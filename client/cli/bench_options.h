@@ -17,7 +17,7 @@
 namespace gpusort::cli {
 
 enum class BenchMethod { kSort, kTopK, kEcho };
-enum class BenchTransport { kUnary, kStream, kShm, kDevice };
+enum class BenchTransport { kUnary, kStream, kShm, kDevice, kSockets };
 
 inline std::string MethodName(BenchMethod m) {
   switch (m) {
@@ -34,6 +34,7 @@ inline std::string TransportName(BenchTransport t) {
     case BenchTransport::kStream: return "stream";
     case BenchTransport::kShm: return "shm";
     case BenchTransport::kDevice: return "device";
+    case BenchTransport::kSockets: return "sockets";
   }
   return "?";
 }
@@ -143,6 +144,8 @@ inline absl::Status ValidateBenchConfig(const BenchConfig& c) {
     return invalid("echo has no device-memory form: it measures gRPC itself");
   if (c.transport == BenchTransport::kDevice && c.shm_socket.empty())
     return invalid("--transport device needs --shm-socket: the path of the server's --shm-socket");
+  if (c.transport == BenchTransport::kSockets && c.method != BenchMethod::kSort)
+    return invalid("--transport sockets carries Sorts only (the server's SortOnSockets)");
   if (c.rate < 0) return invalid("--rate must be positive");
   for (double r : c.rates)
     if (!(r > 0)) return invalid("every rate of --rates / --ramp must be above 0");

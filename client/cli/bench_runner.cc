@@ -113,8 +113,9 @@ absl::StatusOr<std::vector<Connection>> OpenConnections(const BenchConfig& confi
       continue;
     }
     options.timeout = std::chrono::milliseconds(std::llround(config.timeout_seconds * 1000));
-    options.transport =
-        config.transport == BenchTransport::kStream ? Transport::kStream : Transport::kUnary;
+    options.transport = config.transport == BenchTransport::kStream    ? Transport::kStream
+                        : config.transport == BenchTransport::kSockets ? Transport::kSockets
+                                                                        : Transport::kUnary;
     options.stream_chunk_bytes = config.chunk_bytes;
     options.stream_parts = config.stream_parts;
     options.stream_parts_from_bytes = config.stream_parts_from_bytes;

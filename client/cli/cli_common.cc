@@ -51,8 +51,9 @@ void AddConnectionFlags(CLI::App* app, Connection* c) {
   app->add_option("--timeout", c->timeout_seconds, "deadline in seconds (0: none)");
   app->add_flag("--verbose,-v", c->verbose, "print how the server ran it");
   app->add_option("--transport", c->transport,
-                  "auto (stream from 4 MiB), unary, stream, or shm (shared memory; server on this host)")
-      ->check(CLI::IsMember({"auto", "unary", "stream", "shm"}))
+                  "auto (stream from 4 MiB), unary, stream, shm (shared memory; server on this host), or "
+                  "sockets (Sorts over the server's --data-port)")
+      ->check(CLI::IsMember({"auto", "unary", "stream", "shm", "sockets"}))
       ->capture_default_str();
   AddShmSocketFlag(app, &c->shm_socket);
   AddSecurityFlags(app, &c->security);
@@ -66,6 +67,7 @@ absl::StatusOr<std::unique_ptr<Client>> MakeClient(const Connection& c) {
   options.transport = c.transport == "unary"    ? Transport::kUnary
                       : c.transport == "stream" ? Transport::kStream
                       : c.transport == "shm"    ? Transport::kSharedMemory
+                      : c.transport == "sockets" ? Transport::kSockets
                                                 : Transport::kAuto;
   options.shm_socket = c.shm_socket;
   if (options.transport == Transport::kSharedMemory && options.shm_socket.empty()) {

@@ -277,6 +277,8 @@ Client::Impl::Impl(ClientOptions options, std::shared_ptr<grpc::ChannelCredentia
   }
   channel_ = std::move(*channel);
   stub_ = v1::SortService::NewStub(channel_);
+  data_connections_ =
+      std::make_unique<client_internal::DataConnections>(client_internal::DataHostOf(target_uri_, target_authority_));
 }
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> Client::Impl::MakeChannel(
@@ -328,7 +330,8 @@ bool Client::Impl::ShouldStream(std::size_t request_bytes, std::size_t answer_by
     case Transport::kUnary: return false;
     case Transport::kStream: return true;
     case Transport::kSharedMemory: return false;
-    case Transport::kAuto: break;
+    case Transport::kAuto:
+    case Transport::kSockets: break;
   }
   const std::size_t largest = std::max(request_bytes, answer_bytes);
   return largest > UnaryLimit() || largest >= options_.stream_from_bytes;
@@ -337,6 +340,7 @@ bool Client::Impl::ShouldStream(std::size_t request_bytes, std::size_t answer_by
 absl::StatusOr<RawSortResult> Client::Impl::SortRaw(const RawSortRequest& r) {
   if (!init_status_.ok()) return init_status_;
   if (options_.transport == Transport::kSharedMemory) return SortThroughRegion(r);
+  if (ShouldUseSockets(r)) return SortOnSockets(r);
   if (ShouldStream(r.keys.size() + r.values.size(), SortAnswerBytes(r))) return SortStreamed(r);
   v1::SortRequest request;
   FillSortOptions(r, request.mutable_options());
@@ -412,6 +416,7 @@ absl::StatusOr<client::ExecutionInfo> Client::Impl::SortRawInto(const RawSortReq
   const auto* out_begin = reinterpret_cast<const char*>(keys_out.data());
   if (!r.keys.empty() && out_begin < r.keys.data() + r.keys.size() && r.keys.data() < out_begin + keys_out.size())
     return absl::InvalidArgumentError("SortRawInto's keys_out overlaps the request's keys");
+  if (ShouldUseSockets(r)) return SortOnSocketsInto(r, keys_out, indices_out);
   if (options_.transport != Transport::kSharedMemory &&
       ShouldStream(r.keys.size() + r.values.size(), SortAnswerBytes(r)) && ShouldSplit(r)) {
     return SortInPartsInto(r, keys_out, indices_out);

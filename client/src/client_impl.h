@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "gpusort/client.h"
 #include "gpusort/grpc_interop.h"
+#include "client/src/data_connections.h"
 #include "gpusort/v1/sort.grpc.pb.h"
 
 namespace gpusort {
@@ -61,6 +62,12 @@ struct Client::Impl {
   absl::StatusOr<std::vector<v1::SortService::Stub*>> PartStubs(std::size_t count);
   absl::StatusOr<RawTopKResult> TopKStreamed(client::DType dtype, std::string_view keys, const TopKOptions& options);
 
+  // Transport::kSockets (client_sockets.cc): whether this Sort goes over the data port, and the calls.
+  bool ShouldUseSockets(const RawSortRequest& request) const;
+  absl::StatusOr<RawSortResult> SortOnSockets(const RawSortRequest& request);
+  absl::StatusOr<client::ExecutionInfo> SortOnSocketsInto(const RawSortRequest& request, std::span<std::byte> keys_out,
+                                                          std::span<std::byte> indices_out);
+
   absl::StatusOr<RawSortResult> SortThroughRegion(const RawSortRequest& request);
   absl::StatusOr<RawTopKResult> TopKThroughRegion(client::DType dtype, std::string_view keys,
                                                   const TopKOptions& options);
@@ -84,6 +91,7 @@ struct Client::Impl {
   std::mutex part_stubs_mutex_;
   std::vector<std::shared_ptr<grpc::Channel>> part_channels_;        // one per part, each its own connection
   std::vector<std::unique_ptr<v1::SortService::Stub>> part_stubs_;  // on part_channels_
+  std::unique_ptr<client_internal::DataConnections> data_connections_;  // to the data port, kept
   std::mutex regions_mutex_;
   std::vector<std::unique_ptr<SharedMemoryRegion>> free_regions_;
 };

@@ -137,6 +137,22 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
       ->capture_default_str();
   app.add_option("--batch-max-keys", c.batch_max_keys, "Sorts of more keys than this are never batched")
       ->capture_default_str();
+  app.add_option("--data-port", c.data_port,
+                 "TCP port, on --listen's host, for the keys of SortOnSockets calls (sort.proto, \"Sockets "
+                 "beside gRPC\"): plain TCP, so not with --tls-cert; 0 picks a free port; -1: off")
+      ->group("Sockets beside gRPC")
+      ->check(CLI::Range(-1, 65535))
+      ->capture_default_str();
+  app.add_option("--data-max-connections", c.data_max_connections,
+                 "connections the data port serves at once; more are refused (RESOURCE_EXHAUSTED)")
+      ->group("Sockets beside gRPC")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{65536}))
+      ->capture_default_str();
+  app.add_option("--data-idle-timeout", c.data_idle_timeout_seconds,
+                 "seconds a data connection may wait between parts before it is closed")
+      ->group("Sockets beside gRPC")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
   app.add_option("--shm-socket", c.shm_socket,
                  "Unix socket on which callers on this host register shared memory by handing the server a "
                  "sealed memfd (sort.proto, \"Shared memory\"); empty: shared memory off")
@@ -176,7 +192,7 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
       ->capture_default_str();
   app.add_option("--port-file", c.port_file,
-                 "write 'grpc_port=N' and 'metrics_port=N' (and 'health_port=N' with --health-listen) here "
+                 "write 'grpc_port=N' and 'metrics_port=N' (and 'health_port=N' with --health-listen, 'data_port=N' with --data-port) here "
                  "once listening (for scripts)");
   app.add_option("--tls-cert", c.tls_cert, "PEM certificate (chain) of the gRPC port: TLS on (with --tls-key)")
       ->group("Security");

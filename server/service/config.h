@@ -51,6 +51,10 @@ struct ServerConfig {
   std::size_t shm_max_bytes_per_user = std::size_t{4} << 30;  // bytes one user id's regions may map
   std::size_t shm_max_pending = 64;              // socket connections that have not registered yet
   double shm_registration_timeout_seconds = 5;   // for a connection to send its registration
+  // Sockets beside gRPC (sort.proto, "Sockets beside gRPC"): off unless data_port >= 0 (0: a free port).
+  int data_port = -1;                            // TCP port for SortOnSockets' keys, on --listen's host
+  std::size_t data_max_connections = 256;        // data connections open at once; more are refused
+  double data_idle_timeout_seconds = 60;         // a data connection with no request this long is closed
   double drain_timeout_seconds = 30;             // SIGTERM: wait this long for in-flight calls
   std::string log_level = "info";                // trace | debug | info | warn | error | off
   std::string port_file;                         // if set, "grpc_port=N\nmetrics_port=N\n" is written here

@@ -17,6 +17,7 @@
 #include "server/service/auth.h"
 #include "server/service/device_memory_refresh.h"
 #include "server/service/metrics.h"
+#include "server/service/data_socket_listener.h"
 #include "server/service/region_socket_listener.h"
 #include "server/service/tls.h"
 #include "server/service/echo_service.h"
@@ -137,6 +138,9 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
   auto region_socket = StartRegionSocket(config_, core_->regions());
   if (!region_socket.ok()) return region_socket.status();
   region_socket_ = std::move(*region_socket);
+  auto data_socket = StartDataPort(config_, core_->socket_sorts());
+  if (!data_socket.ok()) return data_socket.status();
+  data_socket_ = std::move(*data_socket);
   service_ = std::make_unique<SortService>(*core_, auth_.get());
   echo_service_ = std::make_unique<EchoService>(auth_.get());
   // Everything built so far happens before the first call's handler, on gRPC's threads.
@@ -226,6 +230,8 @@ bool GpusortServer::Drain() {
   return idle;
 }
 
+int GpusortServer::data_port() const { return data_socket_ == nullptr ? 0 : data_socket_->port(); }
+
 std::size_t GpusortServer::registered_regions() const { return core_->regions().count(); }
 
 void GpusortServer::Wait() {
@@ -248,6 +254,7 @@ GpusortServer::~GpusortServer() {
   }
   health_fallback_.reset();
   region_socket_.reset();  // unregisters every region before the regions go
+  data_socket_.reset();    // its connections' threads end before the jobs' backend goes
   core_.reset();  // joins the worker threads
   server_.reset();
   service_.reset();

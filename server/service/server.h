@@ -26,6 +26,7 @@ class SortService;
 class EchoService;
 class TokenAuth;
 class RegionSocketListener;
+class DataSocketListener;
 
 class GpusortServer {
  public:
@@ -39,6 +40,7 @@ class GpusortServer {
   int grpc_port() const { return grpc_port_; }
   int metrics_port() const { return metrics_port_; }  // 0 when metrics are off
   int health_port() const { return health_port_; }    // 0 without --health-listen
+  int data_port() const;                               // 0 without --data-port
   const Backend& backend() const { return *backend_; }
   // Shared-memory and device regions registered now (tests, and what an operator may want to see).
   std::size_t registered_regions() const;
@@ -63,6 +65,7 @@ class GpusortServer {
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<ServiceCore> core_;
   std::unique_ptr<RegionSocketListener> region_socket_;  // --shm-socket; null without it
+  std::unique_ptr<DataSocketListener> data_socket_;      // --data-port; null without it
   std::unique_ptr<SortService> service_;
   std::unique_ptr<EchoService> echo_service_;
   std::unique_ptr<TokenAuth> auth_;  // null without --auth-tokens-file

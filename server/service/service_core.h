@@ -16,6 +16,7 @@
 #include "server/service/metrics.h"
 #include "server/service/scheduler.h"
 #include "server/service/shared_regions.h"
+#include "server/service/socket_sorts.h"
 #include "server/service/sort_parts.h"
 #include "server/service/stream_watchdog.h"
 
@@ -36,6 +37,7 @@ class ServiceCore {
   Backend& backend() { return backend_; }
   SharedRegions& regions() { return regions_; }
   PartedSorts& parted_sorts() { return parted_sorts_; }
+  SocketSorts& socket_sorts() { return socket_sorts_; }
 
   // Takes an in-flight ticket for the call: UNAVAILABLE while draining or once the backend has failed
   // for good (Backend::Healthy), RESOURCE_EXHAUSTED when max_inflight calls, or the caller's share of
@@ -101,6 +103,7 @@ class ServiceCore {
   std::atomic<int> devices_lost_seen_{0};
   std::atomic<std::chrono::steady_clock::rep> last_drain_refusal_{0};
   SharedRegions regions_;
+  SocketSorts socket_sorts_;  // SortOnSockets calls in progress, by ticket
   PartedSorts parted_sorts_;  // every part is an admitted call, so max_inflight bounds the jobs too
   Scheduler scheduler_;       // its workers stop before the rest goes away
   // After the scheduler: its thread, which may hand a stalled part's work to the workers, stops before

@@ -4,6 +4,7 @@
 #include "server/service/grpc_hand_off.h"
 #include "server/service/refused_call.h"
 #include "server/service/register_region_call.h"
+#include "server/service/socket_sort_call.h"
 #include "server/service/stream_calls.h"
 #include "server/service/unary_calls.h"
 
@@ -51,6 +52,13 @@ grpc::ServerBidiReactor<v1::TopKStreamRequest, v1::TopKStreamResponse>* SortServ
   if (absl::Status s = Authorize(context, "TopKStream"); !s.ok())
     return new RefusedBidiCall<v1::TopKStreamRequest, v1::TopKStreamResponse>(s);
   return StartTopKStreamCall(core_, context);
+}
+
+grpc::ServerWriteReactor<v1::SocketSortEvent>* SortService::SortOnSockets(grpc::CallbackServerContext* context,
+                                                                         const v1::SocketSortRequest* request) {
+  AcquireFromGrpc(this);  // the server started after this service was built (grpc_hand_off.h)
+  if (absl::Status s = Authorize(context, "SortOnSockets"); !s.ok()) return new RefusedWriteCall<v1::SocketSortEvent>(s);
+  return StartSocketSortCall(core_, context, request);
 }
 
 grpc::ServerWriteReactor<v1::RegisterRegionEvent>* SortService::RegisterRegion(

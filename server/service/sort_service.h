@@ -24,6 +24,8 @@ class SortService final : public v1::SortService::CallbackService {
       grpc::CallbackServerContext* context) override;
   grpc::ServerBidiReactor<v1::TopKStreamRequest, v1::TopKStreamResponse>* TopKStream(
       grpc::CallbackServerContext* context) override;
+  grpc::ServerWriteReactor<v1::SocketSortEvent>* SortOnSockets(grpc::CallbackServerContext* context,
+                                                                const v1::SocketSortRequest* request) override;
   grpc::ServerWriteReactor<v1::RegisterRegionEvent>* RegisterRegion(
       grpc::CallbackServerContext* context, const v1::RegisterRegionRequest* request) override;
 

@@ -47,6 +47,13 @@ enum class Transport {
   // into regions this client registered (kept for reuse) and the answers out of them. For no copies at
   // all, build the keys in a region yourself and call SortInRegion / TopKInRegion.
   kSharedMemory,
+  // Sorts of keys (or with indices) over the server's data port (its --data-port; sort.proto, "Sockets
+  // beside gRPC"): the options over gRPC, the keys and the answer over plain TCP connections, in up to
+  // stream_parts parts of at least 1 MiB side by side, kept open for later calls. Near the socket's own
+  // speed, where gRPC moves large arrays at about a third of it (BENCHMARKS.md, issue 18); but the keys
+  // cross in clear, so a server with TLS has no data port. Every other call goes as with kAuto. Not
+  // while balancing over several servers.
+  kSockets,
 };
 
 // Retries of calls that fail with UNAVAILABLE (a replica stopping, a connection lost, a server

@@ -1,0 +1,157 @@
+#include "server/service/data_socket_listener.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "gpusort/v1/data_socket.h"
+#include "server/service/data_socket_io.h"
+
+namespace gpusort {
+namespace {
+
+constexpr int kListenBacklog = 256;
+// How often the accepting thread looks for stalled jobs and finished connections.
+constexpr int kSweepMs = 250;
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+// The host of a gRPC listen address ("0.0.0.0:50051", "[::]:50051", "localhost:0"); loopback for a Unix
+// socket's, whose callers are on this host.
+std::string ListenHost(const std::string& listen) {
+  if (listen.starts_with("unix:")) return "127.0.0.1";
+  const std::size_t colon = listen.rfind(':');
+  std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host.empty() ? "0.0.0.0" : host;
+}
+
+absl::StatusOr<UniqueFd> Listen(const std::string& host, int port, int* bound_port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (const int e = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); e != 0) {
+    return absl::InvalidArgumentError("cannot resolve the data port's host " + host + ": " + gai_strerror(e));
+  }
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> addresses(found, freeaddrinfo);
+  UniqueFd fd(socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return absl::UnavailableError(Errno("socket"));
+  const int one = 1;
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(fd.get(), found->ai_addr, found->ai_addrlen) != 0 || listen(fd.get(), kListenBacklog) != 0) {
+    return absl::UnavailableError(Errno("cannot listen on the data port " + host + ":" + service));
+  }
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address), &length);
+  *bound_port = ntohs(address.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&address)->sin6_port
+                                                    : reinterpret_cast<sockaddr_in*>(&address)->sin_port);
+  return fd;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DataSocketListener>> DataSocketListener::Start(const DataPortOptions& options,
+                                                                              SocketSorts& sorts) {
+  std::unique_ptr<DataSocketListener> listener(new DataSocketListener(options, sorts));
+  absl::StatusOr<UniqueFd> fd = Listen(options.host, options.port, &listener->port_);
+  if (!fd.ok()) return fd.status();
+  listener->listen_fd_ = std::move(*fd);
+  sorts.set_port(listener->port_);
+  listener->thread_ = std::thread([l = listener.get()] { l->Run(); });
+  return listener;
+}
+
+DataSocketListener::~DataSocketListener() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard lock(connections_mutex_);
+  for (Connection& c : connections_) {
+    if (c.thread.joinable()) c.thread.join();  // each sees stop_ within its 100 ms poll slice
+  }
+  connections_.clear();
+}
+
+void DataSocketListener::Run() {
+  const auto idle = std::chrono::duration_cast<std::chrono::steady_clock::duration>(options_.limits.stall);
+  while (!stop_.load()) {
+    pollfd p{.fd = listen_fd_.get(), .events = POLLIN, .revents = 0};
+    if (poll(&p, 1, kSweepMs) > 0) Accept();
+    sorts_.FailStalled(idle);
+    JoinFinished();
+  }
+}
+
+void DataSocketListener::Accept() {
+  for (;;) {
+    UniqueFd fd(accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) spdlog::warn("data port: {}", Errno("accept"));
+      return;
+    }
+    const int one = 1;
+    setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    std::lock_guard lock(connections_mutex_);
+    if (connections_.size() >= options_.max_connections) {
+      // Told why, at once and without waiting on the caller: a refusal must not hold this thread.
+      const std::string reason = "the data port already serves " + std::to_string(options_.max_connections) +
+                                 " connections (--data-max-connections); retry later";
+      const auto header = v1::data_socket::EncodeReply(
+          {.code = static_cast<uint32_t>(absl::StatusCode::kResourceExhausted),
+           .text_length = static_cast<uint32_t>(reason.size())});
+      (void)send(fd.get(), header.data(), header.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      (void)send(fd.get(), reason.data(), reason.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      continue;
+    }
+    Connection& c = connections_.emplace_back();
+    c.fd = std::move(fd);
+    c.thread = std::thread([this, &c] {
+      ServeDataConnection(c.fd.get(), SocketPeerHost(c.fd.get()), sorts_, options_.limits, stop_);
+      shutdown(c.fd.get(), SHUT_RDWR);
+      c.done.store(true);
+    });
+  }
+}
+
+void DataSocketListener::JoinFinished() {
+  std::lock_guard lock(connections_mutex_);
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    if (!it->done.load()) {
+      ++it;
+      continue;
+    }
+    it->thread.join();
+    it = connections_.erase(it);  // closes its descriptor
+  }
+}
+
+absl::StatusOr<std::unique_ptr<DataSocketListener>> StartDataPort(const ServerConfig& config, SocketSorts& sorts) {
+  if (config.data_port < 0) return nullptr;
+  if (!config.tls_cert.empty()) {
+    return absl::InvalidArgumentError(
+        "--data-port carries keys in clear text; it cannot be combined with TLS on the gRPC port (--tls-cert)");
+  }
+  DataPortOptions options;
+  options.host = ListenHost(config.listen);
+  options.port = config.data_port;
+  options.max_connections = config.data_max_connections;
+  options.limits.idle_between_parts =
+      std::chrono::milliseconds(static_cast<int64_t>(config.data_idle_timeout_seconds * 1000));
+  options.limits.stall = std::chrono::milliseconds(static_cast<int64_t>(config.stream_idle_timeout_seconds * 1000));
+  absl::StatusOr<std::unique_ptr<DataSocketListener>> listener = DataSocketListener::Start(options, sorts);
+  if (listener.ok()) spdlog::info("data port {} (SortOnSockets; plaintext)", (*listener)->port());
+  return listener;
+}
+
+}  // namespace gpusort
