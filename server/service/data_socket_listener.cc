@@ -4,10 +4,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 
 #include <cerrno>
 #include <cstring>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
@@ -67,6 +69,8 @@ absl::StatusOr<std::unique_ptr<DataSocketListener>> DataSocketListener::Start(co
   absl::StatusOr<UniqueFd> fd = Listen(options.host, options.port, &listener->port_);
   if (!fd.ok()) return fd.status();
   listener->listen_fd_ = std::move(*fd);
+  listener->wake_fd_ = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!listener->wake_fd_.valid()) return absl::UnavailableError(Errno("eventfd"));
   sorts.set_port(listener->port_);
   listener->thread_ = std::thread([l = listener.get()] { l->Run(); });
   return listener;
@@ -74,6 +78,8 @@ absl::StatusOr<std::unique_ptr<DataSocketListener>> DataSocketListener::Start(co
 
 DataSocketListener::~DataSocketListener() {
   stop_.store(true);
+  const uint64_t one = 1;
+  (void)!write(wake_fd_.get(), &one, sizeof(one));  // the accepting thread leaves its poll at once
   if (thread_.joinable()) thread_.join();
   std::lock_guard lock(connections_mutex_);
   for (Connection& c : connections_) {
@@ -85,8 +91,9 @@ DataSocketListener::~DataSocketListener() {
 void DataSocketListener::Run() {
   const auto idle = std::chrono::duration_cast<std::chrono::steady_clock::duration>(options_.limits.stall);
   while (!stop_.load()) {
-    pollfd p{.fd = listen_fd_.get(), .events = POLLIN, .revents = 0};
-    if (poll(&p, 1, kSweepMs) > 0) Accept();
+    pollfd p[2] = {{.fd = listen_fd_.get(), .events = POLLIN, .revents = 0},
+                   {.fd = wake_fd_.get(), .events = POLLIN, .revents = 0}};
+    if (poll(p, 2, kSweepMs) > 0 && (p[0].revents & POLLIN) != 0) Accept();
     sorts_.FailStalled(idle);
     JoinFinished();
   }

@@ -52,6 +52,7 @@ class DataSocketListener {
   const DataPortOptions options_;
   SocketSorts& sorts_;
   UniqueFd listen_fd_;
+  UniqueFd wake_fd_;  // an eventfd: written to stop the accepting thread
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::mutex connections_mutex_;

@@ -52,7 +52,9 @@ bool IsLoopbackHost(const std::string& host) { return host.starts_with("ipv4:127
 
 bool SameCallerHost(const std::string& caller_host, const std::string& peer_host) {
   const std::string caller = NormalHost(caller_host), peer = NormalHost(peer_host);
-  if (caller.starts_with("unix:")) return IsLoopbackHost(peer);
+  // Loopback is this host whichever address names it (a client may reach gRPC over 127.0.0.1 and the
+  // data port over ::1).
+  if (caller.starts_with("unix:") || IsLoopbackHost(caller)) return IsLoopbackHost(peer);
   return caller == peer;
 }
 
