@@ -4,7 +4,7 @@
 #   here:  scripts/edge-device.sh bundle [ROWS_DIR...]   # CUDA build in build-cuda, bundled into build/device
 #          (ROWS_DIR: bundles of other builds of comparison_bench to run beside this one, carried as they are)
 #   GPU:   scripts/edge-device.sh device OUT [--no-ncu] [--no-network] [--no-shm] [--mixed] [--rows-only]
-#          [--engine-tests] [--net-probe] [--bdp] [--spin-ab] [--probe] [--wake] [--client-spin] [--no-tests]
+#          [--engine-tests] [--net-probe] [--bdp] [--sockets] [--spin-ab] [--probe] [--wake] [--client-spin] [--no-tests]
 #          [--no-rows] [--no-duplex]
 #          (run(command='scripts/edge-device.sh device $OUT', carry=['build/device.tar.xz']))
 #
@@ -18,7 +18,8 @@
 # pipeline's stage times among them), cuda_backend_test's
 # CudaBackend.* and pinned sorts); with --net-probe, service-bench.sh's probe (gRPC echoes of 64 MiB split
 # in different ways); with --bdp, service-bench.sh's bdp (the 64 MiB rows and small sorts on servers with
-# gRPC's BDP probe on and off); with --spin-ab, the shared-memory rows and the mixed load (arrays in
+# gRPC's BDP probe on and off); with --sockets, service-bench.sh's sockets (the sorts over the data port,
+# SortOnSockets, beside gRPC's parted sort and the plain-TCP floor); with --spin-ab, the shared-memory rows and the mixed load (arrays in
 # regions) on CUDA servers whose waits for GPU events poll first (--cuda-wait-spin-us 2000, the default)
 # and sleep at once (0), three alternating rounds, and a CPU server's mixed load beside them; with
 # --probe, split_upload_probe (the 16M shared-memory sort step by step); with --wake, the cost of the
@@ -43,11 +44,11 @@ bundle() {
 device() {
   local out=$1; shift
   local ncu=1 network=1 shm=1 mixed="" tests=1 engine_tests="" probe="" bdp="" rows=1 duplex=1 spin_ab="" split_probe=""
-  local wake="" client_spin=""
+  local wake="" client_spin="" sockets=""
   for a in "$@"; do
     case $a in
       --no-ncu) ncu="" ;; --no-network) network="" ;; --no-shm) shm="" ;; --mixed) mixed=1 ;;
-      --engine-tests) engine_tests=1 ;; --net-probe) probe=1 ;; --bdp) bdp=1 ;;
+      --engine-tests) engine_tests=1 ;; --net-probe) probe=1 ;; --bdp) bdp=1 ;; --sockets) sockets=1 ;;
       --spin-ab) spin_ab=1 ;; --probe) split_probe=1 ;; --wake) wake=1 ;; --client-spin) client_spin=1 ;;
       --no-tests) tests="" ;; --no-rows) rows="" ;; --no-duplex) duplex="" ;;
       --rows-only) network="" shm="" tests="" ;;
@@ -110,6 +111,9 @@ device() {
   fi
   if [ -n "$probe" ]; then
     step service_probe env LD_LIBRARY_PATH="$PWD/build/device/lib" scripts/service-bench.sh build/device "$logs/probe" probe
+  fi
+  if [ -n "$sockets" ]; then
+    step service_sockets env LD_LIBRARY_PATH="$PWD/build/device/lib" scripts/service-bench.sh build/device "$logs/sockets" sockets
   fi
   if [ -n "$bdp" ]; then
     step service_bdp env LD_LIBRARY_PATH="$PWD/build/device/lib" scripts/service-bench.sh build/device "$logs/bdp" bdp

@@ -3,20 +3,21 @@
 # (BENCHMARKS.md "Service"). Starts CUDA servers on loopback and writes one JSON file per measurement
 # into OUT_DIR; bench/service_report.py turns them into the tables.
 #
-#   scripts/service-bench.sh BIN_DIR OUT_DIR [--quick] [sizes] [chunks] [small] [stream16] [split] [probe] [bdp]
+#   scripts/service-bench.sh BIN_DIR OUT_DIR [--quick] [sizes] [chunks] [small] [stream16] [split] [probe] [bdp] [sockets]
 #
 # BIN_DIR holds gpusort-server and gpusort (build/bin here, build/device on the GPU machine). The named
 # parts run (sizes, chunks and small when none is named; stream16 repeats the 16M streaming figures with
 # more requests; split measures where a streamed sort's time goes; probe the 16M parted sort and echo
 # with reused and fresh answer memory, on servers with different malloc settings; bdp the same 64 MiB and
-# small sorts on servers with gRPC's BDP probe on and off, --http2-bdp-probe). After each
+# small sorts on servers with gRPC's BDP probe on and off, --http2-bdp-probe; sockets the sorts over the
+# data port, SortOnSockets, beside the same sorts through gRPC and the plain-TCP floor). After each
 # measurement OUT_DIR/service-json.tar.gz holds every JSON so far, so that a run cut short still brings
 # back what it measured.
 set -uo pipefail
 bin=$1 out=$2; shift 2
 quick="" parts=""
 for a in "$@"; do
-  case $a in --quick) quick=1 ;; sizes|chunks|small|stream16|split|probe|bdp) parts="$parts $a" ;; *) echo "unknown: $a" >&2; exit 2 ;; esac
+  case $a in --quick) quick=1 ;; sizes|chunks|small|stream16|split|probe|bdp|sockets) parts="$parts $a" ;; *) echo "unknown: $a" >&2; exit 2 ;; esac
 done
 [ -z "$parts" ] && parts=" sizes chunks small"
 want() { [[ " $parts " == *" $1 "* ]]; }
@@ -31,7 +32,7 @@ start_server() {
   # shellcheck disable=SC2086
   env ${server_env:-} "$bin/gpusort-server" --backend "${GPUSORT_BENCH_BACKEND:-cuda}" --listen 127.0.0.1:0 --metrics-listen "" \
     --log-level warn --max-message-bytes 1073741824 --max-request-bytes 4294967296 \
-    --shm-socket "$work/$name.sock" --port-file "$work/$name.ports" "$@" >"$out/server-$name.log" 2>&1 &
+    --shm-socket "$work/$name.sock" --data-port 0 --port-file "$work/$name.ports" "$@" >"$out/server-$name.log" 2>&1 &
   for _ in $(seq 300); do [ -s "$work/$name.ports" ] && break; sleep 0.1; done
   # shellcheck disable=SC1090
   . "$work/$name.ports"
@@ -82,6 +83,8 @@ for n in $sizes; do
     run "size-$n-sort-$transport" --method sort --transport "$transport" "${common[@]}"
     run "size-$n-echo-$transport" --method echo --transport "$transport" "${common[@]}"
   done
+  # The keys over the data port beside gRPC (SortOnSockets): parts of at least 1 MiB, at most 8.
+  run "size-$n-sort-sockets" --method sort --transport sockets --stream-parts 8 "${common[@]}"
   # The floor beside them: one connection (unary, one stream, the echo) and the streamed sort's parts.
   bytes=$(size_bytes "$n")
   floor "size-$n-x1" "$bytes" 1 "$reqs"
@@ -109,6 +112,25 @@ if want stream16; then
     floor "s16-r$round-x8" $((64 << 20)) 8 20
     floor "s16-r$round-x1" $((64 << 20)) 1 20
   done
+fi
+
+# 1c. Sockets beside gRPC (SortOnSockets, the server's --data-port): the 16M sort over the data port in 8
+# parts beside the same sort through gRPC in 8 streamed parts and the plain-TCP floor on 8 connections,
+# three alternating rounds; then 1M (4 parts of 1 MiB), 64M and 256M over the data port beside their
+# floors; then one run of 16M that checks every answer (outside the timed rows: --check copies).
+if want sockets; then
+  for round in 1 2 3; do
+    run "sock-r$round-16M-sockets-p8" --method sort --transport sockets --stream-parts 8 --count 16M --requests 20 --warmup 0.5 --payloads 2
+    run "sock-r$round-16M-stream-p8" --method sort --transport stream --stream-parts 8 --count 16M --requests 20 --warmup 0.5 --payloads 2
+    floor "sock-r$round-16M-x8" $((64 << 20)) 8 20
+  done
+  for n in 1M 64M 256M; do
+    case $n in 1M) reqs=100 conns=4 ;; 64M) reqs=8 conns=8 ;; *) reqs=4 conns=8 ;; esac
+    run "sock-$n-sockets" --method sort --transport sockets --stream-parts 8 --count "$n" --requests "$reqs" --warmup 0.5 --payloads 2
+    floor "sock-$n-x$conns" "$(size_bytes "$n")" "$conns" "$reqs"
+  done
+  run "sock-16M-checked" --method sort --transport sockets --stream-parts 8 --count 16M --requests 10 --payloads 2 --check
+  run "sock-16M-argsort-checked" --method sort --transport sockets --stream-parts 8 --count 16M --requests 5 --payloads 2 --argsort --check
 fi
 
 # 1d. Where the parted sort's time goes beside gRPC's: 64 MiB echoed and sorted in 8 parts, each answer

@@ -1,6 +1,7 @@
 #include "server/service/data_connection.h"
 
 #include <algorithm>
+#include <future>
 #include <memory>
 #include <span>
 #include <string>
@@ -52,14 +53,24 @@ class PartServer {
   // The part's keys in, the sort, the answer out. A failure before the answer's header went out is
   // the caller's to answer on the socket; after it, the socket can only be closed.
   absl::Status ReceiveAndSort() {
-    std::vector<std::byte> chunk(std::min(keys_, chunk_keys_) * width_);
-    for (std::size_t done = 0; done < keys_;) {
+    // Two buffers: the socket fills one while the engine takes the other (a GPU engine converts it into
+    // pinned staging and copies it over), so that neither waits for the other.
+    std::vector<std::byte> buffers[2];
+    std::future<absl::Status> handing_on;
+    for (std::size_t done = 0, c = 0; done < keys_; ++c) {
       const std::size_t n = std::min(chunk_keys_, keys_ - done);
-      RETURN_IF_ERROR(ReadFully(fd_, chunk.data(), n * width_, limits_.stall, KeepGoing()));
+      std::vector<std::byte>& buffer = buffers[c % 2];
+      buffer.resize(n * width_);
+      absl::Status read = ReadFully(fd_, buffer.data(), buffer.size(), limits_.stall, KeepGoing());
+      if (handing_on.valid()) RETURN_IF_ERROR(handing_on.get());  // before the next hand-on may start
+      RETURN_IF_ERROR(read);
       job_.Moved();
-      RETURN_IF_ERROR(job_.ingest().Write(first_ + done, std::span(chunk.data(), n * width_)));
+      handing_on = std::async(std::launch::async, [this, first = first_ + done, &buffer] {
+        return job_.ingest().Write(first, std::span(buffer.data(), buffer.size()));
+      });
       done += n;
     }
+    if (handing_on.valid()) RETURN_IF_ERROR(handing_on.get());
     RETURN_IF_ERROR(job_.ArriveAndWait([this] { return stop_.load(); }));
     return job_.SortOnce();
   }
@@ -70,14 +81,27 @@ class PartServer {
         .code = 0, .key_bytes = keys_ * width_, .index_bytes = with_indices ? keys_ * sizeof(int64_t) : 0});
     RETURN_IF_ERROR(WriteFully(fd_, header.data(), header.size(), limits_.stall, KeepGoing()));
     std::vector<int64_t> indices(with_indices ? keys_ : 0);
-    std::vector<std::byte> chunk(std::min(keys_, chunk_keys_) * width_);
-    for (std::size_t done = 0; done < keys_;) {
-      const std::size_t n = std::min(chunk_keys_, keys_ - done);
-      RETURN_IF_ERROR(job_.ingest().Read(first_ + done, first_ + done + n, chunk.data(),
-                                         with_indices ? indices.data() + done : nullptr));
-      RETURN_IF_ERROR(WriteFully(fd_, chunk.data(), n * width_, limits_.stall, KeepGoing()));
+    // As on the way in: the engine fills one buffer while the socket drains the other.
+    std::vector<std::byte> buffers[2];
+    auto read = [&](std::size_t c) {
+      const std::size_t begin = c * chunk_keys_, n = std::min(chunk_keys_, keys_ - begin);
+      buffers[c % 2].resize(n * width_);
+      return std::async(std::launch::async, [this, begin, n, &buffers, &indices, with_indices, c] {
+        return job_.ingest().Read(first_ + begin, first_ + begin + n, buffers[c % 2].data(),
+                                  with_indices ? indices.data() + begin : nullptr);
+      });
+    };
+    const std::size_t chunks = (keys_ + chunk_keys_ - 1) / chunk_keys_;
+    std::future<absl::Status> filling = chunks > 0 ? read(0) : std::future<absl::Status>();
+    for (std::size_t c = 0; c < chunks; ++c) {
+      RETURN_IF_ERROR(filling.get());
+      if (c + 1 < chunks) filling = read(c + 1);
+      absl::Status sent = WriteFully(fd_, buffers[c % 2].data(), buffers[c % 2].size(), limits_.stall, KeepGoing());
+      if (!sent.ok()) {
+        if (filling.valid()) filling.wait();  // it writes into buffers this frame owns
+        return sent;
+      }
       job_.Moved();
-      done += n;
     }
     if (with_indices) {
       RETURN_IF_ERROR(WriteFully(fd_, reinterpret_cast<const std::byte*>(indices.data()),
