@@ -1,4 +1,5 @@
 #include "server/backend/auto_router.h"
+#include "server/backend/forwarding_parted_ingest.h"
 
 #include <algorithm>
 #include <atomic>
@@ -121,23 +122,16 @@ class RoutedSortIngest final : public SortIngest {
 };
 
 // A parted sort on the GPU engine, its Sort charged to the GPU's requests in flight.
-class ChargedPartedSortIngest final : public PartedSortIngest {
+class ChargedPartedSortIngest final : public ForwardingPartedSortIngest {
  public:
   ChargedPartedSortIngest(std::unique_ptr<PartedSortIngest> ingest, InFlight* in_flight)
-      : ingest_(std::move(ingest)), in_flight_(in_flight) {}
-  absl::Status Write(std::size_t first_key, std::span<const std::byte> keys) override {
-    return ingest_->Write(first_key, keys);
-  }
+      : ForwardingPartedSortIngest(std::move(ingest)), in_flight_(in_flight) {}
   absl::Status Sort(const Cancellation& cancellation, ExecutionReport& report) override {
     const InFlight::Charge charge(in_flight_);
-    return ingest_->Sort(cancellation, report);
-  }
-  absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) override {
-    return ingest_->Read(begin, end, keys, indices);
+    return ForwardingPartedSortIngest::Sort(cancellation, report);
   }
 
  private:
-  std::unique_ptr<PartedSortIngest> ingest_;
   InFlight* in_flight_;
 };
 

@@ -48,6 +48,24 @@ class PartedSortIngest {
   virtual absl::Status Sort(const Cancellation& cancellation, ExecutionReport& report) = 0;
   // As SortIngest::Read; safe to call from several threads at once after Sort.
   virtual absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) = 0;
+
+  // Direct mode, for parts that arrive from sockets (the data port): the parts receive their keys
+  // straight into DirectKeys() (on a GPU engine, pinned memory the GPU reads by DMA and converts on the
+  // device) and say so with CommitDirect instead of Write; after Sort, ReadDirect puts each range of the
+  // answer back into the same place, to be sent from there. StartDirect, before any part writes, turns it
+  // on and says whether it could (no: Write and Read as usual). The defaults have no direct mode.
+  virtual bool StartDirect() { return false; }
+  virtual std::span<std::byte> DirectKeys() { return {}; }
+  // Keys [first_key, first_key + count) of DirectKeys() are in place; safe from several threads at once
+  // for disjoint ranges.
+  virtual absl::Status CommitDirect(std::size_t /*first_key*/, std::size_t /*count*/) {
+    return absl::FailedPreconditionError("this ingest has no direct mode");
+  }
+  // The sorted keys [begin, end) into DirectKeys()'s same range, and their positions into `indices` (with
+  // SortPayload::kIndices); each range once, from several threads at once for disjoint ranges.
+  virtual absl::Status ReadDirect(std::size_t /*begin*/, std::size_t /*end*/, int64_t* /*indices*/) {
+    return absl::FailedPreconditionError("this ingest has no direct mode");
+  }
 };
 
 // Keeps host memory registered with a device while it lives (see Backend::PinHostMemory).

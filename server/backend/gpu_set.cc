@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "server/backend/forwarding_parted_ingest.h"
 #include "server/backend/sort_in_runs.h"
 #include "server/core/dtype.h"
 #include "server/core/status_macros.h"
@@ -111,23 +112,16 @@ class IngestOnGpu final : public SortIngest {
   Charge charge_;
 };
 
-class PartedIngestOnGpu final : public PartedSortIngest {
+class PartedIngestOnGpu final : public ForwardingPartedSortIngest {
  public:
   PartedIngestOnGpu(std::unique_ptr<PartedSortIngest> ingest, Gpu* gpu, Charge charge)
-      : ingest_(std::move(ingest)), gpu_(gpu), charge_(std::move(charge)) {}
-  absl::Status Write(std::size_t first_key, std::span<const std::byte> keys) override {
-    return ingest_->Write(first_key, keys);
-  }
+      : ForwardingPartedSortIngest(std::move(ingest)), gpu_(gpu), charge_(std::move(charge)) {}
   absl::Status Sort(const Cancellation& cancellation, ExecutionReport& report) override {
     report.device = gpu_->engine->device();
-    return ingest_->Sort(cancellation, report);
-  }
-  absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) override {
-    return ingest_->Read(begin, end, keys, indices);
+    return ForwardingPartedSortIngest::Sort(cancellation, report);
   }
 
  private:
-  std::unique_ptr<PartedSortIngest> ingest_;
   Gpu* gpu_;
   Charge charge_;
 };

@@ -42,7 +42,17 @@ class HostPartedSortIngest final : public PartedSortIngest {
   absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) override {
     if (begin >= end) return absl::OkStatus();
     std::memcpy(keys, keys_.get() + begin * width_, (end - begin) * width_);
-    if (indices != nullptr) std::memcpy(indices, indices_.data() + begin, (end - begin) * sizeof(int64_t));
+    return ReadDirect(begin, end, indices);
+  }
+
+  // Direct mode is the host array itself: the parts receive into it, and Sort sorts it in place.
+  bool StartDirect() override { return true; }
+  std::span<std::byte> DirectKeys() override { return std::span(keys_.get(), count_ * width_); }
+  absl::Status CommitDirect(std::size_t, std::size_t) override { return absl::OkStatus(); }
+  absl::Status ReadDirect(std::size_t begin, std::size_t end, int64_t* indices) override {
+    if (indices != nullptr && begin < end) {
+      std::memcpy(indices, indices_.data() + begin, (end - begin) * sizeof(int64_t));
+    }
     return absl::OkStatus();
   }
 

@@ -1,7 +1,6 @@
 #include "server/service/data_connection.h"
 
 #include <algorithm>
-#include <future>
 #include <memory>
 #include <span>
 #include <string>
@@ -42,66 +41,52 @@ class PartServer {
              const std::atomic<bool>& stop)
       : fd_(fd),
         job_(job),
-        index_(index),
         limits_(limits),
         stop_(stop),
         width_(ElementSize(job.spec().dtype)),
         first_(job.Begin(index)),
         keys_(job.Begin(index + 1) - first_),
-        chunk_keys_(std::max<std::size_t>(1, limits.chunk_bytes / width_)) {}
+        chunk_keys_(std::max<std::size_t>(1, (job.direct() ? limits.direct_chunk_bytes : limits.chunk_bytes) / width_)),
+        direct_(job.direct() ? job.ingest().DirectKeys().subspan(first_ * width_, keys_ * width_)
+                             : std::span<std::byte>()) {}
 
-  // The part's keys in, the sort, the answer out. A failure before the answer's header went out is
-  // the caller's to answer on the socket; after it, the socket can only be closed.
+  // The part's keys in, then the sort. In direct mode the socket writes them straight into the ingest's
+  // memory (pinned, on a GPU) and each chunk is committed as it lands; otherwise each chunk is handed on
+  // through Write, which converts it into the engine's staging. A failure here is the caller's to answer
+  // on the socket.
   absl::Status ReceiveAndSort() {
-    // Two buffers: the socket fills one while the engine takes the other (a GPU engine converts it into
-    // pinned staging and copies it over), so that neither waits for the other.
-    std::vector<std::byte> buffers[2];
-    std::future<absl::Status> handing_on;
-    for (std::size_t done = 0, c = 0; done < keys_; ++c) {
+    std::vector<std::byte> chunk(direct_.empty() ? std::min(keys_, chunk_keys_) * width_ : 0);
+    for (std::size_t done = 0; done < keys_;) {
       const std::size_t n = std::min(chunk_keys_, keys_ - done);
-      std::vector<std::byte>& buffer = buffers[c % 2];
-      buffer.resize(n * width_);
-      absl::Status read = ReadFully(fd_, buffer.data(), buffer.size(), limits_.stall, KeepGoing());
-      if (handing_on.valid()) RETURN_IF_ERROR(handing_on.get());  // before the next hand-on may start
-      RETURN_IF_ERROR(read);
+      std::byte* to = direct_.empty() ? chunk.data() : direct_.data() + done * width_;
+      RETURN_IF_ERROR(ReadFully(fd_, to, n * width_, limits_.stall, KeepGoing()));
       job_.Moved();
-      handing_on = std::async(std::launch::async, [this, first = first_ + done, &buffer] {
-        return job_.ingest().Write(first, std::span(buffer.data(), buffer.size()));
-      });
+      RETURN_IF_ERROR(direct_.empty() ? job_.ingest().Write(first_ + done, std::span(to, n * width_))
+                                      : job_.ingest().CommitDirect(first_ + done, n));
       done += n;
     }
-    if (handing_on.valid()) RETURN_IF_ERROR(handing_on.get());
     RETURN_IF_ERROR(job_.ArriveAndWait([this] { return stop_.load(); }));
     return job_.SortOnce();
   }
 
+  // The reply header, then the answer chunk by chunk as each comes back from the engine. After the header
+  // has gone out a failure can only close the socket.
   absl::Status SendAnswer() {
     const bool with_indices = job_.spec().payload == SortPayload::kIndices;
     const auto header = wire::EncodeReply(wire::Reply{
         .code = 0, .key_bytes = keys_ * width_, .index_bytes = with_indices ? keys_ * sizeof(int64_t) : 0});
     RETURN_IF_ERROR(WriteFully(fd_, header.data(), header.size(), limits_.stall, KeepGoing()));
     std::vector<int64_t> indices(with_indices ? keys_ : 0);
-    // As on the way in: the engine fills one buffer while the socket drains the other.
-    std::vector<std::byte> buffers[2];
-    auto read = [&](std::size_t c) {
-      const std::size_t begin = c * chunk_keys_, n = std::min(chunk_keys_, keys_ - begin);
-      buffers[c % 2].resize(n * width_);
-      return std::async(std::launch::async, [this, begin, n, &buffers, &indices, with_indices, c] {
-        return job_.ingest().Read(first_ + begin, first_ + begin + n, buffers[c % 2].data(),
-                                  with_indices ? indices.data() + begin : nullptr);
-      });
-    };
-    const std::size_t chunks = (keys_ + chunk_keys_ - 1) / chunk_keys_;
-    std::future<absl::Status> filling = chunks > 0 ? read(0) : std::future<absl::Status>();
-    for (std::size_t c = 0; c < chunks; ++c) {
-      RETURN_IF_ERROR(filling.get());
-      if (c + 1 < chunks) filling = read(c + 1);
-      absl::Status sent = WriteFully(fd_, buffers[c % 2].data(), buffers[c % 2].size(), limits_.stall, KeepGoing());
-      if (!sent.ok()) {
-        if (filling.valid()) filling.wait();  // it writes into buffers this frame owns
-        return sent;
-      }
+    std::vector<std::byte> chunk(direct_.empty() ? std::min(keys_, chunk_keys_) * width_ : 0);
+    for (std::size_t done = 0; done < keys_;) {
+      const std::size_t n = std::min(chunk_keys_, keys_ - done);
+      int64_t* positions = with_indices ? indices.data() + done : nullptr;
+      std::byte* from = direct_.empty() ? chunk.data() : direct_.data() + done * width_;
+      RETURN_IF_ERROR(direct_.empty() ? job_.ingest().Read(first_ + done, first_ + done + n, from, positions)
+                                      : job_.ingest().ReadDirect(first_ + done, first_ + done + n, positions));
+      RETURN_IF_ERROR(WriteFully(fd_, from, n * width_, limits_.stall, KeepGoing()));
       job_.Moved();
+      done += n;
     }
     if (with_indices) {
       RETURN_IF_ERROR(WriteFully(fd_, reinterpret_cast<const std::byte*>(indices.data()),
@@ -120,10 +105,10 @@ class PartServer {
  private:
   const int fd_;
   SocketSortJob& job_;
-  const uint32_t index_;
   const DataConnectionLimits& limits_;
   const std::atomic<bool>& stop_;
   const std::size_t width_, first_, keys_, chunk_keys_;
+  const std::span<std::byte> direct_;  // this part's range of the ingest's direct memory; empty: staged
 };
 
 // One request on the connection: false when the connection is to close.

@@ -16,7 +16,10 @@ namespace gpusort {
 struct DataConnectionLimits {
   std::chrono::milliseconds idle_between_parts{60000};  // for the next request header to begin
   std::chrono::milliseconds stall{30000};               // with no byte moving inside a part
-  std::size_t chunk_bytes = std::size_t{1} << 20;       // keys taken from the socket and handed on at a time
+  // Keys taken from the socket and handed on (or answered) at a time: through the engine's Write and
+  // Read, and in direct mode (PartedSortIngest::StartDirect), where a chunk's commit only starts a DMA.
+  std::size_t chunk_bytes = std::size_t{4} << 20;
+  std::size_t direct_chunk_bytes = std::size_t{2} << 20;
 };
 
 // Serves `fd` (connected, from `peer_host`) until it is done; the caller closes it. Returns early once

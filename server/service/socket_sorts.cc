@@ -65,6 +65,7 @@ SocketSortJob::SocketSortJob(const SortSpec& spec, uint64_t total_keys, uint32_t
       total_keys_(total_keys),
       parts_(parts),
       ingest_(std::move(ingest)),
+      direct_(ingest_->StartDirect()),
       caller_host_(std::move(caller_host)),
       cancellation_(deadline),
       last_moved_(Clock::now().time_since_epoch().count()),

@@ -39,6 +39,9 @@ class SocketSortJob {
   // Part `index` carries keys [Begin(index), Begin(index + 1)).
   std::size_t Begin(uint32_t index) const { return static_cast<std::size_t>(total_keys_ * index / parts_); }
   PartedSortIngest& ingest() { return *ingest_; }
+  // Whether the parts receive straight into the ingest's memory (PartedSortIngest::StartDirect, asked
+  // once when the job is made).
+  bool direct() const { return direct_; }
 
   // A connection takes part `index`, announcing `bytes` of keys. INVALID_ARGUMENT (and the job fails)
   // when the part does not exist, came already, or announces other than its range's bytes.
@@ -69,6 +72,7 @@ class SocketSortJob {
   const uint64_t total_keys_;
   const uint32_t parts_;
   const std::unique_ptr<PartedSortIngest> ingest_;
+  const bool direct_;
   const std::string caller_host_;
   // The job's own (it may outlive its call by a part still inside it): the call's deadline, and
   // cancelled when the job fails.

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "gpusort/kernels/memory.h"
 #include "gpusort/kernels/runtime.h"
+#include "server/backend/cuda/pinned_pool.h"
 
 namespace gpusort {
 
@@ -77,6 +78,9 @@ class DeviceContext {
   absl::Status Watch(absl::Status status);
   absl::Status Health() const;
 
+  // Pinned buffers for keys that arrive from sockets (the data port's direct parts), kept for reuse.
+  PinnedPool& pinned_pool() { return pinned_pool_; }
+
  private:
   DeviceContext() = default;
   void Return(StreamSlot* slot);
@@ -93,6 +97,8 @@ class DeviceContext {
   std::atomic<bool> lost_{false};  // set once, after lost_message_
   mutable std::mutex lost_mutex_;
   std::string lost_message_;
+  // At most 4 GiB of page-locked host memory: a 1G-key u32 sort from the data port, or several smaller.
+  PinnedPool pinned_pool_{std::size_t{4} << 30};
 };
 
 }  // namespace gpusort

@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "gpusort/kernels/key_transform.h"
 #include "gpusort/kernels/memory.h"
 #include "gpusort/kernels/runtime.h"
 #include "server/backend/cuda/device_resident_ends.h"
 #include "server/backend/cuda/gpu_job.h"
+#include "server/backend/cuda/gpu_job_ends.h"
 #include "server/backend/cuda/kernel_status.h"
 #include "server/backend/cuda/sort_job.h"
 #include "server/backend/cuda/staging.h"
@@ -44,6 +47,26 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
   }
   absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) override {
     return context_.Watch(ReadKeys(begin, end, keys, indices));
+  }
+
+  // Direct mode: 32- and 64-bit keys (whose ordered bits are as wide as they are) in a pinned buffer
+  // from the context's pool; none free within its cap: no direct mode.
+  bool StartDirect() override {
+    if (widths_.host != widths_.device || (widths_.host != 4 && widths_.host != 8)) return false;
+    std::optional<PinnedPool::Loan> loan = context_.pinned_pool().Take(count_ * widths_.host);
+    if (!loan) return false;
+    if (!context_.Watch(StartOrAnd()).ok()) return false;
+    direct_.emplace(std::move(*loan));
+    return true;
+  }
+  std::span<std::byte> DirectKeys() override {
+    return direct_ ? direct_->bytes().first(count_ * widths_.host) : std::span<std::byte>();
+  }
+  absl::Status CommitDirect(std::size_t first_key, std::size_t count) override {
+    return context_.Watch(CommitDirectKeys(first_key, count));
+  }
+  absl::Status ReadDirect(std::size_t begin, std::size_t end, int64_t* indices) override {
+    return context_.Watch(ReadDirectKeys(begin, end, indices));
   }
 
  private:
@@ -93,7 +116,8 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     report.device = device_name_;
     if (n == 0) return absl::OkStatus();  // nothing came (the router never sends such a stream here)
 
-    DeviceResidentKeys source(keys_, n, scan_.varying());
+    ASSIGN_OR_RETURN(const std::uint64_t varying, VaryingBits());
+    DeviceResidentKeys source(keys_, n, varying);
     DeviceResidentResults sink;
     SortJob job(spec_, Algorithm::kRadix, source, sink);
     RETURN_IF_ERROR(RunGpuJob(context_, job, cancellation, report));
@@ -110,6 +134,74 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
                              FromOrderedBitsFn(spec_.dtype, descending_)));
     if (indices == nullptr) return absl::OkStatus();
     return DownloadPositions(slot, positions_.as<std::uint32_t>() + begin, indices, end - begin);
+  }
+
+  KeyCoding Coding() const { return KeyCoding{.dtype = spec_.dtype, .complement = descending_}; }
+
+  // The device's OR and AND of every ordered key, {0, ~0} to start, folded by each part's conversion.
+  absl::Status StartOrAnd() {
+    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
+    StreamSlot& slot = lease.slot();
+    std::vector<kernels::DeviceAllocation> or_and;
+    RETURN_IF_ERROR(context_.AllocateAll(slot.stream, {2 * sizeof(std::uint64_t)}, &or_and));
+    const std::uint64_t start[2] = {0, ~std::uint64_t{0}};
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(or_and[0].data(), start, sizeof(start), slot.stream),
+                                   "host to device");
+    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "host to device");
+    or_and_ = std::move(or_and[0]);
+    return absl::OkStatus();
+  }
+
+  // A part's range crosses by DMA from the pinned buffer and becomes ordered bits on the device.
+  absl::Status CommitDirectKeys(std::size_t first_key, std::size_t count) {
+    if (count == 0) return absl::OkStatus();
+    StageClock clock;
+    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
+    StreamSlot& slot = lease.slot();
+    const KeyCoding coding = Coding();
+    void* device = keys_.as<std::byte>() + first_key * widths_.device;
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToDeviceAsync(device, DirectKeys().data() + first_key * widths_.host,
+                                                              count * widths_.host, slot.stream),
+                                   "host to device");
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::ToOrderedBitsAsync(coding.width(), coding.kind(), coding.complement, device,
+                                                               count, or_and_.as<std::uint64_t>(), slot.stream),
+                                   "ordered bits");
+    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "host to device");
+    std::lock_guard lock(parts_mutex_);
+    h2d_seconds_ += clock.Seconds();
+    return absl::OkStatus();
+  }
+
+  // The bits that vary, from the device's OR/AND (direct mode) or the host's scan (the staged parts).
+  absl::StatusOr<std::uint64_t> VaryingBits() {
+    if (!direct_) return scan_.varying();
+    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
+    StreamSlot& slot = lease.slot();
+    std::uint64_t or_and[2];
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(or_and, or_and_.data(), sizeof(or_and), slot.stream),
+                                   "device to host");
+    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "device to host");
+    return or_and[0] ^ or_and[1];
+  }
+
+  // A range of the answer back into the pinned buffer, turned into keys on the device on its way.
+  absl::Status ReadDirectKeys(std::size_t begin, std::size_t end, int64_t* indices) {
+    if (begin >= end) return absl::OkStatus();
+    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
+    StreamSlot& slot = lease.slot();
+    const KeyCoding coding = Coding();
+    void* device = keys_.as<std::byte>() + begin * widths_.device;  // each range is read once: in place
+    GPUSORT_RETURN_IF_KERNEL_ERROR(
+        kernels::FromOrderedBitsAsync(coding.width(), coding.kind(), coding.complement, device, end - begin, slot.stream),
+        "key bits");
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToHostAsync(DirectKeys().data() + begin * widths_.host, device,
+                                                            (end - begin) * widths_.host, slot.stream),
+                                   "device to host");
+    if (indices != nullptr) {
+      RETURN_IF_ERROR(DownloadPositions(slot, positions_.as<std::uint32_t>() + begin, indices, end - begin));
+    }
+    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "device to host");
+    return absl::OkStatus();
   }
 
   bool with_positions() const { return spec_.payload == SortPayload::kIndices; }
@@ -153,6 +245,8 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
   std::size_t count_ = 0;            // keys in keys_
   kernels::DeviceAllocation positions_;
   KeyBitsScan scan_;
+  std::optional<PinnedPool::Loan> direct_;  // direct mode's pinned keys (StartDirect)
+  kernels::DeviceAllocation or_and_;        // direct mode: the device's OR and AND of the ordered keys
   double h2d_seconds_ = 0;
   std::mutex parts_mutex_;  // parted form: scan_ and h2d_seconds_, which every part adds to
 };
