@@ -34,7 +34,7 @@ bundle() {
   set -e
   scripts/cuda-bundle.sh gpusort-server gpusort tcp_floor duplex_floor comparison_bench bitonic_sort_test \
     pinned_ranges_test cuda_backend_test mixed_load_bench merge_sort_test sort_ingest_test device_region_test \
-    gpu_fault_test gpu_oom_test gpu_job_source_test event_wait_test split_upload_probe
+    gpu_fault_test gpu_oom_test gpu_job_source_test event_wait_test split_upload_probe service_tests client_tests
   local dir
   for dir in "$@"; do cp -r "$dir" "build/device/rows_$(basename "$dir")"; done
   tar -cf - -C build device | xz -T2 -6 > build/device.tar.xz
