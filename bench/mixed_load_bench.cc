@@ -8,7 +8,7 @@
 //   mixed_load_bench --server 127.0.0.1:50051 [--duration 20] [--warmup 3] [--concurrency 64]
 //                    [--connections 8] [--min-keys 1K] [--max-keys 16M] [--dtypes u32,f32,i64,bf16]
 //                    [--topk-share 0.5] [--k 100] [--pool 64] [--seed 1] [--check] [--json FILE]
-//                    [--shm-socket PATH [--in-region]]
+//                    [--shm-socket PATH [--in-region | --in-device [--gpus N]]]
 //
 // The server must take the load: --max-inflight and --max-inflight-per-caller of at least 64 times the
 // stream parts of the largest sorts (8), e.g. 1024, and with --shm-socket as many --shm-max-regions(-per-
@@ -22,6 +22,11 @@
 // a region of its own, each worker has an output region, and every call is SortInRegion / TopKInRegion
 // (keys read where they lie, answers written into the worker's region): the node's capacity for
 // callers whose data already lives in shared memory, without the client's two copies per call.
+// With --in-device instead, the arrays live in GPU memory of this node, registered as device regions
+// (sort.proto, "Device memory"): every array of the pool on each of --gpus GPUs, and worker w's output on
+// GPU w % gpus, which its calls use with that GPU's copy of each array. The node's capacity for callers
+// whose keys are already on its GPUs: no PCIe crossing at all, so what a second GPU adds is not bounded by
+// the host's copy bandwidth (needs a build with CUDA).
 // The arrays are made up front (a pool of --pool requests, each with its size, dtype and method drawn
 // once from --seed), so that every server measured sees the same requests in the same order per worker.
 // Each call goes through gpusort::Client with its defaults: unary under 4 MiB, streamed above, a sort of
@@ -42,6 +47,9 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
+#include "client/cli/bench_device_memory.h"
 #include "client/cli/dtype_names.h"
 #include "client/cli/generate.h"
 #include "client/cli/key_order.h"
@@ -67,6 +75,8 @@ struct Options {
   std::string json;
   std::string shm_socket;
   bool in_region = false;  // with shm_socket: keys and answers stay in registered regions
+  bool in_device = false;  // with shm_socket: keys and answers stay in device regions on the GPUs
+  int gpus = 1;            // --in-device: how many GPUs hold the arrays
 };
 
 struct Job {
@@ -89,7 +99,7 @@ struct Sample {
                "mixed_load_bench: %s\nusage: mixed_load_bench --server HOST:PORT [--duration S] [--warmup S] "
                "[--concurrency N] [--connections N] [--min-keys N] [--max-keys N] [--dtypes LIST] "
                "[--topk-share F] [--k N] [--pool N] [--seed N] [--check] [--json FILE] [--shm-socket PATH "
-               "[--in-region]]\n",
+               "[--in-region | --in-device [--gpus N]]]\n",
                why.c_str());
   std::exit(2);
 }
@@ -115,6 +125,10 @@ Options Parse(int argc, char** argv) {
       o.in_region = true;
       continue;
     }
+    if (a == "--in-device") {
+      o.in_device = true;
+      continue;
+    }
     if (i + 1 >= argc) Usage(a + " needs a value");
     const std::string v = argv[++i];
     if (a == "--server") o.server = v;
@@ -130,6 +144,7 @@ Options Parse(int argc, char** argv) {
     else if (a == "--seed") o.seed = ParseCount(v);
     else if (a == "--json") o.json = v;
     else if (a == "--shm-socket") o.shm_socket = v;
+    else if (a == "--gpus") o.gpus = std::atoi(v.c_str());
     else if (a == "--dtypes") {
       o.dtypes.clear();
       for (std::size_t at = 0; at <= v.size();) {
@@ -145,7 +160,9 @@ Options Parse(int argc, char** argv) {
       o.min_keys > o.max_keys || o.topk_share < 0 || o.topk_share > 1 || o.k < 1 || o.k > o.min_keys)
     Usage("bad values (need duration > 0, concurrency, connections, pool >= 1, 1 <= k <= min-keys <= max-keys, "
           "topk-share in [0, 1])");
-  if (o.in_region && o.shm_socket.empty()) Usage("--in-region needs --shm-socket");
+  if ((o.in_region || o.in_device) && o.shm_socket.empty()) Usage("--in-region and --in-device need --shm-socket");
+  if (o.in_region && o.in_device) Usage("--in-region or --in-device, not both");
+  if (o.gpus < 1) Usage("--gpus must be at least 1");
   return o;
 }
 
@@ -238,6 +255,52 @@ Summary Summarize(const std::vector<Sample>& samples, int which) {  // which: 0 
   return s;
 }
 
+// --in-device: device memory registered as a device region, and what a call needs of it.
+struct DeviceRegion {
+  std::unique_ptr<BenchDeviceMemory> memory;
+  std::unique_ptr<SharedMemoryRegistration> registration;
+};
+
+DeviceRegion NewDeviceRegion(const Options& o, std::size_t bytes, int gpu, const std::string& keys) {
+  DeviceRegion region;
+  auto memory = BenchDeviceMemory::Allocate(bytes, gpu);
+  if (!memory.ok()) Usage("--in-device: " + std::string(memory.status().message()));
+  region.memory = std::move(*memory);
+  if (!keys.empty() && !region.memory->Write(0, keys.data(), keys.size()).ok()) Usage("--in-device: writing keys");
+  auto fd = region.memory->ExportFd();
+  if (!fd.ok()) Usage("--in-device: " + std::string(fd.status().message()));
+  auto registration = SharedMemoryRegistration::RegisterDeviceMemory(o.shm_socket, *fd, bytes);
+  close(*fd);
+  if (!registration.ok()) Usage("--in-device: " + std::string(registration.status().message()));
+  region.registration = std::move(*registration);
+  return region;
+}
+
+// One call on device regions: the job's keys on worker's GPU, the answer into the worker's output.
+absl::StatusOr<client::ExecutionInfo> CallInDevice(Client& client, const Options& o, const Job& job,
+                                                   const DeviceRegion& in, const DeviceRegion& out,
+                                                   std::string* answer) {
+  const std::size_t width = job.keys.size() / job.count;
+  const std::size_t answer_bytes = job.topk ? o.k * width : job.keys.size();
+  absl::StatusOr<client::ExecutionInfo> info;
+  if (job.topk) {
+    TopKOptions options;
+    options.k = o.k;
+    options.output = client::TopKOutput::kValuesAndIndices;
+    const client::RegionRef values = out.registration->Ref(0, answer_bytes);
+    const client::RegionRef indices = out.registration->Ref((answer_bytes + 63) / 64 * 64, o.k * 8);
+    info = client.TopKInRegion(job.dtype, options, in.registration->Ref(0, job.keys.size()), &values, &indices);
+  } else {
+    info = client.SortInRegion(job.dtype, SortOptions{}, client::Payload::kNone,
+                               in.registration->Ref(0, job.keys.size()), out.registration->Ref(0, answer_bytes));
+  }
+  if (info.ok() && o.check) {
+    answer->resize(answer_bytes);
+    if (absl::Status s = out.memory->Read(0, answer->data(), answer_bytes); !s.ok()) return s;
+  }
+  return info;
+}
+
 int Run(const Options& o) {
   const std::vector<Job> pool = MakePool(o);
   double pool_keys = 0;
@@ -272,6 +335,17 @@ int Run(const Options& o) {
       out_regions.push_back(std::move(*region));
     }
   }
+  // --in-device: every array on each GPU; worker w's output on GPU w % gpus.
+  std::vector<std::vector<DeviceRegion>> device_jobs(o.in_device ? o.gpus : 0);
+  std::vector<DeviceRegion> device_outs;
+  if (o.in_device) {
+    std::size_t largest = 0;
+    for (const Job& job : pool) largest = std::max(largest, job.keys.size() + o.k * (8 + 8) + 64);
+    for (int g = 0; g < o.gpus; ++g) {
+      for (const Job& job : pool) device_jobs[g].push_back(NewDeviceRegion(o, job.keys.size(), g, job.keys));
+    }
+    for (int w = 0; w < o.concurrency; ++w) device_outs.push_back(NewDeviceRegion(o, largest, w % o.gpus, ""));
+  }
   std::string backend;
   std::mutex mutex;
   std::vector<Sample> samples;
@@ -294,7 +368,11 @@ int Run(const Options& o) {
         absl::Status status;
         std::string device;
         bool on_cpu = false;
-        if (o.in_region) {
+        if (o.in_device) {
+          auto info = CallInDevice(client, o, job, device_jobs[w % o.gpus][i % pool.size()], device_outs[w], &answer);
+          status = info.status();
+          if (info.ok()) device = info->device, on_cpu = info->backend == client::Backend::kCpu;
+        } else if (o.in_region) {
           const SharedMemoryRegion& in = *job_regions[i % pool.size()];
           const SharedMemoryRegion& out = *out_regions[w];
           const std::size_t width = job.keys.size() / job.count;
@@ -368,10 +446,13 @@ int Run(const Options& o) {
   }
   std::size_t answered_by_cpu = 0;
   for (const Sample& x : samples) answered_by_cpu += x.cpu;
-  const char* transport = o.shm_socket.empty() ? "grpc" : o.in_region ? "shm, in regions" : "shm";
+  const std::string transport = o.shm_socket.empty() ? "grpc"
+                                : o.in_region        ? "shm, in regions"
+                                : o.in_device        ? "device regions on " + std::to_string(o.gpus) + " GPU(s)"
+                                                     : "shm";
   std::printf("mixed load on %s (%s), %s: %d in flight on %d connections, %zu..%zu keys log-uniform, %s, "
               "top-k share %.2f (k=%llu), pool %d (%.3g keys), %.1f s; %zu of %zu answers from the CPU engine\n",
-              o.server.c_str(), backend.c_str(), transport, o.concurrency, o.connections, o.min_keys, o.max_keys,
+              o.server.c_str(), backend.c_str(), transport.c_str(), o.concurrency, o.connections, o.min_keys, o.max_keys,
               dtypes.c_str(), o.topk_share, static_cast<unsigned long long>(o.k), o.pool, pool_keys, seconds,
               answered_by_cpu, samples.size());
   std::string json_rows;

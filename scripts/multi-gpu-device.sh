@@ -4,12 +4,15 @@
 #
 #   here:  scripts/multi-gpu-device.sh bundle      # CUDA build in build-cuda, bundled into build/device
 #   GPU:   scripts/multi-gpu-device.sh device OUT [--keys 4G] [--big 16G] [--quick] [--no-tests] [--no-mixed]
-#          [--spin-ab]
+#          [--spin-ab] [--in-device]
 #          (run(command='scripts/multi-gpu-device.sh device $OUT', carry=['build/device'], kind='nvidia-h100-x2'))
 #
 # --spin-ab: only the GPU-bound load (sorts of 1M-16M, arrays in regions) on one GPU and on two, with the
 # servers' GPU waits polling first (--cuda-wait-spin-us 2000, the default) and sleeping at once (0), two
 # alternating rounds (in place of the usual mixed loads).
+# --in-device: only the mixed loads with the arrays already in GPU memory (device regions: each array on
+# every GPU the server has, each worker's calls on one GPU's copies), issue 18's mix and the sorts of
+# 1M-16M, on one GPU and on two, two alternating rounds: what a second GPU adds when no key crosses PCIe.
 # Logs go to OUT: summary.txt (a line per step) and one log per step.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,11 +27,12 @@ bundle() {
 
 device() {
   local out=$1; shift
-  local keys=4G big="" quick="" tests=1 mixed=1 spin_ab=""
+  local keys=4G big="" quick="" tests=1 mixed=1 spin_ab="" in_device=""
   while [ $# -gt 0 ]; do
     case $1 in
       --keys) keys=$2; shift ;; --big) big=$2; shift ;; --quick) quick=1 ;;
       --no-tests) tests="" ;; --no-mixed) mixed="" ;; --spin-ab) spin_ab=1 mixed="" ;;
+      --in-device) in_device=1 mixed="" ;;
       *) echo "unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -104,6 +108,25 @@ device() {
           --topk-share 0 --json "$out/mixed_region_large_$tag.json"
         kill $pid; wait $pid
       done
+    done
+  done
+  for round in ${in_device:+1 2}; do
+    for list in 0 0,1; do
+      [ "$list" = 0,1 ] && [ "$gpus" -lt 2 ] && continue
+      local sock=/tmp/gpusort-device-$$.sock tag="${list/,/_}_r$round" n_gpus=$(( ${#list} / 2 + 1 ))
+      $run gpusort-server --listen 127.0.0.1:50151 --metrics-listen "" --backend cuda --cuda-devices $list \
+        --max-inflight 1024 --max-inflight-per-caller 1024 --shm-socket $sock \
+        --shm-max-regions 1024 --shm-max-regions-per-user 1024 --shm-max-bytes 137438953472 \
+        --shm-max-bytes-per-user 137438953472 > "$out/server_device_$tag.log" 2>&1 &
+      local pid=$!
+      sleep 4
+      step "mixed_device_$tag" $run mixed_load_bench --server 127.0.0.1:50151 --shm-socket $sock --in-device \
+        --gpus $n_gpus --concurrency 64 --connections 8 --duration 15 --warmup 3 --check \
+        --json "$out/mixed_device_$tag.json"
+      step "mixed_device_large_$tag" $run mixed_load_bench --server 127.0.0.1:50151 --shm-socket $sock --in-device \
+        --gpus $n_gpus --concurrency 64 --connections 8 --duration 15 --warmup 3 --min-keys 1M --max-keys 16M \
+        --topk-share 0 --json "$out/mixed_device_large_$tag.json"
+      kill $pid; wait $pid
     done
   done
   cat "$summary"

@@ -14,8 +14,8 @@ namespace gpusort::cli {
 class BenchDeviceMemory {
  public:
   virtual ~BenchDeviceMemory() = default;
-  // `bytes` on GPU 0, exportable as a descriptor. UNIMPLEMENTED in a build without CUDA.
-  static absl::StatusOr<std::unique_ptr<BenchDeviceMemory>> Allocate(std::size_t bytes);
+  // `bytes` on GPU `ordinal`, exportable as a descriptor. UNIMPLEMENTED in a build without CUDA.
+  static absl::StatusOr<std::unique_ptr<BenchDeviceMemory>> Allocate(std::size_t bytes, int ordinal = 0);
   // A new descriptor for it (the caller closes it once registered).
   virtual absl::StatusOr<int> ExportFd() = 0;
   virtual absl::Status Write(std::size_t offset, const void* src, std::size_t bytes) = 0;

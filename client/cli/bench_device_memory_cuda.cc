@@ -23,9 +23,9 @@ absl::Status FromKernels(const kernels::Status& s, const std::string& what) {
 
 class CudaBenchMemory final : public BenchDeviceMemory {
  public:
-  absl::Status Init(std::size_t bytes) {
+  absl::Status Init(std::size_t bytes, int ordinal) {
     if (absl::Status s = FromKernels(kernels::Stream::Create(&stream_), "a CUDA stream"); !s.ok()) return s;
-    return FromKernels(kernels::ExportableDeviceMemory::Allocate(bytes, 0, &memory_), "device memory");
+    return FromKernels(kernels::ExportableDeviceMemory::Allocate(bytes, ordinal, &memory_), "device memory");
   }
   absl::StatusOr<int> ExportFd() override {
     int fd = -1;
@@ -51,9 +51,9 @@ class CudaBenchMemory final : public BenchDeviceMemory {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<BenchDeviceMemory>> BenchDeviceMemory::Allocate(std::size_t bytes) {
+absl::StatusOr<std::unique_ptr<BenchDeviceMemory>> BenchDeviceMemory::Allocate(std::size_t bytes, int ordinal) {
   auto memory = std::make_unique<CudaBenchMemory>();
-  if (absl::Status s = memory->Init(bytes); !s.ok()) return s;
+  if (absl::Status s = memory->Init(bytes, ordinal); !s.ok()) return s;
   return std::unique_ptr<BenchDeviceMemory>(std::move(memory));
 }
 
