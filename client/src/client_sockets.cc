@@ -54,20 +54,31 @@ struct PartIo {
   std::span<std::byte> indices_out;
 };
 
+// The reply header and, for a refusal, its reason: the refusal as a status, or OK for an answer to come.
+absl::StatusOr<wire::Reply> ReceiveReply(int fd) {
+  std::array<std::byte, wire::kReplyBytes> reply_bytes;
+  if (absl::Status s = ReceiveAll(fd, reply_bytes.data(), reply_bytes.size()); !s.ok()) return s;
+  const std::optional<wire::Reply> reply = wire::DecodeReply(reply_bytes);
+  if (!reply) return absl::DataLossError("the data port answered something that is not a reply header");
+  if (reply->code == 0) return *reply;
+  std::string reason(reply->text_length, '\0');
+  (void)ReceiveAll(fd, reinterpret_cast<std::byte*>(reason.data()), reason.size());
+  return absl::Status(static_cast<absl::StatusCode>(reply->code), "data port: " + reason);
+}
+
 // One part: header and keys out, then the reply and the part's answer in, straight into place.
 absl::Status RunPart(const PartIo& part, const wire::Ticket& ticket) {
   const auto header = wire::EncodeRequest({.index = part.index, .bytes = part.keys.size(), .ticket = ticket});
-  if (absl::Status s = SendAll(part.fd, header.data(), header.size()); !s.ok()) return s;
-  if (absl::Status s = SendAll(part.fd, part.keys.data(), part.keys.size()); !s.ok()) return s;
-  std::array<std::byte, wire::kReplyBytes> reply_bytes;
-  if (absl::Status s = ReceiveAll(part.fd, reply_bytes.data(), reply_bytes.size()); !s.ok()) return s;
-  const std::optional<wire::Reply> reply = wire::DecodeReply(reply_bytes);
-  if (!reply) return absl::DataLossError("the data port answered something that is not a reply header");
-  if (reply->code != 0) {
-    std::string reason(reply->text_length, '\0');
-    (void)ReceiveAll(part.fd, reinterpret_cast<std::byte*>(reason.data()), reason.size());
-    return absl::Status(static_cast<absl::StatusCode>(reply->code), "data port: " + reason);
+  absl::Status sent = SendAll(part.fd, header.data(), header.size());
+  if (sent.ok()) sent = SendAll(part.fd, part.keys.data(), part.keys.size());
+  absl::StatusOr<wire::Reply> reply = ReceiveReply(part.fd);
+  // A refusal may come while the keys are still going out (the server then drops them): it says why
+  // the sending failed.
+  if (!sent.ok()) {
+    const bool refused = !reply.ok() && reply.status().code() != absl::StatusCode::kUnavailable;
+    return refused ? reply.status() : sent;
   }
+  if (!reply.ok()) return reply.status();
   if (reply->key_bytes != part.keys_out.size() || reply->index_bytes != part.indices_out.size())
     return absl::DataLossError("the data port's answer does not have the part's size");
   if (absl::Status s = ReceiveAll(part.fd, part.keys_out.data(), part.keys_out.size()); !s.ok()) return s;
@@ -143,11 +154,16 @@ absl::StatusOr<client::ExecutionInfo> Client::Impl::SortOnSocketsInto(const RawS
     }
   }
   data_connections_->Give(std::move(good), port);
-  // The call's status is the server's reason; a part's own failure says only what this side saw.
-  if (!call.ok()) return call;
+  // The part that failed first failed for its own reason; the others may only say that this side
+  // cancelled the call because of it.
+  absl::Status part_failure;
   for (const absl::Status& s : results) {
-    if (!s.ok()) return s;
+    if (!s.ok() && (part_failure.ok() || part_failure.code() == absl::StatusCode::kCancelled)) part_failure = s;
   }
+  // The call's status is the server's reason, unless this side cancelled the call because a part failed
+  // here (the data port refused it, or its connection broke): then the part's failure is the reason.
+  if (!call.ok()) return call.code() == absl::StatusCode::kCancelled && !part_failure.ok() ? part_failure : call;
+  if (!part_failure.ok()) return part_failure;
   if (!got_info) return absl::DataLossError("SortOnSockets ended without its ExecutionInfo");
   return FromProto(event.info());
 }

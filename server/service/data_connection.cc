@@ -25,14 +25,19 @@ std::string ReasonText(const absl::Status& status) {
   return text;
 }
 
-// Best effort: the connection is closed right after, whatever happens here.
+// Best effort: the connection is closed right after, whatever happens here. It lingers first, dropping
+// what the peer still sends, so that the refusal reaches it (data_socket_io.h).
 void SendFailure(int fd, const absl::Status& status, const KeepGoingFn& keep_going) {
   const std::string reason = ReasonText(status);
   const auto header = wire::EncodeReply(wire::Reply{.code = static_cast<std::uint32_t>(status.code()),
                                                     .text_length = static_cast<std::uint32_t>(reason.size())});
   constexpr std::chrono::milliseconds kFailureSendTime{1000};
   if (!WriteFully(fd, header.data(), header.size(), kFailureSendTime, keep_going).ok()) return;
-  (void)WriteFully(fd, reinterpret_cast<const std::byte*>(reason.data()), reason.size(), kFailureSendTime, keep_going);
+  if (!WriteFully(fd, reinterpret_cast<const std::byte*>(reason.data()), reason.size(), kFailureSendTime, keep_going)
+           .ok()) {
+    return;
+  }
+  LingerAfterRefusal(fd, kFailureSendTime, keep_going);
 }
 
 class PartServer {

@@ -72,6 +72,24 @@ absl::Status WriteFully(int fd, const std::byte* data, std::size_t size, std::ch
   return absl::OkStatus();
 }
 
+bool DropPending(int fd) {
+  char sink[64 << 10];
+  for (;;) {
+    const ssize_t n = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+    if (n > 0) continue;
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+}
+
+void LingerAfterRefusal(int fd, std::chrono::milliseconds linger, const KeepGoingFn& keep_going) {
+  shutdown(fd, SHUT_WR);
+  const auto give_up = std::chrono::steady_clock::now() + linger;
+  while (DropPending(fd) && std::chrono::steady_clock::now() < give_up) {
+    if (!AwaitReady(fd, POLLIN, linger, keep_going).ok()) return;
+  }
+}
+
 std::string SocketPeerHost(int fd) {
   sockaddr_storage address{};
   socklen_t length = sizeof(address);

@@ -24,6 +24,14 @@ absl::Status ReadFully(int fd, std::byte* out, std::size_t size, std::chrono::mi
 absl::Status WriteFully(int fd, const std::byte* data, std::size_t size, std::chrono::milliseconds idle,
                         const KeepGoingFn& keep_going);
 
+// After a refusal was written: ends the sending side and reads (and drops) what the peer still sends
+// until it closes, or `linger` passes, or `stop` is set. Closing a socket with unread bytes in it makes
+// the kernel answer with a reset, which can destroy the refusal before the peer has read it; a peer
+// that is still sending its keys would then learn only that the connection broke.
+void LingerAfterRefusal(int fd, std::chrono::milliseconds linger, const KeepGoingFn& keep_going);
+// One non-blocking read of what is there, dropped: false once the peer has closed (or the socket broke).
+bool DropPending(int fd);
+
 // The host part of a connected socket's peer, as gRPC names peers ("ipv4:10.0.0.7", "ipv6:[::1]").
 std::string SocketPeerHost(int fd);
 

@@ -22,6 +22,9 @@ namespace {
 constexpr int kListenBacklog = 256;
 // How often the accepting thread looks for stalled jobs and finished connections.
 constexpr int kSweepMs = 250;
+// Refused connections linger at most this long, at most kMaxRefused at once (more are closed at once).
+constexpr std::chrono::milliseconds kRefusedLinger{1000};
+constexpr std::size_t kMaxRefused = 64;
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
@@ -91,9 +94,14 @@ DataSocketListener::~DataSocketListener() {
 void DataSocketListener::Run() {
   const auto idle = std::chrono::duration_cast<std::chrono::steady_clock::duration>(options_.limits.stall);
   while (!stop_.load()) {
-    pollfd p[2] = {{.fd = listen_fd_.get(), .events = POLLIN, .revents = 0},
-                   {.fd = wake_fd_.get(), .events = POLLIN, .revents = 0}};
-    if (poll(p, 2, kSweepMs) > 0 && (p[0].revents & POLLIN) != 0) Accept();
+    std::vector<pollfd> p = {{.fd = listen_fd_.get(), .events = POLLIN, .revents = 0},
+                             {.fd = wake_fd_.get(), .events = POLLIN, .revents = 0}};
+    for (const Refused& r : refused_) p.push_back({.fd = r.fd.get(), .events = POLLIN, .revents = 0});
+    const bool ready = poll(p.data(), p.size(), kSweepMs) > 0;
+    std::vector<short> revents;
+    for (std::size_t i = 2; i < p.size(); ++i) revents.push_back(ready ? p[i].revents : 0);
+    ServeRefused(revents);
+    if (ready && (p[0].revents & POLLIN) != 0) Accept();
     sorts_.FailStalled(idle);
     JoinFinished();
   }
@@ -119,6 +127,7 @@ void DataSocketListener::Accept() {
            .text_length = static_cast<uint32_t>(reason.size())});
       (void)send(fd.get(), header.data(), header.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
       (void)send(fd.get(), reason.data(), reason.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      Refuse(std::move(fd));
       continue;
     }
     Connection& c = connections_.emplace_back();
@@ -129,6 +138,22 @@ void DataSocketListener::Accept() {
       c.done.store(true);
     });
   }
+}
+
+void DataSocketListener::Refuse(UniqueFd fd) {
+  if (refused_.size() >= kMaxRefused) return;  // closed now: the refusal may be lost, the thread is not
+  shutdown(fd.get(), SHUT_WR);
+  refused_.push_back({std::move(fd), std::chrono::steady_clock::now() + kRefusedLinger});
+}
+
+void DataSocketListener::ServeRefused(const std::vector<short>& revents) {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<Refused> still;
+  for (std::size_t i = 0; i < refused_.size(); ++i) {
+    const bool open = i >= revents.size() || revents[i] == 0 || DropPending(refused_[i].fd.get());
+    if (open && now < refused_[i].close_at) still.push_back(std::move(refused_[i]));
+  }
+  refused_ = std::move(still);
 }
 
 void DataSocketListener::JoinFinished() {

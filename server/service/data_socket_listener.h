@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/core/unique_fd.h"
@@ -48,6 +49,10 @@ class DataSocketListener {
   void Run();
   void Accept();
   void JoinFinished();
+  // Connections refused for the limit linger here (LingerAfterRefusal's reason) until their peer closes
+  // or kRefusedLinger passes, dropping what they send; the accepting thread polls them.
+  void Refuse(UniqueFd fd);
+  void ServeRefused(const std::vector<short>& revents);
 
   const DataPortOptions options_;
   SocketSorts& sorts_;
@@ -55,6 +60,11 @@ class DataSocketListener {
   UniqueFd wake_fd_;  // an eventfd: written to stop the accepting thread
   int port_ = 0;
   std::atomic<bool> stop_{false};
+  struct Refused {
+    UniqueFd fd;
+    std::chrono::steady_clock::time_point close_at;
+  };
+  std::vector<Refused> refused_;  // the accepting thread's alone
   std::mutex connections_mutex_;
   std::list<Connection> connections_;
   std::thread thread_;

@@ -95,6 +95,18 @@ TEST_F(ClientSockets, ValuesAndTopKGoOverGrpc) {
   EXPECT_TRUE(SameBits(top->values, expected));
 }
 
+TEST(ClientSocketsLimits, APartTheDataPortRefusesFailsTheSortWithTheDataPortsReason) {
+  ServerConfig config = DataPortConfig();
+  config.data_max_connections = 1;
+  TestServer server(config);
+  Client client(SocketOptions(server, 4));
+  const auto keys = MakeInput<uint32_t>(Pattern::kRandom, 1 << 20, 4);  // 4 MiB: four parts, one connection
+  auto sorted = client.Sort(keys);
+  ASSERT_FALSE(sorted.ok());
+  EXPECT_EQ(sorted.status().code(), absl::StatusCode::kResourceExhausted) << sorted.status();
+  EXPECT_THAT(std::string(sorted.status().message()), ::testing::HasSubstr("--data-max-connections"));
+}
+
 TEST(ClientSocketsOff, AServerWithoutADataPortAnswersFailedPrecondition) {
   TestServer server;
   Client client(SocketOptions(server));
