@@ -266,7 +266,10 @@ DeviceRegion NewDeviceRegion(const Options& o, std::size_t bytes, int gpu, const
   auto memory = BenchDeviceMemory::Allocate(bytes, gpu);
   if (!memory.ok()) Usage("--in-device: " + std::string(memory.status().message()));
   region.memory = std::move(*memory);
-  if (!keys.empty() && !region.memory->Write(0, keys.data(), keys.size()).ok()) Usage("--in-device: writing keys");
+  if (!keys.empty()) {
+    if (absl::Status s = region.memory->Write(0, keys.data(), keys.size()); !s.ok())
+      Usage("--in-device: writing keys to GPU " + std::to_string(gpu) + ": " + std::string(s.message()));
+  }
   auto fd = region.memory->ExportFd();
   if (!fd.ok()) Usage("--in-device: " + std::string(fd.status().message()));
   auto registration = SharedMemoryRegistration::RegisterDeviceMemory(o.shm_socket, *fd, bytes);

@@ -24,6 +24,9 @@ absl::Status FromKernels(const kernels::Status& s, const std::string& what) {
 class CudaBenchMemory final : public BenchDeviceMemory {
  public:
   absl::Status Init(std::size_t bytes, int ordinal) {
+    ordinal_ = ordinal;
+    // The stream and every copy on the memory's own GPU: the allocation is mapped for that GPU alone.
+    if (absl::Status s = FromKernels(kernels::UseDevice(ordinal), "selecting the GPU"); !s.ok()) return s;
     if (absl::Status s = FromKernels(kernels::Stream::Create(&stream_), "a CUDA stream"); !s.ok()) return s;
     return FromKernels(kernels::ExportableDeviceMemory::Allocate(bytes, ordinal, &memory_), "device memory");
   }
@@ -41,10 +44,12 @@ class CudaBenchMemory final : public BenchDeviceMemory {
 
  private:
   absl::Status Copy(void* dst, const void* src, std::size_t bytes) const {
+    if (absl::Status s = FromKernels(kernels::UseDevice(ordinal_), "selecting the GPU"); !s.ok()) return s;
     if (absl::Status s = FromKernels(kernels::CopyAnyAsync(dst, src, bytes, stream_), "copying"); !s.ok()) return s;
     return FromKernels(stream_.Synchronize(), "copying");
   }
 
+  int ordinal_ = 0;
   kernels::Stream stream_;
   kernels::ExportableDeviceMemory memory_;
 };
