@@ -47,7 +47,7 @@ def server_target():
     port_file = os.path.join(work, "port")
     _SHM["path"] = os.path.join(work, "shm.sock")
     args = [binary, "--backend", os.environ.get("GPUSORT_TEST_BACKEND", "cpu"), "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-            "--port-file", port_file, "--log-level", "warn", "--shm-socket", _SHM["path"]]
+            "--port-file", port_file, "--log-level", "warn", "--shm-socket", _SHM["path"], "--data-port", "0"]
     server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "log"), "w"))
     try:
         port = None

@@ -182,3 +182,23 @@ def test_shared_memory_transport(server_target, shm_socket):
     with pytest.raises(gpusort.GpusortError) as error:
         gpusort.Client(server_target, shm_socket=shm_socket + ".missing").sort(np.arange(10))
     assert error.value.code == grpc.StatusCode.UNAVAILABLE
+
+
+def test_sockets_transport(server_target, shm_socket):
+    """Sorts whose keys cross the server's data port: the same answers as numpy in parts of 1 MiB and
+    more, small arrays in one part, argsort, and what the data port does not carry going over gRPC."""
+    del shm_socket  # only to skip where the server was not started here (its --data-port is unknown)
+    with gpusort.Client(server_target, transport="sockets", socket_parts=4, timeout=60) as sockets:
+        for dtype in (np.uint32, np.int64, np.float32, np.float64, np.float16, np.int8):
+            a = make(dtype, 1_500_000, 21)
+            same(sockets.sort(a), np.sort(a))
+            same(sockets.argsort(a, stable=True), np.argsort(a, kind="stable").astype(np.int64))
+        small = make(np.uint16, 1000, 22).reshape(10, 100)
+        same(sockets.sort(small), np.sort(small))
+        assert sockets.last_info.server_seconds > 0
+        values, indices = sockets.topk(small, 3)  # TopK goes over gRPC
+        want_v, want_i = reference_topk(small, 3, True)
+        same(values, want_v)
+        same(indices, want_i)
+    with pytest.raises(ValueError, match="sockets"):
+        gpusort.Client(server_target, transport="socket")
