@@ -22,7 +22,7 @@ py() { "${PYTHON:-/usr/bin/python3}" -c "import numpy as np, sys; $1" "${@:2}" |
 # A small message limit, so that the 3M-key files below must travel through the streaming RPCs; shared
 # memory registered on $work/shm.sock.
 "$bin/gpusort-server" --listen 127.0.0.1:0 --metrics-listen "" --backend "${GPUSORT_E2E_BACKEND:-cpu}" \
-  --max-message-bytes 1048576 --shm-socket "$work/shm.sock" --port-file "$work/ports" >"$work/server.log" 2>&1 &
+  --max-message-bytes 1048576 --shm-socket "$work/shm.sock" --data-port 0 --port-file "$work/ports" >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 200); do [ -f "$work/ports" ] && break; sleep 0.05; done
 [ -f "$work/ports" ] || { cat "$work/server.log"; fail "no port file"; }
@@ -132,6 +132,12 @@ if "$cli" sort --transport shm --in "$work/t.npy" --out "$work/x.npy" 2>"$work/e
 grep -q -- "--shm-socket" "$work/err" || fail "no message for shm without --shm-socket: $(cat "$work/err")"
 GPUSORT_SHM_SOCKET="$work/shm.sock" "$cli" bench --transport shm --method sort --count 10000 --requests 20 --warmup 0 \
   --check --fail-on-error --no-progress >/dev/null || fail "bench over shm (socket from GPUSORT_SHM_SOCKET)"
+# Sorts over the data port (SortOnSockets): the last dtype's file through the CLI, and a checked bench in parts.
+"$cli" sort --transport sockets --in "$work/t.npy" --out "$work/t-sockets.npy" --argsort --stable ||
+  fail "sort over the data port"
+cmp -s "$work/t-unary.npy" "$work/t-sockets.npy" || fail "argsort over the data port differs from unary"
+"$cli" bench --transport sockets --method sort --count 3M --stream-parts 3 --requests 5 --warmup 0 --check \
+  --fail-on-error --no-progress >/dev/null || fail "bench over the data port"
 
 # text and raw: round trips and the same answers.
 "$cli" gen --dtype f64 --count 1000 --distribution normal --out "$work/k.txt"
