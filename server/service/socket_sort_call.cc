@@ -136,8 +136,10 @@ class SocketSortCall final : public grpc::ServerWriteReactor<v1::SocketSortEvent
     if (finish) FinishJob();
   }
 
-  // Last touch of the call: gRPC may delete it as soon as the answer is handed over.
+  // Last touch of the call: gRPC may delete it as soon as the answer is handed over. The ticket is
+  // forgotten first, so that a caller who has the call's end can no longer use it.
   void FinishJob() {
+    core_.socket_sorts().Forget(ticket_);
     const absl::Status status = core_.Complete(call_, end_status_);
     if (!status.ok()) return FinishWith(status);
     core_.FillInfo(call_, last_.mutable_info());

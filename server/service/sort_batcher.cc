@@ -56,12 +56,12 @@ void SortBatcher::Submit(const SortSpec& spec, const SortBuffers& buffers, Execu
       launch = true;
     }
     metrics_.batch_queue_depth().Set(static_cast<double>(waiting_));
+    // The timer may need an earlier deadline. Told under the lock: once the lock is let go the batch may
+    // run, answer its callers and the server stop, destroying changed_ (ThreadSanitizer saw a notify
+    // made after the unlock race the destructor).
+    if (!launch) changed_.notify_one();
   }
-  if (launch) {
-    Launch(std::move(full));
-  } else {
-    changed_.notify_one();  // the timer may need an earlier deadline
-  }
+  if (launch) Launch(std::move(full));
 }
 
 void SortBatcher::Launch(Open batch) {

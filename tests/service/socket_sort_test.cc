@@ -348,6 +348,7 @@ TEST_F(SocketSort, APartOfTheWrongSizeOrTwiceOrOutOfRangeFailsTheCall) {
     if (variant == 1) {  // part 0 twice: the first waits for part 1, the second is refused
       fds.push_back(Connect(call.port));
       ASSERT_TRUE(SendHeader(fds.back(), call.ticket, 0, 20) && SendBytes(fds.back(), std::string(20, '\1').data(), 20));
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // taken in before its double comes
     }
     fds.push_back(Connect(call.port));
     const uint32_t index = variant == 2 ? 2 : 0;
@@ -373,6 +374,10 @@ TEST_F(SocketSort, APartWhoseConnectionDiesMidwayFailsTheCall) {
   ASSERT_TRUE(call.started);
   const int waiting = Connect(call.port);
   ASSERT_TRUE(SendHeader(waiting, call.ticket, 1, 2000) && SendBytes(waiting, std::string(2000, '\2').data(), 2000));
+  // Time for the server to take the waiting part in (its thread may start after the other's): a part
+  // that comes after the call ended is refused for its spent ticket instead, also an answer, but not
+  // the one this test is about.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const int dying = Connect(call.port);
   ASSERT_TRUE(SendHeader(dying, call.ticket, 0, 2000) && SendBytes(dying, std::string(999, '\3').data(), 999));
   close(dying);
