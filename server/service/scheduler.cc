@@ -92,6 +92,8 @@ void Scheduler::Enqueue(CallState& call, Request request) {
   }
 }
 
+void Scheduler::EnqueueWork(std::function<void()> work) { pool_->Submit(std::move(work)); }
+
 void Scheduler::EnqueueStep(CallState& call, std::function<void()> work, bool stamp_queue) {
   if (!stamp_queue) return pool_->Submit(std::move(work));
   pool_->Submit([&call, queued = StageClock(), work = std::move(work)] {

@@ -58,6 +58,8 @@ class Scheduler {
   void Enqueue(CallState& call, Request request);
   // A step of a streaming call, on a worker, stamped "queue" (or not, with stamp_queue false).
   void EnqueueStep(CallState& call, std::function<void()> work, bool stamp_queue = true);
+  // Work of no one call (a SortOnSockets job's sort, which outlives its call's reactor), on a worker.
+  void EnqueueWork(std::function<void()> work);
   // A small Sort to the batcher; `done` comes once, on a worker, after its answer is in its buffers.
   void SubmitToBatch(const SortSpec& spec, const SortBuffers& buffers, ExecutionReport* report,
                      SortBatcher::DoneFn done) {

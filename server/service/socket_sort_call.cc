@@ -1,5 +1,6 @@
 #include "server/service/socket_sort_call.h"
 
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -109,7 +110,15 @@ class SocketSortCall final : public grpc::ServerWriteReactor<v1::SocketSortEvent
                      core_.backend().StartPartedSortIngest(spec_, request.total_keys()));
     auto job = std::make_shared<SocketSortJob>(
         spec_, request.total_keys(), request.parts(), std::move(ingest), PeerHost(context_->peer()), call_.cancellation.deadline(),
-        [this](const absl::Status& status, const ExecutionReport& report) { JobEnded(status, report); });
+        [this](const absl::Status& status, const ExecutionReport& report) { JobEnded(status, report); },
+        // On the server's workers: a connection thread of the data port waits, the CPU engine's threads
+        // are shared with every other call. Holds nothing of this reactor (the job may outlive it).
+        [&scheduler = core_.scheduler()](std::function<absl::Status()> sort) {
+          auto done = std::make_shared<std::promise<absl::Status>>();
+          std::future<absl::Status> sorted = done->get_future();
+          scheduler.EnqueueWork([done, sort = std::move(sort)] { done->set_value(sort()); });
+          return sorted.get();
+        });
     ASSIGN_OR_RETURN(ticket_, core_.socket_sorts().Add(job));
     call_.report.AddStage(Stage::kValidate, clock.Seconds());
     std::lock_guard lock(mutex_);

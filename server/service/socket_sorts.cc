@@ -60,7 +60,7 @@ bool SameCallerHost(const std::string& caller_host, const std::string& peer_host
 
 SocketSortJob::SocketSortJob(const SortSpec& spec, uint64_t total_keys, uint32_t parts,
                              std::unique_ptr<PartedSortIngest> ingest, std::string caller_host,
-                             Cancellation::Clock::time_point deadline, EndFn on_end)
+                             Cancellation::Clock::time_point deadline, EndFn on_end, RunFn run)
     : spec_(spec),
       total_keys_(total_keys),
       parts_(parts),
@@ -70,7 +70,8 @@ SocketSortJob::SocketSortJob(const SortSpec& spec, uint64_t total_keys, uint32_t
       cancellation_(deadline),
       last_moved_(Clock::now().time_since_epoch().count()),
       claimed_(parts, false),
-      on_end_(std::move(on_end)) {}
+      on_end_(std::move(on_end)),
+      run_(std::move(run)) {}
 
 absl::Status SocketSortJob::Claim(uint32_t index, uint64_t bytes) {
   absl::Status refused;
@@ -118,7 +119,7 @@ absl::Status SocketSortJob::SortOnce() {
   if (!sorted_) {
     sorted_ = true;
     sorting_.store(true);  // the server's turn: not a stall, however long it takes
-    sort_status_ = ingest_->Sort(cancellation_, report_);
+    sort_status_ = run_([this] { return ingest_->Sort(cancellation_, report_); });
     sorting_.store(false);
     Moved();
     if (!sort_status_.ok()) Fail(sort_status_);

@@ -29,9 +29,13 @@ class SocketSortJob {
   // Called once: with OK and the sort's report when every part has been answered, or with the job's
   // first failure.
   using EndFn = std::function<void(const absl::Status&, const ExecutionReport&)>;
+  // Runs the sort where the server runs work (its workers, so that sorts from the data port share them
+  // with every other call) and returns its status once it is done.
+  using RunFn = std::function<absl::Status(std::function<absl::Status()>)>;
 
   SocketSortJob(const SortSpec& spec, uint64_t total_keys, uint32_t parts, std::unique_ptr<PartedSortIngest> ingest,
-                std::string caller_host, Cancellation::Clock::time_point deadline, EndFn on_end);
+                std::string caller_host, Cancellation::Clock::time_point deadline, EndFn on_end,
+                RunFn run = [](std::function<absl::Status()> sort) { return sort(); });
 
   const SortSpec& spec() const { return spec_; }
   uint32_t parts() const { return parts_; }
@@ -87,6 +91,7 @@ class SocketSortJob {
   absl::Status failed_;
   bool ended_ = false;
   EndFn on_end_;
+  const RunFn run_;
 
   std::mutex sort_mutex_;
   bool sorted_ = false;
