@@ -41,6 +41,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <string>
@@ -279,27 +280,38 @@ DeviceRegion NewDeviceRegion(const Options& o, std::size_t bytes, int gpu, const
   return region;
 }
 
-// One call on device regions: the job's keys on worker's GPU, the answer into the worker's output.
+// One call whose keys lie in a region (`in`, from its start) and whose answer goes to another (`out`:
+// a reference to a range of the worker's output region): a host region (--in-region) or a device region
+// (--in-device) alike.
+using RefFn = std::function<client::RegionRef(std::size_t offset, std::size_t length)>;
+std::size_t AnswerBytes(const Options& o, const Job& job) {
+  return job.topk ? o.k * (job.keys.size() / job.count) : job.keys.size();
+}
+absl::StatusOr<client::ExecutionInfo> CallInRegions(Client& client, const Options& o, const Job& job, const RefFn& in,
+                                                    const RefFn& out) {
+  const std::size_t answer_bytes = AnswerBytes(o, job);
+  if (!job.topk) {
+    return client.SortInRegion(job.dtype, SortOptions{}, client::Payload::kNone, in(0, job.keys.size()),
+                               out(0, answer_bytes));
+  }
+  TopKOptions options;
+  options.k = o.k;
+  options.output = client::TopKOutput::kValuesAndIndices;
+  const client::RegionRef values = out(0, answer_bytes);
+  const client::RegionRef indices = out((answer_bytes + 63) / 64 * 64, o.k * 8);
+  return client.TopKInRegion(job.dtype, options, in(0, job.keys.size()), &values, &indices);
+}
+
+// One call on device regions: the job's keys on the worker's GPU, the answer into the worker's output.
 absl::StatusOr<client::ExecutionInfo> CallInDevice(Client& client, const Options& o, const Job& job,
                                                    const DeviceRegion& in, const DeviceRegion& out,
                                                    std::string* answer) {
-  const std::size_t width = job.keys.size() / job.count;
-  const std::size_t answer_bytes = job.topk ? o.k * width : job.keys.size();
-  absl::StatusOr<client::ExecutionInfo> info;
-  if (job.topk) {
-    TopKOptions options;
-    options.k = o.k;
-    options.output = client::TopKOutput::kValuesAndIndices;
-    const client::RegionRef values = out.registration->Ref(0, answer_bytes);
-    const client::RegionRef indices = out.registration->Ref((answer_bytes + 63) / 64 * 64, o.k * 8);
-    info = client.TopKInRegion(job.dtype, options, in.registration->Ref(0, job.keys.size()), &values, &indices);
-  } else {
-    info = client.SortInRegion(job.dtype, SortOptions{}, client::Payload::kNone,
-                               in.registration->Ref(0, job.keys.size()), out.registration->Ref(0, answer_bytes));
-  }
+  absl::StatusOr<client::ExecutionInfo> info = CallInRegions(
+      client, o, job, [&](std::size_t at, std::size_t n) { return in.registration->Ref(at, n); },
+      [&](std::size_t at, std::size_t n) { return out.registration->Ref(at, n); });
   if (info.ok() && o.check) {
-    answer->resize(answer_bytes);
-    if (absl::Status s = out.memory->Read(0, answer->data(), answer_bytes); !s.ok()) return s;
+    answer->resize(AnswerBytes(o, job));
+    if (absl::Status s = out.memory->Read(0, answer->data(), answer->size()); !s.ok()) return s;
   }
   return info;
 }
@@ -378,20 +390,10 @@ int Run(const Options& o) {
         } else if (o.in_region) {
           const SharedMemoryRegion& in = *job_regions[i % pool.size()];
           const SharedMemoryRegion& out = *out_regions[w];
-          const std::size_t width = job.keys.size() / job.count;
-          const std::size_t answer_bytes = job.topk ? o.k * width : job.keys.size();
-          absl::StatusOr<client::ExecutionInfo> info;
-          if (job.topk) {
-            TopKOptions options;
-            options.k = o.k;
-            options.output = client::TopKOutput::kValuesAndIndices;
-            const client::RegionRef values = out.Ref(0, answer_bytes);
-            const client::RegionRef indices = out.Ref((answer_bytes + 63) / 64 * 64, o.k * 8);
-            info = client.TopKInRegion(job.dtype, options, in.Ref(0, job.keys.size()), &values, &indices);
-          } else {
-            info = client.SortInRegion(job.dtype, SortOptions{}, client::Payload::kNone, in.Ref(0, job.keys.size()),
-                                       out.Ref(0, answer_bytes));
-          }
+          const std::size_t answer_bytes = AnswerBytes(o, job);
+          absl::StatusOr<client::ExecutionInfo> info =
+              CallInRegions(client, o, job, [&](std::size_t at, std::size_t n) { return in.Ref(at, n); },
+                            [&](std::size_t at, std::size_t n) { return out.Ref(at, n); });
           status = info.status();
           if (info.ok()) {
             device = info->device;

@@ -135,12 +135,7 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
   core_ = std::make_unique<ServiceCore>(
       config_, *backend_, *metrics_, [this](const absl::Status&) { SetServing(false); },
       [this] { SetServing(backend_->Healthy().ok() && !core_->draining()); });
-  auto region_socket = StartRegionSocket(config_, core_->regions());
-  if (!region_socket.ok()) return region_socket.status();
-  region_socket_ = std::move(*region_socket);
-  auto data_socket = StartDataPort(config_, core_->socket_sorts());
-  if (!data_socket.ok()) return data_socket.status();
-  data_socket_ = std::move(*data_socket);
+  if (absl::Status s = StartSideSockets(); !s.ok()) return s;
   service_ = std::make_unique<SortService>(*core_, auth_.get());
   echo_service_ = std::make_unique<EchoService>(auth_.get());
   // Everything built so far happens before the first call's handler, on gRPC's threads.
@@ -184,6 +179,16 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
                GPUSORT_VERSION, grpc_port_, tls->description, auth_ ? ", bearer tokens" : "", metrics_port_,
                health_server_ ? ", plaintext health port " + std::to_string(health_port_) : "",
                BackendKindName(backend_->kind()), backend_->device());
+  return absl::OkStatus();
+}
+
+absl::Status GpusortServer::StartSideSockets() {
+  auto region_socket = StartRegionSocket(config_, core_->regions());
+  if (!region_socket.ok()) return region_socket.status();
+  region_socket_ = std::move(*region_socket);
+  auto data_socket = StartDataPort(config_, core_->socket_sorts());
+  if (!data_socket.ok()) return data_socket.status();
+  data_socket_ = std::move(*data_socket);
   return absl::OkStatus();
 }
 

@@ -54,6 +54,9 @@ class GpusortServer {
  private:
   explicit GpusortServer(const ServerConfig& config);
   absl::Status Init(std::unique_ptr<Backend> backend);
+  // The sockets beside the gRPC port, each when its flag asks for it: shared-memory registration
+  // (--shm-socket) and the data port (--data-port).
+  absl::Status StartSideSockets();
   // Health of the whole server and of gpusort.v1.SortService, on the gRPC port and the health port.
   // NOT_SERVING from the start of a drain, and once the backend has failed for good.
   void SetServing(bool serving);

@@ -34,15 +34,6 @@ ServerConfig DataPortConfig() {
   return config;
 }
 
-v1::SortOptions Options(v1::DType dtype, bool descending = false, v1::Payload payload = v1::PAYLOAD_NONE) {
-  v1::SortOptions o;
-  o.set_dtype(dtype);
-  o.set_order(descending ? v1::ORDER_DESCENDING : v1::ORDER_ASCENDING);
-  o.set_payload(payload);
-  o.set_algorithm(TestAlgorithm());
-  return o;
-}
-
 // The gRPC half: the call, its ticket and port once the first event came.
 struct Call {
   grpc::ClientContext context;
@@ -160,7 +151,7 @@ class SocketSort : public ::testing::Test {
   void SortOnSockets(const std::vector<T>& keys, uint32_t parts, bool descending, bool with_indices,
                      std::size_t rows = 1, std::vector<int>* fds = nullptr) {
     const std::size_t n = keys.size();
-    auto options = Options(WireDType<T>(), descending, with_indices ? v1::PAYLOAD_INDICES : v1::PAYLOAD_NONE);
+    auto options = TestSortOptions(WireDType<T>(), descending, with_indices ? v1::PAYLOAD_INDICES : v1::PAYLOAD_NONE);
     options.set_rows(rows);
     Call call(server_.stub(), options, n, parts);
     ASSERT_TRUE(call.started) << call.End().error_message();
@@ -247,7 +238,7 @@ TEST_F(SocketSort, BadCallsAreRefusedWithTheirReason) {
       {2, uint64_t{1} << 62, v1::PAYLOAD_NONE, 1, grpc::StatusCode::RESOURCE_EXHAUSTED, "request limit"},
   };
   for (const Case& c : cases) {
-    auto options = Options(v1::DTYPE_UINT32, false, c.payload);
+    auto options = TestSortOptions(v1::DTYPE_UINT32, false, c.payload);
     options.set_rows(c.rows);
     if (c.payload == v1::PAYLOAD_VALUES) options.set_value_width(4);
     Call call(server_.stub(), options, c.total, c.parts);
@@ -263,7 +254,7 @@ TEST_F(SocketSort, BadCallsAreRefusedWithTheirReason) {
 
 TEST(SocketSortOff, AServerWithoutADataPortSaysSo) {
   TestServer server;  // no --data-port
-  Call call(server.stub(), Options(v1::DTYPE_UINT32), 10, 1);
+  Call call(server.stub(), TestSortOptions(v1::DTYPE_UINT32), 10, 1);
   const grpc::Status status = call.End();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_THAT(status.error_message(), ::testing::HasSubstr("--data-port"));
@@ -282,7 +273,7 @@ TEST(SocketSortOff, TlsOnTheGrpcPortRefusesTheDataPort) {
 // --- misbehaving parts --------------------------------------------------------------------------------
 
 TEST_F(SocketSort, NotAHeaderAWrongVersionOrReservedBytesAreRefusedAndClosed) {
-  Call call(server_.stub(), Options(v1::DTYPE_UINT32), 4, 1);
+  Call call(server_.stub(), TestSortOptions(v1::DTYPE_UINT32), 4, 1);
   ASSERT_TRUE(call.started);
   {
     const int fd = Connect(call.port);
@@ -318,7 +309,7 @@ TEST_F(SocketSort, NotAHeaderAWrongVersionOrReservedBytesAreRefusedAndClosed) {
 }
 
 TEST_F(SocketSort, AWrongOrSpentTicketOpensNothing) {
-  Call call(server_.stub(), Options(v1::DTYPE_UINT32), 1, 1);
+  Call call(server_.stub(), TestSortOptions(v1::DTYPE_UINT32), 1, 1);
   ASSERT_TRUE(call.started);
   wire::Ticket wrong = call.ticket;
   wrong[31] ^= std::byte{1};  // the secret half: the lookup's half still finds the call
@@ -342,7 +333,7 @@ TEST_F(SocketSort, AWrongOrSpentTicketOpensNothing) {
 
 TEST_F(SocketSort, APartOfTheWrongSizeOrTwiceOrOutOfRangeFailsTheCall) {
   for (int variant = 0; variant < 3; ++variant) {
-    Call call(server_.stub(), Options(v1::DTYPE_UINT32), 10, 2);
+    Call call(server_.stub(), TestSortOptions(v1::DTYPE_UINT32), 10, 2);
     ASSERT_TRUE(call.started);
     std::vector<int> fds;
     if (variant == 1) {  // part 0 twice: the first waits for part 1, the second is refused
@@ -370,7 +361,7 @@ TEST_F(SocketSort, APartOfTheWrongSizeOrTwiceOrOutOfRangeFailsTheCall) {
 }
 
 TEST_F(SocketSort, APartWhoseConnectionDiesMidwayFailsTheCall) {
-  Call call(server_.stub(), Options(v1::DTYPE_UINT32), 1000, 2);
+  Call call(server_.stub(), TestSortOptions(v1::DTYPE_UINT32), 1000, 2);
   ASSERT_TRUE(call.started);
   const int waiting = Connect(call.port);
   ASSERT_TRUE(SendHeader(waiting, call.ticket, 1, 2000) && SendBytes(waiting, std::string(2000, '\2').data(), 2000));
@@ -388,7 +379,7 @@ TEST_F(SocketSort, APartWhoseConnectionDiesMidwayFailsTheCall) {
 }
 
 TEST_F(SocketSort, ACallerThatCancelsEndsItsPartsWaitAndConnections) {
-  auto call = std::make_unique<Call>(server_.stub(), Options(v1::DTYPE_UINT32), 8, 2);
+  auto call = std::make_unique<Call>(server_.stub(), TestSortOptions(v1::DTYPE_UINT32), 8, 2);
   ASSERT_TRUE(call->started);
   const int waiting = Connect(call->port);
   ASSERT_TRUE(SendHeader(waiting, call->ticket, 0, 16) && SendBytes(waiting, std::string(16, '\1').data(), 16));
@@ -406,7 +397,7 @@ TEST(SocketSortTimeouts, APartThatStallsOrNeverComesEndsTheCallAfterTheIdleTimeo
   config.stream_idle_timeout_seconds = 0.5;
   TestServer server(config);
   {  // the part sends half its keys and stops
-    Call call(server.stub(), Options(v1::DTYPE_UINT32), 100, 1);
+    Call call(server.stub(), TestSortOptions(v1::DTYPE_UINT32), 100, 1);
     ASSERT_TRUE(call.started);
     const int fd = Connect(call.port);
     ASSERT_TRUE(SendHeader(fd, call.ticket, 0, 400) && SendBytes(fd, std::string(200, '\1').data(), 200));
@@ -417,7 +408,7 @@ TEST(SocketSortTimeouts, APartThatStallsOrNeverComesEndsTheCallAfterTheIdleTimeo
   }
   {  // no part ever connects
     const auto start = std::chrono::steady_clock::now();
-    Call call(server.stub(), Options(v1::DTYPE_UINT32), 100, 3);
+    Call call(server.stub(), TestSortOptions(v1::DTYPE_UINT32), 100, 3);
     ASSERT_TRUE(call.started);
     const grpc::Status status = call.End();
     EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
@@ -430,7 +421,7 @@ TEST(SocketSortLimits, ConnectionsOverTheLimitAreRefusedAtOnce) {
   ServerConfig config = DataPortConfig();
   config.data_max_connections = 2;
   TestServer server(config);
-  Call call(server.stub(), Options(v1::DTYPE_UINT32), 3, 3);
+  Call call(server.stub(), TestSortOptions(v1::DTYPE_UINT32), 3, 3);
   ASSERT_TRUE(call.started);
   const int a = Connect(call.port), b = Connect(call.port);
   std::this_thread::sleep_for(std::chrono::milliseconds(600));  // both accepted (the listener polls every 250 ms)

@@ -68,15 +68,6 @@ PartAnswer SendPart(v1::SortService::Stub& stub, const v1::SortOptions& options,
   return answer;
 }
 
-v1::SortOptions Options(v1::DType dtype, bool descending = false, v1::Payload payload = v1::PAYLOAD_NONE) {
-  v1::SortOptions o;
-  o.set_dtype(dtype);
-  o.set_order(descending ? v1::ORDER_DESCENDING : v1::ORDER_ASCENDING);
-  o.set_payload(payload);
-  o.set_algorithm(TestAlgorithm());
-  return o;
-}
-
 v1::StreamPart Part(const std::string& job, uint32_t index, uint32_t count, uint64_t total) {
   v1::StreamPart p;
   p.set_job(job);
@@ -130,7 +121,7 @@ class StreamParts : public ::testing::Test {
     const std::size_t n = keys.size();
     const std::string job = JobId(static_cast<int>(n + count));
     const std::string bytes = ToBytes(keys);
-    auto options = Options(WireDType<T>(), descending, with_indices ? v1::PAYLOAD_INDICES : v1::PAYLOAD_NONE);
+    auto options = TestSortOptions(WireDType<T>(), descending, with_indices ? v1::PAYLOAD_INDICES : v1::PAYLOAD_NONE);
     options.set_rows(rows);
     // Every stub exists before the first part starts: a part's thread reads stubs[i], and a later
     // push_back could move the vector under it (a data race; CI failed this test once, and this is
@@ -194,7 +185,7 @@ TEST_F(StreamParts, SegmentsCutAcrossPartsAreEachSortedAlone) {
   const auto keys = MakeInput<int32_t>(Pattern::kFewDistinct, 30011, 14);
   const std::vector<uint64_t> offsets = SegmentOffsetsOf(keys.size(), {0, 1, 5000, 77, 0, 12000});
   const std::string job = JobId(91);
-  auto options = Options(v1::DTYPE_INT32, false, v1::PAYLOAD_INDICES);
+  auto options = TestSortOptions(v1::DTYPE_INT32, false, v1::PAYLOAD_INDICES);
   options.set_segment_offsets(std::string(reinterpret_cast<const char*>(offsets.data()), offsets.size() * 8));
   const std::string bytes = ToBytes(keys);
   std::vector<std::unique_ptr<v1::SortService::Stub>> stubs;
@@ -219,7 +210,7 @@ TEST_F(StreamParts, SegmentsCutAcrossPartsAreEachSortedAlone) {
 }
 
 TEST_F(StreamParts, RowsThatDoNotDivideThePartsTotalAreInvalidArgument) {
-  auto options = Options(v1::DTYPE_UINT32);
+  auto options = TestSortOptions(v1::DTYPE_UINT32);
   options.set_rows(3);
   const PartAnswer answer =
       SendPart(*server_.NewStub(), options, Part(JobId(77), 0, 2, 10), std::string(20, '\1'), 1 << 20, 4);
@@ -239,7 +230,7 @@ TEST_F(StreamParts, LargeArrayInEightParts) {
 // --- misuse ----------------------------------------------------------------------------------------
 
 TEST_F(StreamParts, BadPartFieldsAreInvalidArgument) {
-  const auto options = Options(v1::DTYPE_UINT32);
+  const auto options = TestSortOptions(v1::DTYPE_UINT32);
   const std::string keys(40, '\1');
   auto expect = [&](const v1::SortOptions& o, const v1::StreamPart& part, const char* text) {
     PartAnswer a = SendPart(server_.stub(), o, part, keys, 40, 4);
@@ -257,7 +248,7 @@ TEST_F(StreamParts, BadPartFieldsAreInvalidArgument) {
 }
 
 TEST_F(StreamParts, OverTheRequestLimitIsResourceExhausted) {
-  PartAnswer a = SendPart(server_.stub(), Options(v1::DTYPE_UINT64), Part(JobId(5), 0, 2, uint64_t{1} << 40),
+  PartAnswer a = SendPart(server_.stub(), TestSortOptions(v1::DTYPE_UINT64), Part(JobId(5), 0, 2, uint64_t{1} << 40),
                           std::string(8, '\0'), 8, 8);
   EXPECT_EQ(a.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(a.status.error_message(), ::testing::HasSubstr("request limit"));
@@ -272,7 +263,7 @@ struct BrokenJobCase {
 };
 
 TEST_F(StreamParts, APartThatBreaksTheJobFailsTheWaitingPart) {
-  const auto options = Options(v1::DTYPE_UINT32);
+  const auto options = TestSortOptions(v1::DTYPE_UINT32);
   const std::string half(40, '\2');  // 10 keys: total 20 in 2 parts
   const std::vector<BrokenJobCase> cases = {
       {"too many keys",
@@ -283,7 +274,7 @@ TEST_F(StreamParts, APartThatBreaksTheJobFailsTheWaitingPart) {
        grpc::StatusCode::INVALID_ARGUMENT, "carried 9 keys"},
       {"other options",
        [&](auto& stub, const std::string& job) {
-         return SendPart(stub, Options(v1::DTYPE_UINT32, true), Part(job, 1, 2, 20), half, 40, 4);
+         return SendPart(stub, TestSortOptions(v1::DTYPE_UINT32, true), Part(job, 1, 2, 20), half, 40, 4);
        },
        grpc::StatusCode::INVALID_ARGUMENT, "disagrees"},
       {"other total",
@@ -337,7 +328,7 @@ TEST_F(StreamParts, ASortInPartsCountsAsOneRequest) {
 // A part that breaks its Sort fails its siblings with ABORTED; the one request counts once, under the
 // breaking part's own code, which says what went wrong.
 TEST_F(StreamParts, ABrokenSortInPartsCountsOnceUnderTheBreakingPartsCode) {
-  const auto options = Options(v1::DTYPE_UINT32);
+  const auto options = TestSortOptions(v1::DTYPE_UINT32);
   const std::string half(40, '\2');
   const std::string job = JobId(41);
   const std::string before = Scrape();
@@ -363,7 +354,7 @@ TEST_F(StreamParts, ABrokenSortInPartsCountsOnceUnderTheBreakingPartsCode) {
 }
 
 TEST_F(StreamParts, APartCancelledByItsCallerFailsTheWaitingPart) {
-  const auto options = Options(v1::DTYPE_UINT32);
+  const auto options = TestSortOptions(v1::DTYPE_UINT32);
   const std::string job = JobId(7);
   const std::string half(40, '\3');
   auto first_stub = server_.NewStub();
@@ -390,7 +381,7 @@ TEST_F(StreamParts, APartCancelledByItsCallerFailsTheWaitingPart) {
 // Issue 14, item 7: a part that failed, and whose call ended, before a sibling's first message came was
 // forgotten; the sibling started the job again and waited for it until its deadline (forever without).
 TEST_F(StreamParts, ASiblingThatComesAfterAPartFailedAloneIsAborted) {
-  const auto options = Options(v1::DTYPE_UINT32);
+  const auto options = TestSortOptions(v1::DTYPE_UINT32);
   const std::string half(40, '\4');
   const std::string job = JobId(21);
   PartAnswer bad = SendPart(server_.stub(), options, Part(job, 0, 2, 20), half + "xxxx", 44, 4);
@@ -405,16 +396,16 @@ TEST_F(StreamParts, ASiblingThatComesAfterAPartFailedAloneIsAborted) {
 TEST_F(StreamParts, APartRefusedBeforeItJoinedFailsItsSiblings) {
   const std::string half(40, '\5');
   const std::string job = JobId(22);
-  v1::SortOptions bad_options = Options(v1::DTYPE_UINT32);
+  v1::SortOptions bad_options = TestSortOptions(v1::DTYPE_UINT32);
   bad_options.set_dtype(static_cast<v1::DType>(999));
   PartAnswer bad = SendPart(server_.stub(), bad_options, Part(job, 0, 2, 20), half, 40, 4);
   ASSERT_EQ(bad.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad.status.error_message();
-  PartAnswer late = SendPart(*server_.NewStub(), Options(v1::DTYPE_UINT32), Part(job, 1, 2, 20), half, 40, 4);
+  PartAnswer late = SendPart(*server_.NewStub(), TestSortOptions(v1::DTYPE_UINT32), Part(job, 1, 2, 20), half, 40, 4);
   EXPECT_EQ(late.status.error_code(), grpc::StatusCode::ABORTED) << late.status.error_message();
 }
 
 TEST_F(StreamParts, PartsSentTogetherWithOneBadNeverLeaveTheOtherWaiting) {
-  const auto options = Options(v1::DTYPE_UINT32);
+  const auto options = TestSortOptions(v1::DTYPE_UINT32);
   const std::string half(40, '\6');
   for (int round = 0; round < 10; ++round) {
     SCOPED_TRACE(round);
@@ -433,7 +424,7 @@ TEST(StreamPartsTimeouts, ASiblingThatNeverComesEndsTheWaitAfterTheIdleTimeout) 
   config.stream_idle_timeout_seconds = 0.5;
   TestServer server(config);
   const auto start = std::chrono::steady_clock::now();
-  PartAnswer alone = SendPart(server.stub(), Options(v1::DTYPE_UINT32), Part(JobId(23), 0, 2, 20),
+  PartAnswer alone = SendPart(server.stub(), TestSortOptions(v1::DTYPE_UINT32), Part(JobId(23), 0, 2, 20),
                               std::string(40, '\7'), 40, 4);
   EXPECT_EQ(alone.status.error_code(), grpc::StatusCode::ABORTED) << alone.status.error_message();
   EXPECT_THAT(alone.status.error_message(), ::testing::HasSubstr("--stream-idle-timeout"));
@@ -448,9 +439,9 @@ TEST_F(StreamParts, AJobIdCanBeUsedAgainAfterItsSortFinished) {
     const std::string bytes = ToBytes(keys);
     auto other = server_.NewStub();
     auto part1 = std::async(std::launch::async, [&] {
-      return SendPart(*other, Options(v1::DTYPE_UINT32), Part(job, 1, 2, 4), bytes.substr(8), 8, 4);
+      return SendPart(*other, TestSortOptions(v1::DTYPE_UINT32), Part(job, 1, 2, 4), bytes.substr(8), 8, 4);
     });
-    PartAnswer part0 = SendPart(server_.stub(), Options(v1::DTYPE_UINT32), Part(job, 0, 2, 4), bytes.substr(0, 8), 8, 4);
+    PartAnswer part0 = SendPart(server_.stub(), TestSortOptions(v1::DTYPE_UINT32), Part(job, 0, 2, 4), bytes.substr(0, 8), 8, 4);
     PartAnswer a1 = part1.get();
     ASSERT_TRUE(part0.status.ok()) << part0.status.error_message();
     ASSERT_TRUE(a1.status.ok()) << a1.status.error_message();

@@ -47,6 +47,17 @@ inline v1::Algorithm TestAlgorithm() { return TestingCuda() ? v1::ALGORITHM_RADI
 inline v1::Algorithm ExpectedAlgorithm() { return TestingCuda() ? v1::ALGORITHM_RADIX : v1::ALGORITHM_CPU; }
 inline v1::Backend ExpectedBackend() { return TestingCuda() ? v1::BACKEND_CUDA : v1::BACKEND_CPU; }
 
+// Sort options for the raw stubs' tests, with TestAlgorithm.
+inline v1::SortOptions TestSortOptions(v1::DType dtype, bool descending = false,
+                                       v1::Payload payload = v1::PAYLOAD_NONE) {
+  v1::SortOptions o;
+  o.set_dtype(dtype);
+  o.set_order(descending ? v1::ORDER_DESCENDING : v1::ORDER_ASCENDING);
+  o.set_payload(payload);
+  o.set_algorithm(TestAlgorithm());
+  return o;
+}
+
 inline ServerConfig LoopbackConfig() {
   ServerConfig config;
   config.listen = "127.0.0.1:0";

@@ -29,6 +29,8 @@
 #include <span>
 #include <string_view>
 
+#include "gpusort/v1/little_endian.h"
+
 namespace gpusort::v1::data_socket {
 
 inline constexpr std::size_t kRequestBytes = 64;
@@ -59,14 +61,8 @@ struct Reply {
 };
 
 namespace internal {
-inline void Put(std::span<std::byte> out, std::size_t at, std::uint64_t value, std::size_t bytes) {
-  for (std::size_t i = 0; i < bytes; ++i) out[at + i] = static_cast<std::byte>((value >> (8 * i)) & 0xff);
-}
-inline std::uint64_t Get(std::span<const std::byte> in, std::size_t at, std::size_t bytes) {
-  std::uint64_t value = 0;
-  for (std::size_t i = 0; i < bytes; ++i) value |= std::uint64_t{std::to_integer<std::uint8_t>(in[at + i])} << (8 * i);
-  return value;
-}
+using little_endian::Get;
+using little_endian::Put;
 }  // namespace internal
 
 inline std::array<std::byte, kRequestBytes> EncodeRequest(const Request& r) {
