@@ -2,6 +2,7 @@
 // gRPC"): the options over gRPC, the keys and the answer over plain TCP in parts side by side.
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <span>
 #include <thread>
 
@@ -124,6 +125,10 @@ absl::StatusOr<client::ExecutionInfo> Client::Impl::SortOnSocketsInto(const RawS
     return fds.status();
   }
   std::vector<absl::Status> results(parts);
+  // The first part to fail failed for its own reason; the later ones may fail only because this side
+  // then cancelled the call (and the server forgot its ticket).
+  std::mutex first_failure_mutex;
+  absl::Status first_failure;
   const auto* keys = reinterpret_cast<const std::byte*>(r.keys.data());
   auto run = [&](uint32_t i) {
     const std::size_t begin = n * i / parts, end = n * (i + 1) / parts;
@@ -137,7 +142,12 @@ absl::StatusOr<client::ExecutionInfo> Client::Impl::SortOnSocketsInto(const RawS
                          ticket);
     // A part that failed here may not have reached the server at all: end the call, or it would wait
     // for the part until the server's idle timeout.
-    if (!results[i].ok()) context->TryCancel();
+    if (results[i].ok()) return;
+    {
+      std::lock_guard lock(first_failure_mutex);
+      if (first_failure.ok()) first_failure = results[i];
+    }
+    context->TryCancel();
   };
   std::vector<std::thread> threads;
   for (uint32_t i = 1; i < parts; ++i) threads.emplace_back(run, i);
@@ -154,12 +164,7 @@ absl::StatusOr<client::ExecutionInfo> Client::Impl::SortOnSocketsInto(const RawS
     }
   }
   data_connections_->Give(std::move(good), port);
-  // The part that failed first failed for its own reason; the others may only say that this side
-  // cancelled the call because of it.
-  absl::Status part_failure;
-  for (const absl::Status& s : results) {
-    if (!s.ok() && (part_failure.ok() || part_failure.code() == absl::StatusCode::kCancelled)) part_failure = s;
-  }
+  const absl::Status& part_failure = first_failure;
   // The call's status is the server's reason, unless this side cancelled the call because a part failed
   // here (the data port refused it, or its connection broke): then the part's failure is the reason.
   if (!call.ok()) return call.code() == absl::StatusCode::kCancelled && !part_failure.ok() ? part_failure : call;

@@ -75,7 +75,8 @@ def sort(client, options, keys, with_indices):
         raise GpusortError(grpc.StatusCode.DATA_LOSS, "the server's SortOnSockets answer has no ticket and port")
     keys_out = np.empty(n, dtype=keys.dtype)
     indices_out = np.empty(n, dtype="<i8") if with_indices else None
-    failures = [None] * parts
+    failures = []  # in the order they came: the first is the cause, later ones may follow from cancel()
+    lock = threading.Lock()
     host = data_host(client.target)
 
     def run(i):
@@ -84,7 +85,8 @@ def sort(client, options, keys, with_indices):
             _run_part(host, first.port, first.ticket, i, raw[begin * width:end * width], keys_out[begin:end],
                       None if indices_out is None else indices_out[begin:end], client.timeout)
         except (OSError, GpusortError) as error:
-            failures[i] = error
+            with lock:
+                failures.append(error)
             call.cancel()  # the server may never have heard of this part: do not leave it waiting
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(1, parts)]
@@ -93,9 +95,7 @@ def sort(client, options, keys, with_indices):
     run(0)
     for t in threads:
         t.join()
-    # A part that failed for its own reason, before any that failed because the call was cancelled.
-    failure = next((f for f in failures if isinstance(f, GpusortError) and f.code != grpc.StatusCode.CANCELLED),
-                   next((f for f in failures if f is not None), None))
+    failure = failures[0] if failures else None
     try:
         for event in call:
             if event.HasField("info"):
