@@ -126,7 +126,16 @@ bool ServeOneRequest(int fd, const std::string& peer_host, SocketSorts& sorts, c
   bool ended_cleanly = false;
   // The first byte may take as long as the caller likes up to idle_between_parts; the rest must follow.
   absl::Status read = ReadFully(fd, header.data(), 1, limits.idle_between_parts, until_stopped, &ended_cleanly);
-  if (read.ok()) read = ReadFully(fd, header.data() + 1, header.size() - 1, limits.stall, until_stopped);
+  // The rest within `stall` in all, not per byte: a peer that trickles its header cannot keep a
+  // connection (one of --data-max-connections) without ever showing a ticket.
+  const auto header_due = std::chrono::steady_clock::now() + limits.stall;
+  const KeepGoingFn header_in_time = [&] {
+    if (std::chrono::steady_clock::now() > header_due) {
+      return absl::DeadlineExceededError("the request header did not arrive in time");
+    }
+    return until_stopped();
+  };
+  if (read.ok()) read = ReadFully(fd, header.data() + 1, header.size() - 1, limits.stall, header_in_time);
   if (!read.ok()) return false;  // the caller is done or gone, or idle too long: nothing to answer
   const std::optional<wire::Request> request = wire::DecodeRequest(header);
   if (!request) {

@@ -417,6 +417,30 @@ TEST(SocketSortTimeouts, APartThatStallsOrNeverComesEndsTheCallAfterTheIdleTimeo
   }
 }
 
+TEST(SocketSortTimeouts, AHeaderTrickledByteByByteIsCutOffAfterTheIdleTimeoutInAll) {
+  ServerConfig config = DataPortConfig();
+  config.stream_idle_timeout_seconds = 0.5;
+  TestServer server(config);
+  Call call(server.stub(), TestSortOptions(v1::DTYPE_UINT32), 1, 1);
+  ASSERT_TRUE(call.started);
+  const int fd = Connect(call.port);
+  const auto header = wire::EncodeRequest({.index = 0, .bytes = 4, .ticket = call.ticket});
+  const auto start = std::chrono::steady_clock::now();
+  // A byte every 100 ms: each comes well within the idle timeout, the whole header never would (6.4 s).
+  bool closed = false;
+  for (std::size_t i = 0; i < header.size() && !closed; ++i) {
+    closed = send(fd, &header[i], 1, MSG_NOSIGNAL) != 1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    char byte;
+    closed = closed || recv(fd, &byte, 1, MSG_DONTWAIT) == 0;
+  }
+  EXPECT_TRUE(closed) << "the server waited for the whole trickled header";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  close(fd);
+  call.context.TryCancel();
+  (void)call.End();
+}
+
 TEST(SocketSortLimits, ConnectionsOverTheLimitAreRefusedAtOnce) {
   ServerConfig config = DataPortConfig();
   config.data_max_connections = 2;
