@@ -96,7 +96,6 @@ absl::StatusOr<client::ExecutionInfo> Client::Impl::SortOnSocketsInto(const RawS
                                                                       std::span<std::byte> keys_out,
                                                                       std::span<std::byte> indices_out) {
   const std::size_t width = KeyBytes(r.dtype);
-  if (width == 0) return absl::InvalidArgumentError("a Sort needs a dtype");
   if (r.keys.size() % width != 0)
     return absl::InvalidArgumentError("the keys are not a whole number of elements of their dtype");
   const std::size_t n = r.keys.size() / width;

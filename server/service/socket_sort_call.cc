@@ -84,8 +84,7 @@ class SocketSortCall final : public grpc::ServerWriteReactor<v1::SocketSortEvent
   }
 
   void OnDone() override {
-    AcquireFromGrpc(this);
-    if (job_ != nullptr) core_.socket_sorts().Forget(ticket_);
+    AcquireFromGrpc(this);  // the ticket is already forgotten: FinishJob did, before the call's end
     ServiceCore* core = &core_;
     delete this;
     ReleaseToGrpc(core);  // the server's shutdown acquires it before the core goes
