@@ -279,6 +279,9 @@ Client::Impl::Impl(ClientOptions options, std::shared_ptr<grpc::ChannelCredentia
   stub_ = v1::SortService::NewStub(channel_);
   data_connections_ =
       std::make_unique<client_internal::DataConnections>(client_internal::DataHostOf(target_uri_, target_authority_));
+  if (!options_.shm_socket.empty() && options_.shm_calls_on_socket) {
+    region_calls_ = std::make_unique<client_internal::RegionCallConnections>(options_.shm_socket, options_.wait_spin);
+  }
 }
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> Client::Impl::MakeChannel(

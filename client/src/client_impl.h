@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "gpusort/client.h"
 #include "gpusort/grpc_interop.h"
 #include "client/src/data_connections.h"
+#include "client/src/region_call_connections.h"
 #include "gpusort/v1/sort.grpc.pb.h"
 
 namespace gpusort {
@@ -75,6 +77,10 @@ struct Client::Impl {
   absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> TakeRegion(std::size_t bytes);
   void ReleaseRegion(std::unique_ptr<SharedMemoryRegion> region);
 
+  // A region call's request on shm_socket: its serialized response, or nullopt when it must go over gRPC
+  // (no socket calls on this client, or the server does not take them).
+  absl::StatusOr<std::optional<std::string>> CallOnRegionSocket(std::uint16_t method, const std::string& request);
+
   // FAILED_PRECONDITION for shared memory while balancing or without shm_socket; else OK.
   absl::Status SharedMemoryAllowed() const;
   // A new region of `bytes`, registered on shm_socket.
@@ -92,6 +98,8 @@ struct Client::Impl {
   std::vector<std::shared_ptr<grpc::Channel>> part_channels_;        // one per part, each its own connection
   std::vector<std::unique_ptr<v1::SortService::Stub>> part_stubs_;  // on part_channels_
   std::unique_ptr<client_internal::DataConnections> data_connections_;  // to the data port, kept
+  // Calls on shm_socket (shm_calls_on_socket); null: region calls go over gRPC.
+  std::unique_ptr<client_internal::RegionCallConnections> region_calls_;
   std::mutex regions_mutex_;
   std::vector<std::unique_ptr<SharedMemoryRegion>> free_regions_;
 };

@@ -7,6 +7,7 @@
 #include "client/src/awake_wait.h"
 #include "client/src/client_impl.h"
 #include "client/src/proto_convert.h"
+#include "gpusort/v1/region_calls.h"
 
 namespace gpusort {
 
@@ -60,6 +61,13 @@ absl::StatusOr<client::ExecutionInfo> Client::Impl::SortInRegion(client::DType d
   *request.mutable_output_region() = ToProto(output);
   if (indices != nullptr) *request.mutable_indices_region() = ToProto(*indices);
   v1::SortResponse response;
+  absl::StatusOr<std::optional<std::string>> on_socket =
+      CallOnRegionSocket(static_cast<std::uint16_t>(v1::region_calls::Method::kSort), request.SerializeAsString());
+  if (!on_socket.ok()) return on_socket.status();
+  if (on_socket->has_value()) {
+    if (!response.ParseFromString(**on_socket)) return absl::InternalError("the server's answer is not a SortResponse");
+    return FromProto(response.info());
+  }
   auto context = NewContext();
   const grpc::Status status = client_internal::CallUnary(
       options_.wait_spin, &response, [&] { return stub_->Sort(context.get(), request, &response); },
@@ -80,12 +88,29 @@ absl::StatusOr<client::ExecutionInfo> Client::Impl::TopKInRegion(client::DType d
   if (values != nullptr) *request.mutable_values_region() = ToProto(*values);
   if (indices != nullptr) *request.mutable_indices_region() = ToProto(*indices);
   v1::TopKResponse response;
+  absl::StatusOr<std::optional<std::string>> on_socket =
+      CallOnRegionSocket(static_cast<std::uint16_t>(v1::region_calls::Method::kTopK), request.SerializeAsString());
+  if (!on_socket.ok()) return on_socket.status();
+  if (on_socket->has_value()) {
+    if (!response.ParseFromString(**on_socket)) return absl::InternalError("the server's answer is not a TopKResponse");
+    return FromProto(response.info());
+  }
   auto context = NewContext();
   const grpc::Status status = client_internal::CallUnary(
       options_.wait_spin, &response, [&] { return stub_->TopK(context.get(), request, &response); },
       [&](grpc::CompletionQueue* cq) { return stub_->AsyncTopK(context.get(), request, cq); });
   if (!status.ok()) return ToAbsl(status);
   return FromProto(response.info());
+}
+
+absl::StatusOr<std::optional<std::string>> Client::Impl::CallOnRegionSocket(std::uint16_t method,
+                                                                           const std::string& request) {
+  if (region_calls_ == nullptr) return std::nullopt;
+  return region_calls_->Send({.method = method,
+                              .token = options_.bearer_token,
+                              .request_id = options_.request_id,
+                              .timeout = options_.timeout,
+                              .request = request});
 }
 
 absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> Client::Impl::TakeRegion(std::size_t bytes) {

@@ -28,12 +28,15 @@ Cancellation::Clock::time_point SteadyDeadline(grpc::CallbackServerContext* cont
 // The caller's x-request-id when it is safe to echo in the reply's headers and to log; else one made
 // here. gRPC aborts the whole process when a reply header holds a byte it forbids (a control byte,
 // anything outside ASCII), and a raw HTTP/2 client can send such bytes, so the check must come first.
+std::string UsableOrNewRequestId(std::string_view given) {
+  return !given.empty() && IsUsableRequestId(given) ? std::string(given) : MakeRequestId();
+}
+
 std::string RequestIdFrom(grpc::CallbackServerContext* context) {
   const auto& metadata = context->client_metadata();
   auto it = metadata.find("x-request-id");
   if (it == metadata.end()) return MakeRequestId();
-  const std::string_view given(it->second.data(), it->second.size());
-  return IsUsableRequestId(given) ? std::string(given) : MakeRequestId();
+  return UsableOrNewRequestId(std::string_view(it->second.data(), it->second.size()));
 }
 
 }  // namespace
@@ -42,5 +45,9 @@ CallState::CallState(std::string_view method_name, grpc::CallbackServerContext* 
     : method(method_name),
       request_id(RequestIdFrom(context)),
       cancellation(SteadyDeadline(context)) {}
+
+CallState::CallState(std::string_view method_name, std::string_view caller_request_id,
+                     Cancellation::Clock::time_point deadline)
+    : method(method_name), request_id(UsableOrNewRequestId(caller_request_id)), cancellation(deadline) {}
 
 }  // namespace gpusort

@@ -19,6 +19,9 @@ namespace gpusort {
 
 struct CallState {
   CallState(std::string_view method, grpc::CallbackServerContext* context);
+  // A call that came without gRPC (calls on the shared-memory socket): its id, if the caller's is usable
+  // (else one made here), and its deadline.
+  CallState(std::string_view method, std::string_view caller_request_id, Cancellation::Clock::time_point deadline);
 
   std::string_view method;
   std::string request_id;  // x-request-id from the caller, or made here

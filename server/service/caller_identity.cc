@@ -10,14 +10,18 @@ std::string CallerIdentity(const grpc::CallbackServerContext& context, bool toke
   if (tokens_on) {
     const auto& metadata = context.client_metadata();
     if (auto it = metadata.find("authorization"); it != metadata.end()) {
-      unsigned char digest[SHA256_DIGEST_LENGTH];
-      SHA256(reinterpret_cast<const unsigned char*>(it->second.data()), it->second.size(), digest);
-      char hex[17];
-      for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-      return std::string("token:") + hex;
+      return TokenCallerIdentity(std::string_view(it->second.data(), it->second.size()));
     }
   }
   return PeerHost(context.peer());
+}
+
+std::string TokenCallerIdentity(std::string_view authorization) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(authorization.data()), authorization.size(), digest);
+  char hex[17];
+  for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+  return std::string("token:") + hex;
 }
 
 std::string PeerHost(std::string_view peer) {

@@ -14,6 +14,10 @@ namespace gpusort {
 // checked by then), else the host part of the peer ("ipv4:10.0.0.7"). Never the token itself.
 std::string CallerIdentity(const grpc::CallbackServerContext& context, bool tokens_on);
 
+// "token:<16 hex digits>" for an authorization header's value ("Bearer <token>"), as above: the same
+// caller whether its calls come over gRPC or on the shared-memory socket.
+std::string TokenCallerIdentity(std::string_view authorization);
+
 // The host part of a gRPC peer string ("ipv4:127.0.0.1:5000" -> "ipv4:127.0.0.1").
 std::string PeerHost(std::string_view peer);
 

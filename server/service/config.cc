@@ -184,6 +184,21 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
       ->group("Shared memory")
       ->check(CLI::Range(0.01, 3600.0))
       ->capture_default_str();
+  app.add_option("--shm-max-call-connections", c.shm_max_call_connections,
+                 "connections to --shm-socket carrying Sort and TopK calls (a thread each); more are refused")
+      ->group("Shared memory")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{4096}))
+      ->capture_default_str();
+  app.add_option("--shm-max-call-connections-per-user", c.shm_max_call_connections_per_user,
+                 "of those, how many one user id may hold at once")
+      ->group("Shared memory")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{4096}))
+      ->capture_default_str();
+  app.add_option("--shm-call-idle-timeout", c.shm_call_idle_timeout_seconds,
+                 "seconds a calls connection to --shm-socket may stay idle before it is closed")
+      ->group("Shared memory")
+      ->check(CLI::Range(0.01, 86400.0))
+      ->capture_default_str();
   app.add_option("--drain-timeout", c.drain_timeout_seconds,
                  "seconds SIGTERM/SIGINT waits for in-flight calls before stopping")
       ->check(CLI::Range(0.0, 3600.0))

@@ -15,10 +15,9 @@ constexpr std::size_t kMaxFdsRead = 8;
 
 }  // namespace
 
-absl::StatusOr<std::optional<IncomingMessage>> ReceiveMessage(int connection) {
-  namespace wire = v1::region_socket;
+absl::StatusOr<std::optional<IncomingMessage>> ReceiveMessage(int connection, std::size_t max_bytes) {
   IncomingMessage in;
-  in.bytes.resize(wire::kRequestBytes);
+  in.bytes.resize(max_bytes);
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsRead)];
   iovec iov{in.bytes.data(), in.bytes.size()};
   msghdr msg{};

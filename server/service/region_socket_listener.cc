@@ -13,6 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "gpusort/v1/region_calls.h"
 #include "server/service/region_id.h"
 #include "server/service/region_registration.h"
 #include "server/service/region_socket_io.h"
@@ -63,15 +64,17 @@ absl::Status ClearStaleSocket(const std::string& path, const sockaddr_un& addres
 
 }  // namespace
 
-RegionSocketListener::RegionSocketListener(const RegionSocketOptions& options, SharedRegions& regions)
-    : options_(options), regions_(regions) {}
+RegionSocketListener::RegionSocketListener(const RegionSocketOptions& options, SharedRegions& regions,
+                                           RegionCalls* calls)
+    : options_(options), regions_(regions), calls_(calls) {}
 
 absl::StatusOr<std::unique_ptr<RegionSocketListener>> RegionSocketListener::Start(const RegionSocketOptions& options,
-                                                                                  SharedRegions& regions) {
+                                                                                  SharedRegions& regions,
+                                                                                  RegionCalls* calls) {
   absl::StatusOr<sockaddr_un> address = AddressOf(options.path);
   if (!address.ok()) return address.status();
   if (absl::Status s = ClearStaleSocket(options.path, *address); !s.ok()) return s;
-  std::unique_ptr<RegionSocketListener> listener(new RegionSocketListener(options, regions));
+  std::unique_ptr<RegionSocketListener> listener(new RegionSocketListener(options, regions, calls));
   listener->listen_fd_ = UniqueFd(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!listener->listen_fd_.valid()) return absl::UnavailableError(Errno("socket"));
   if (bind(listener->listen_fd_.get(), reinterpret_cast<const sockaddr*>(&*address), sizeof(*address)) != 0) {
@@ -200,7 +203,9 @@ void RegionSocketListener::AcceptAll() {
 
 void RegionSocketListener::Serve(Connection& c, short revents) {
   if (c.done) return;
-  absl::StatusOr<std::optional<IncomingMessage>> received = ReceiveMessage(c.fd.get());
+  // Read as long as a call record may be: a shorter registration is judged by its own size.
+  absl::StatusOr<std::optional<IncomingMessage>> received =
+      ReceiveMessage(c.fd.get(), c.region_id.empty() ? v1::region_calls::kMaxCallBytes : v1::region_socket::kRequestBytes);
   if (!received.ok() || (!received->has_value() && (revents & (POLLERR | POLLHUP | POLLNVAL)) != 0)) {
     Close(c);  // the socket failed: of no more use
     return;
@@ -216,6 +221,11 @@ void RegionSocketListener::Serve(Connection& c, short revents) {
     spdlog::info("shared-memory socket: user {} (pid {}) sent more after registering; closed, region {} unregistered",
                  c.uid, c.pid, RegionIdForLog(c.region_id));
     Close(c);
+    return;
+  }
+  if (v1::region_calls::LooksLikeCall(message.bytes) && calls_ != nullptr) {
+    calls_->Adopt(std::move(c.fd), c.uid, c.pid, std::move(**received));
+    c.done = true;  // RegionCalls' from here
     return;
   }
   const RegionOwner owner{.uid = c.uid,
@@ -240,8 +250,15 @@ void RegionSocketListener::Close(Connection& c) {
   c.fd.reset();
 }
 
+RegionCallsOptions RegionCallsOptionsFrom(const ServerConfig& config) {
+  return {.max_connections = config.shm_max_call_connections,
+          .max_connections_per_user = config.shm_max_call_connections_per_user,
+          .idle_timeout = std::chrono::milliseconds(
+              static_cast<long long>(std::ceil(config.shm_call_idle_timeout_seconds * 1000)))};
+}
+
 absl::StatusOr<std::unique_ptr<RegionSocketListener>> StartRegionSocket(const ServerConfig& config,
-                                                                        SharedRegions& regions) {
+                                                                        SharedRegions& regions, RegionCalls* calls) {
   if (config.shm_socket.empty()) return nullptr;
   if (config.shm_max_regions == 0) {
     return absl::InvalidArgumentError("--shm-socket turns shared memory on and --shm-max-regions 0 turns it off");
@@ -253,7 +270,7 @@ absl::StatusOr<std::unique_ptr<RegionSocketListener>> StartRegionSocket(const Se
            static_cast<long long>(std::ceil(config.shm_registration_timeout_seconds * 1000))),
        .max_regions_per_user = config.shm_max_regions_per_user,
        .max_bytes_per_user = config.shm_max_bytes_per_user},
-      regions);
+      regions, calls);
 }
 
 }  // namespace gpusort

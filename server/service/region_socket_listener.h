@@ -6,7 +6,8 @@
 //
 // One thread serves it with poll(): the listening socket, the connections that have not yet sent their
 // request (at most `max_pending`, each for at most `registration_timeout`), and the registered ones,
-// whose end unregisters their region.
+// whose end unregisters their region. A connection whose first message is a call record goes to
+// RegionCalls (region_calls.h), which serves its calls from then on.
 #pragma once
 
 #include <sys/types.h>
@@ -21,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "server/core/unique_fd.h"
 #include "server/service/config.h"
+#include "server/service/region_calls.h"
 #include "server/service/shared_regions.h"
 
 namespace gpusort {
@@ -38,8 +40,10 @@ class RegionSocketListener {
   // Creates the socket at options.path (mode 0666: whoever can reach it may register memory it holds
   // itself) and starts serving it. A socket file left there by a server that is gone is replaced;
   // FAILED_PRECONDITION when the path is anything else, or a socket some process still listens on.
+  // `calls` (null: calls connections are refused) must outlive this.
   static absl::StatusOr<std::unique_ptr<RegionSocketListener>> Start(const RegionSocketOptions& options,
-                                                                     SharedRegions& regions);
+                                                                     SharedRegions& regions,
+                                                                     RegionCalls* calls = nullptr);
   // Stops the thread, closes every connection (unregistering its region: requests using one keep it
   // mapped until they finish) and removes the socket file.
   ~RegionSocketListener();
@@ -57,7 +61,7 @@ class RegionSocketListener {
     bool done = false;           // to be closed
   };
 
-  RegionSocketListener(const RegionSocketOptions& options, SharedRegions& regions);
+  RegionSocketListener(const RegionSocketOptions& options, SharedRegions& regions, RegionCalls* calls);
   void Run();
   void AcceptAll();
   // The connection had an event: its request, its end, or bytes it must not send.
@@ -67,6 +71,7 @@ class RegionSocketListener {
 
   const RegionSocketOptions options_;
   SharedRegions& regions_;
+  RegionCalls* calls_;
   UniqueFd listen_fd_;
   UniqueFd wake_fd_;  // an eventfd: written to stop the thread
   dev_t socket_dev_ = 0;
@@ -79,6 +84,9 @@ class RegionSocketListener {
 // The listener the server's flags ask for: nullptr without --shm-socket (shared memory off);
 // INVALID_ARGUMENT for --shm-socket with --shm-max-regions 0, which contradict each other.
 absl::StatusOr<std::unique_ptr<RegionSocketListener>> StartRegionSocket(const ServerConfig& config,
-                                                                        SharedRegions& regions);
+                                                                        SharedRegions& regions, RegionCalls* calls);
+
+// What the server's flags ask of the calls connections.
+RegionCallsOptions RegionCallsOptionsFrom(const ServerConfig& config);
 
 }  // namespace gpusort

@@ -183,7 +183,10 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
 }
 
 absl::Status GpusortServer::StartSideSockets() {
-  auto region_socket = StartRegionSocket(config_, core_->regions());
+  if (!config_.shm_socket.empty()) {
+    region_calls_ = std::make_unique<RegionCalls>(*core_, auth_.get(), RegionCallsOptionsFrom(config_));
+  }
+  auto region_socket = StartRegionSocket(config_, core_->regions(), region_calls_.get());
   if (!region_socket.ok()) return region_socket.status();
   region_socket_ = std::move(*region_socket);
   auto data_socket = StartDataPort(config_, core_->socket_sorts());
@@ -259,6 +262,7 @@ GpusortServer::~GpusortServer() {
   }
   health_fallback_.reset();
   region_socket_.reset();  // unregisters every region before the regions go
+  region_calls_.reset();   // after the listener, which hands it connections; joins its threads
   data_socket_.reset();    // its connections' threads end before the jobs' backend goes
   core_.reset();  // joins the worker threads
   server_.reset();

@@ -25,6 +25,7 @@ class ServiceCore;
 class SortService;
 class EchoService;
 class TokenAuth;
+class RegionCalls;
 class RegionSocketListener;
 class DataSocketListener;
 
@@ -67,6 +68,7 @@ class GpusortServer {
   std::shared_ptr<DeviceMemoryRefresh> device_memory_refresh_;  // the exposer holds it weakly
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<ServiceCore> core_;
+  std::unique_ptr<RegionCalls> region_calls_;            // calls on --shm-socket; null without it
   std::unique_ptr<RegionSocketListener> region_socket_;  // --shm-socket; null without it
   std::unique_ptr<DataSocketListener> data_socket_;      // --data-port; null without it
   std::unique_ptr<SortService> service_;

@@ -72,17 +72,26 @@ std::string ServiceCore::CallerOf(CallState& call, const grpc::CallbackServerCon
 }
 
 absl::Status ServiceCore::Open(CallState& call, const grpc::CallbackServerContext& context) {
-  if (draining()) {
-    last_drain_refusal_.store(std::chrono::steady_clock::now().time_since_epoch().count());
-    return absl::UnavailableError("the server is shutting down; retry on another replica");
-  }
-  RETURN_IF_ERROR(BackendHealth());
+  RETURN_IF_ERROR(Open());
   (void)CallerOf(call, context);  // the scheduler's tickets are per caller
   return absl::OkStatus();
 }
 
+absl::Status ServiceCore::Open() {
+  if (draining()) {
+    last_drain_refusal_.store(std::chrono::steady_clock::now().time_since_epoch().count());
+    return absl::UnavailableError("the server is shutting down; retry on another replica");
+  }
+  return BackendHealth();
+}
+
 absl::Status ServiceCore::Admit(CallState& call, const grpc::CallbackServerContext& context) {
   RETURN_IF_ERROR(Open(call, context));
+  return scheduler_.Admit(call);
+}
+
+absl::Status ServiceCore::Admit(CallState& call) {
+  RETURN_IF_ERROR(Open());
   return scheduler_.Admit(call);
 }
 

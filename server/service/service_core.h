@@ -44,6 +44,8 @@ class ServiceCore {
   // them, are already in flight. A stream calls it when its first message arrives (and gives back its
   // waiting ticket then).
   absl::Status Admit(CallState& call, const grpc::CallbackServerContext& context);
+  // The same for a call that came without gRPC, whose call.caller is already set.
+  absl::Status Admit(CallState& call);
   // A stream's ticket while it waits for its first message: as many again as --max-inflight, with the
   // same per-caller share, so that streams that never send cannot hold the tickets that do work.
   absl::Status AdmitWaitingStream(CallState& call, const grpc::CallbackServerContext& context);
@@ -91,6 +93,7 @@ class ServiceCore {
   // What every ticket needs first: UNAVAILABLE while draining or once the backend has failed for good;
   // names the caller.
   absl::Status Open(CallState& call, const grpc::CallbackServerContext& context);
+  absl::Status Open();
   // The backend's Healthy(); the first failure is logged and handed to backend_failed_, once. A GPU lost
   // while others serve is logged and handed to devices_changed_.
   absl::Status BackendHealth();

@@ -6,6 +6,7 @@
 #include "server/service/grpc_hand_off.h"
 #include "server/service/grpc_status.h"
 #include "server/service/region_requests.h"
+#include "server/service/region_work.h"
 #include "server/service/request_decode.h"
 
 namespace gpusort {
@@ -103,10 +104,7 @@ class SortCall final : public UnaryCall {
     call_.requested = spec_.algorithm;
     if (request_->has_keys_region()) {
       RETURN_IF_ERROR(LocalCaller());
-      ASSIGN_OR_RETURN(regions_, ResolveSortRegions(core_.regions(), *request_, spec_));
-      call_.keys = regions_.count;
-      RETURN_IF_ERROR(core_.CheckSortAlgorithm(spec_.algorithm));
-      RETURN_IF_ERROR(core_.CheckSortLimits(spec_, call_.keys));
+      ASSIGN_OR_RETURN(regions_, PrepareSortOnRegions(core_, call_, *request_, spec_));
       call_.report.AddStage(Stage::kValidate, clock.Seconds());
       return absl::OkStatus();
     }
@@ -175,19 +173,7 @@ class SortCall final : public UnaryCall {
 
   // Keys from one shared-memory range, answers into others; the reply carries only the info.
   absl::Status RunOnRegions() {
-    SortBuffers buffers;
-    buffers.count = regions_.count;
-    buffers.keys = regions_.output.bytes;
-    if (spec_.payload == SortPayload::kIndices) {
-      buffers.indices_out = std::span(reinterpret_cast<int64_t*>(regions_.indices.bytes.data()), regions_.count);
-    }
-    if (regions_.keys.on_device()) {
-      RETURN_IF_ERROR(core_.backend().SortInDeviceMemory(spec_, regions_.keys.bytes, buffers, call_.cancellation,
-                                                         call_.report));
-    } else {
-      RETURN_IF_ERROR(
-          core_.backend().SortPinned(spec_, regions_.keys.bytes, buffers, call_.cancellation, call_.report));
-    }
+    RETURN_IF_ERROR(SortOnRegions(core_, call_, spec_, regions_));
     core_.FillInfo(call_, response_->mutable_info());
     return absl::OkStatus();
   }
@@ -215,10 +201,7 @@ class TopKCall final : public UnaryCall {
     call_.requested = spec_.algorithm;
     if (request_->has_keys_region()) {
       RETURN_IF_ERROR(LocalCaller());
-      ASSIGN_OR_RETURN(regions_, ResolveTopKRegions(core_.regions(), *request_, spec_));
-      call_.keys = regions_.count;
-      RETURN_IF_ERROR(core_.CheckTopKAlgorithm(spec_.algorithm));
-      RETURN_IF_ERROR(core_.CheckTopKLimits(spec_, call_.keys));
+      ASSIGN_OR_RETURN(regions_, PrepareTopKOnRegions(core_, call_, *request_, spec_));
       call_.report.AddStage(Stage::kValidate, clock.Seconds());
       return absl::OkStatus();
     }
@@ -236,13 +219,7 @@ class TopKCall final : public UnaryCall {
     TopKBuffers buffers;
     buffers.count = call_.keys;
     if (regions_.keys.region != nullptr) {  // shared memory: read and write the ranges in place
-      buffers.keys = regions_.keys.bytes;
-      buffers.values_out = regions_.values.bytes;
-      buffers.indices_out = std::span(reinterpret_cast<int64_t*>(regions_.indices.bytes.data()),
-                                      regions_.indices.bytes.size() / sizeof(int64_t));
-      RETURN_IF_ERROR(regions_.keys.on_device()
-                          ? core_.backend().TopKInDeviceMemory(spec_, buffers, call_.cancellation, call_.report)
-                          : core_.backend().TopKPinned(spec_, buffers, call_.cancellation, call_.report));
+      RETURN_IF_ERROR(TopKOnRegions(core_, call_, spec_, regions_));
       core_.FillInfo(call_, response_->mutable_info());
       return absl::OkStatus();
     }

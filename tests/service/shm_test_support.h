@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -23,10 +24,18 @@
 
 namespace gpusort::testing {
 
+// The client's region calls go on the shared-memory socket (its default) unless GPUSORT_TEST_SHM_CALLS
+// is "grpc": ctest runs the shared-memory suites both ways (tests/service/CMakeLists.txt).
+inline bool ShmCallsOnSocket() {
+  const char* how = std::getenv("GPUSORT_TEST_SHM_CALLS");
+  return how == nullptr || std::string(how) != "grpc";
+}
+
 inline Client ShmClientFor(const TestServer& server) {
   ClientOptions options;
   options.target = server.address();
   options.shm_socket = server.shm_socket();
+  options.shm_calls_on_socket = ShmCallsOnSocket();
   return Client(options);
 }
 

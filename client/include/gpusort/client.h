@@ -134,6 +134,11 @@ struct ClientOptions {
   // (BENCHMARKS.md, issue 18). The thread spins meanwhile (yielding the core to other threads that want it).
   // 0: sleep at once.
   std::chrono::microseconds wait_spin{0};
+  // Shared-memory calls go as records on shm_socket itself (sort.proto, "Calls on the shared-memory
+  // socket") rather than as gRPC calls: the same checks, limits and answers, without HTTP/2 and without
+  // the server's hop to a worker thread. Calls fall back to gRPC on a server that does not take them.
+  // false: always gRPC.
+  bool shm_calls_on_socket = true;
   // Extra integer channel arguments. gRPC shares one connection among channels whose target and
   // arguments are equal; a distinct argument gives a Client a connection of its own (gpusort bench
   // --connections does so).
