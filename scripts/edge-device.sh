@@ -4,7 +4,8 @@
 #   here:  scripts/edge-device.sh bundle [ROWS_DIR...]   # CUDA build in build-cuda, bundled into build/device
 #          (ROWS_DIR: bundles of other builds of comparison_bench to run beside this one, carried as they are)
 #   GPU:   scripts/edge-device.sh device OUT [--no-ncu] [--no-network] [--no-shm] [--mixed] [--rows-only]
-#          [--engine-tests] [--net-probe] [--bdp] [--sockets] [--spin-ab] [--probe] [--wake] [--client-spin] [--no-tests]
+#          [--engine-tests] [--net-probe] [--bdp] [--sockets] [--spin-ab] [--probe] [--wake] [--client-spin]
+#          [--shm-calls] [--no-tests]
 #          [--no-rows] [--no-duplex]
 #          (run(command='scripts/edge-device.sh device $OUT', carry=['build/device.tar.xz']))
 #
@@ -24,7 +25,9 @@
 # and sleep at once (0), three alternating rounds, and a CPU server's mixed load beside them; with
 # --probe, split_upload_probe (the 16M shared-memory sort step by step); with --wake, the cost of the
 # host's idle cores to a call (wake_steps); with --client-spin, the bench's calls polling for their answer
-# and sleeping (client_spin_steps). Every folder
+# and sleeping (client_spin_steps); with --shm-calls, the shared-memory calls as records on the socket
+# beside the same calls over gRPC (shm_calls_steps), and the region-call suites on the CUDA backend both
+# ways. Every folder
 # build/device/rows_* (other builds of comparison_bench, carried as they are) runs beside the rows step.
 # Logs go to OUT: summary.txt and logs.tar.gz (every log and JSON).
 set -uo pipefail
@@ -44,13 +47,13 @@ bundle() {
 device() {
   local out=$1; shift
   local ncu=1 network=1 shm=1 mixed="" tests=1 engine_tests="" probe="" bdp="" rows=1 duplex=1 spin_ab="" split_probe=""
-  local wake="" client_spin="" sockets=""
+  local wake="" client_spin="" sockets="" shm_calls=""
   for a in "$@"; do
     case $a in
       --no-ncu) ncu="" ;; --no-network) network="" ;; --no-shm) shm="" ;; --mixed) mixed=1 ;;
       --engine-tests) engine_tests=1 ;; --net-probe) probe=1 ;; --bdp) bdp=1 ;; --sockets) sockets=1 ;;
       --spin-ab) spin_ab=1 ;; --probe) split_probe=1 ;; --wake) wake=1 ;; --client-spin) client_spin=1 ;;
-      --no-tests) tests="" ;; --no-rows) rows="" ;; --no-duplex) duplex="" ;;
+      --no-tests) tests="" ;; --no-rows) rows="" ;; --no-duplex) duplex="" ;; --shm-calls) shm_calls=1 ;;
       --rows-only) network="" shm="" tests="" ;;
       *) echo "unknown option $a" >&2; exit 2 ;;
     esac
@@ -106,6 +109,7 @@ device() {
   [ -n "$spin_ab" ] && spin_ab_steps "$logs"
   [ -n "$wake" ] && wake_steps "$logs"
   [ -n "$client_spin" ] && client_spin_steps "$logs"
+  [ -n "$shm_calls" ] && shm_calls_steps "$logs"
   if [ -n "$network" ]; then
     step service_stream16 env LD_LIBRARY_PATH="$PWD/build/device/lib" scripts/service-bench.sh build/device "$logs/service" stream16
   fi
@@ -214,6 +218,39 @@ client_spin_steps() {
     done
   done
   kill $server_pid; wait $server_pid 2>/dev/null
+}
+
+# --shm-calls: the region calls as records on the shared-memory socket (the client's default) and over
+# gRPC, alternating on one CUDA server, three rounds: Sort of 16M and of 1 key and TopK of 16M keys from
+# shared memory, and the socket again with the caller polling 5 ms for its answer; 256M once each way.
+# Then the shared-memory suites on the CUDA backend, both ways.
+shm_calls_steps() {
+  local logs=$1 round how
+  start_server "$logs" shm_calls --backend cuda --shm-max-bytes-per-user 17179869184 --shm-max-bytes 17179869184
+  for round in 1 2 3; do
+    for how in socket grpc socket_spin; do
+      local b=(bench --server "127.0.0.1:$port" --no-progress --format json --transport shm --shm-socket "$sock"
+               --shm-calls "${how%_spin}")
+      [ "$how" = socket_spin ] && b+=(--wait-spin-us 5000)
+      local tag="${how}_r$round"
+      step "shm_sort_16M_$tag" $run gpusort "${b[@]}" --method sort --count 16M --requests 40 --warmup 0.5 \
+        --output "$logs/shm_sort_16M_$tag.json"
+      step "shm_sort_1_$tag" $run gpusort "${b[@]}" --method sort --count 1 --requests 400 --warmup 0.5 \
+        --output "$logs/shm_sort_1_$tag.json"
+      step "shm_topk_16M_$tag" $run gpusort "${b[@]}" --method topk -k 100 --dtype f32 --count 16M --requests 40 \
+        --warmup 0.5 --output "$logs/shm_topk_16M_$tag.json"
+    done
+  done
+  for how in socket grpc; do
+    step "shm_sort_256M_$how" $run gpusort bench --server "127.0.0.1:$port" --no-progress --format json \
+      --transport shm --shm-socket "$sock" --shm-calls "$how" --method sort --count 256M --requests 8 --warmup 0.5 \
+      --output "$logs/shm_sort_256M_$how.json"
+  done
+  kill $server_pid; wait $server_pid 2>/dev/null
+  step shm_suites_socket env GPUSORT_TEST_BACKEND=cuda $run service_tests --gtest_brief=1 \
+    --gtest_filter='RegionCalls*:SharedMemory*:DeviceRegion*'
+  step shm_suites_grpc env GPUSORT_TEST_BACKEND=cuda GPUSORT_TEST_SHM_CALLS=grpc $run service_tests --gtest_brief=1 \
+    --gtest_filter='SharedMemory*:DeviceRegion*'
 }
 
 # Issue 18's mixed load (sizes 1K-16M log-uniform, sorts and top-100, four dtypes, 64 in flight) through

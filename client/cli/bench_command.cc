@@ -174,6 +174,11 @@ class BenchCommand final : public Subcommand {
                      "before its thread sleeps; 0: sleep at once (ClientOptions::wait_spin)")
         ->check(CLI::Range(0, 1000000))
         ->capture_default_str();
+    app_->add_option_function<std::string>(
+            "--shm-calls", [this](const std::string& how) { config_.shm_calls_on_socket = how == "socket"; },
+            "--transport shm and device: where the calls on regions go: \"socket\", as records on --shm-socket "
+            "(the default), or \"grpc\" (ClientOptions::shm_calls_on_socket)")
+        ->check(CLI::IsMember({"socket", "grpc"}));
     app_->add_option("--stream-parts-from", config_.stream_parts_from_bytes,
                      "the size of keys from which --stream-parts applies (the client library's default: " +
                          std::to_string(ClientOptions{}.stream_parts_from_bytes >> 20) + " MiB)")

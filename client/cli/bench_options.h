@@ -61,6 +61,7 @@ struct BenchConfig {
   BenchTransport transport = BenchTransport::kUnary;
   std::string shm_socket;       // --transport shm: the server's --shm-socket
   int wait_spin_us = 0;         // --transport shm and device: ClientOptions::wait_spin
+  bool shm_calls_on_socket = true;  // --shm-calls: ClientOptions::shm_calls_on_socket
   uint64_t k = 10;              // topk: the k largest, in rank order (of each row)
   // Each request's keys form this many equal rows (SortOptions.rows / TopKOptions.rows): a sort sorts
   // each row alone (indices per row), a top-k answers k per row. 1: one array.

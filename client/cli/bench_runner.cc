@@ -84,6 +84,7 @@ absl::StatusOr<ClientOptions> ConnectionOptions(const BenchConfig& config) {
   options.bearer_token = config.bearer_token;
   options.shm_socket = config.shm_socket;
   options.wait_spin = std::chrono::microseconds(config.wait_spin_us);
+  options.shm_calls_on_socket = config.shm_calls_on_socket;
   return options;
 }
 

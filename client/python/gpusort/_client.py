@@ -11,7 +11,7 @@ import threading
 import grpc
 import numpy as np
 
-from . import _arrays, _device, _device_calls, _dtypes, _shm, _sockets
+from . import _arrays, _device, _device_calls, _dtypes, _region_calls, _shm, _sockets
 from .errors import GpusortError
 from .v1 import sort_pb2 as pb
 from .v1 import sort_pb2_grpc as pb_grpc
@@ -61,6 +61,8 @@ class Client:
     server's --data-port beside the call, in up to socket_parts TCP connections of at least 1 MiB each:
     near the socket's speed where gRPC moves large arrays at about a third of it; the keys cross in clear;
     TopK and sort_with go as with "grpc").
+    shm_calls: "socket" (the calls on shared memory go as records on shm_socket itself, without HTTP/2;
+    a server that does not take them gets them over gRPC) or "grpc".
     timeout: seconds for each call (None: no deadline). nan: "total" (the service's IEEE totalOrder:
     -NaN first, -0.0 before +0.0, NaNs by payload) or "numpy" (as numpy orders floats: every NaN after
     +inf, equal to each other and kept in position order, -0.0 equal to +0.0; torch.topk takes NaN as the
@@ -68,9 +70,12 @@ class Client:
     """
 
     def __init__(self, target=None, *, token=None, tls=None, timeout=None, nan="total",
-                 max_unary_bytes=32 << 20, chunk_bytes=4 << 20, shm_socket=None, transport="auto", socket_parts=8):
+                 max_unary_bytes=32 << 20, chunk_bytes=4 << 20, shm_socket=None, transport="auto", socket_parts=8,
+                 shm_calls="socket"):
         if nan not in NAN_ORDERS:
             raise ValueError("gpusort: nan must be one of %s, not %r" % (NAN_ORDERS, nan))
+        if shm_calls not in ("socket", "grpc"):
+            raise ValueError("gpusort: shm_calls must be socket or grpc, not %r" % (shm_calls,))
         if transport not in ("auto", "grpc", "shm", "sockets"):
             raise ValueError("gpusort: transport must be auto, grpc, shm or sockets, not %r" % (transport,))
         self.use_sockets = transport == "sockets"
@@ -107,6 +112,9 @@ class Client:
                 self._metadata = (("authorization", "Bearer " + token),)
             self._channel = grpc.insecure_channel(self.target, options)
         self._stub = pb_grpc.SortServiceStub(self._channel)
+        self._region_calls = None
+        if self.shm_socket and shm_calls == "socket":
+            self._region_calls = _region_calls.RegionCalls(self.shm_socket, token)
 
     def close(self):
         with self._region_lock:
@@ -114,6 +122,8 @@ class Client:
                 self._region.close()
                 self._region = None
         self._device_regions.close()
+        if self._region_calls is not None:
+            self._region_calls.close()
         self._channel.close()
 
     def __enter__(self):
@@ -301,6 +311,17 @@ class Client:
 
     # --- shared memory ----------------------------------------------------------------------------
 
+    def _region_call(self, method, stub_method, reply_type, request):
+        """A Sort or TopK on regions: on the shared-memory socket when this client and the server do that
+        (shm_calls), else over gRPC."""
+        if self._region_calls is not None:
+            answer = self._region_calls.call(method, request.SerializeToString(), self.timeout)
+            if answer is not None:
+                reply = reply_type.FromString(answer)
+                self.last_info = reply.info
+                return reply
+        return self._unary(stub_method, request)
+
     @staticmethod
     def _align(offset):
         return (offset + 63) // 64 * 64
@@ -335,8 +356,7 @@ class Client:
                                      output_region=region.ref(out, n * width))
             if with_indices:
                 request.indices_region.CopyFrom(region.ref(index, 8 * n))
-            reply = self._stub.Sort(request, timeout=self.timeout, metadata=self._metadata)
-            self.last_info = reply.info
+            self._region_call(_region_calls.SORT, self._stub.Sort, pb.SortResponse, request)
             sorted_keys = self._get(region, out, n, keys.dtype.newbyteorder("<")).astype(key_dtype)
             indices = self._get(region, index, n, "<i8").astype(np.int64) if with_indices else None
         return sorted_keys, indices
@@ -351,8 +371,7 @@ class Client:
             request = pb.TopKRequest(options=options, keys_region=region.ref(0, n * width),
                                      values_region=region.ref(values_at, results * width),
                                      indices_region=region.ref(index, 8 * results))
-            reply = self._stub.TopK(request, timeout=self.timeout, metadata=self._metadata)
-            self.last_info = reply.info
+            self._region_call(_region_calls.TOPK, self._stub.TopK, pb.TopKResponse, request)
             values = self._get(region, values_at, results, keys.dtype.newbyteorder("<")).astype(key_dtype)
             indices = self._get(region, index, results, "<i8").astype(np.int64)
         return values, indices

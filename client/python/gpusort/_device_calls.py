@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from . import _cuda, _device, _dtypes
+from . import _cuda, _device, _dtypes, _region_calls
 from .v1 import sort_pb2 as pb
 
 
@@ -132,7 +132,7 @@ def sort(client, a, axis, descending, stable, algorithm, dtype, nan, offsets, va
                                      output_region=region.ref(out_at, n * w))
             if with_indices:
                 request.indices_region.CopyFrom(region.ref(index_at, 8 * n))
-            client._unary(client._stub.Sort, request)
+            client._region_call(_region_calls.SORT, client._stub.Sort, pb.SortResponse, request)
             sorted_keys = _out(keys, region, out_at, n, keys.np_dtype)
             indices = _out(keys, region, index_at, n, np.int64) if with_indices else None
     moved = None
@@ -192,7 +192,7 @@ def topk(client, a, k, axis, largest, sorted, algorithm, dtype, nan, offsets):
             request = pb.TopKRequest(options=options, keys_region=region.ref(0, n * w),
                                      values_region=region.ref(values_at, results * w),
                                      indices_region=region.ref(index_at, 8 * results))
-            client._unary(client._stub.TopK, request)
+            client._region_call(_region_calls.TOPK, client._stub.TopK, pb.TopKResponse, request)
             values = _out(keys, region, values_at, results, keys.np_dtype)
             indices = _out(keys, region, index_at, results, np.int64)
         if keys.special is not None:  # the canonical NaN / +0.0 sent: the caller's own keys back

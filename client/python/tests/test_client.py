@@ -184,6 +184,30 @@ def test_shared_memory_transport(server_target, shm_socket):
     assert error.value.code == grpc.StatusCode.UNAVAILABLE
 
 
+def test_shared_memory_calls_go_on_the_socket(server_target, shm_socket):
+    """With shm_calls="socket" (the default) the calls on regions go as records on the shared-memory
+    socket: they are answered even where the gRPC target is unreachable; with "grpc" they are not. A bad
+    request's status comes back the same way, and the same client's gRPC path gives the same answers."""
+    del server_target
+    a = make(np.float32, 30000, 31)
+    with gpusort.Client("127.0.0.1:1", shm_socket=shm_socket, timeout=20) as on_socket:
+        same(on_socket.sort(a), np.sort(a))
+        values, indices = on_socket.topk(a.reshape(3, 10000), 5)
+        want_v, want_i = reference_topk(a.reshape(3, 10000), 5, True)
+        same(values, want_v)
+        same(indices, want_i)
+        assert on_socket.last_info.server_seconds > 0
+        with pytest.raises(gpusort.GpusortError) as error:
+            on_socket.sort(a, algorithm="odd_even")  # the server's refusal (CPU: none; CUDA: too large)
+        assert error.value.code in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.INVALID_ARGUMENT), error.value
+    with gpusort.Client("127.0.0.1:1", shm_socket=shm_socket, timeout=2, shm_calls="grpc") as on_grpc:
+        with pytest.raises(gpusort.GpusortError) as error:
+            on_grpc.sort(a)
+        assert error.value.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+    with pytest.raises(ValueError, match="shm_calls"):
+        gpusort.Client("127.0.0.1:1", shm_socket=shm_socket, shm_calls="tcp")
+
+
 def test_sockets_transport(server_target, shm_socket):
     """Sorts whose keys cross the server's data port: the same answers as numpy in parts of 1 MiB and
     more, small arrays in one part, argsort, and what the data port does not carry going over gRPC."""

@@ -1,0 +1,100 @@
+"""Calls on the server's shared-memory socket (sort.proto, "Calls on the shared-memory socket"): a Sort or
+TopK on registered regions sent as one record on the Unix socket instead of a gRPC call, which saves the
+HTTP/2 round trip and the server's hop to a worker. Connections are kept for later calls, each carrying
+one call at a time; calls from several threads take several."""
+import socket
+import struct
+import threading
+
+import grpc
+
+from .errors import GpusortError
+
+# magic, version, method, timeout_ms, token bytes, request-id bytes, request bytes, reserved u32, reserved u64
+_CALL_HEAD = struct.Struct("<4sHHIHHIIQ")
+# magic, version, flags, code, message bytes, response bytes, reserved u32, reserved u64
+_ANSWER_HEAD = struct.Struct("<4sHHIIIIQ")
+_MAX_ANSWER = 32 + 1024 + 65536
+_CLOSED_NOT_RUN = 1  # flags bit 0: the connection is closed and the call did not run
+SORT, TOPK = 1, 2
+
+
+def _status(code):
+    return next((s for s in grpc.StatusCode if s.value[0] == code), grpc.StatusCode.UNKNOWN)
+
+
+class RegionCalls:
+    def __init__(self, socket_path, token):
+        self._path = socket_path
+        self._token = (token or "").encode()
+        self._idle = []  # kept connections
+        self._lock = threading.Lock()
+        self._unsupported = False  # the server answered a call as a registration: it takes none
+
+    def close(self):
+        with self._lock:
+            for connection in self._idle:
+                connection.close()
+            self._idle = []
+
+    def _take(self):
+        with self._lock:
+            if self._idle:
+                return self._idle.pop(), True
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            connection.connect(self._path)
+        except OSError:
+            connection.close()
+            raise
+        return connection, False
+
+    def _give(self, connection):
+        with self._lock:
+            self._idle.append(connection)
+
+    def call(self, method, request, timeout):
+        """The serialized response of `request` (bytes); None when the call must go over gRPC instead (the
+        server takes no calls on its socket, or refused a new connection: the call did not run).
+        GpusortError with the server's status when it answered one."""
+        if self._unsupported:
+            return None
+        timeout_ms = 0 if timeout is None else min(max(1, int(timeout * 1000)), 2 ** 32 - 1)
+        record = _CALL_HEAD.pack(b"GSCQ", 1, method, timeout_ms, len(self._token), 0, len(request), 0, 0)
+        record += self._token + request
+        for attempt in range(2):
+            connection, reused = None, False
+            try:
+                connection, reused = self._take()
+                connection.settimeout(None if timeout is None else timeout + 5)
+                connection.send(record)
+                answer = connection.recv(_MAX_ANSWER)
+            except OSError as error:
+                if connection is not None:
+                    connection.close()
+                if reused and attempt == 0 and isinstance(error, (BrokenPipeError, ConnectionResetError)):
+                    continue  # closed while idle: once more on a new connection
+                raise GpusortError(grpc.StatusCode.UNAVAILABLE,
+                                   "shared-memory socket %s: %s" % (self._path, error)) from None
+            if answer[:4] == b"GSRP":  # a registration reply: this server takes no calls there
+                connection.close()
+                self._unsupported = True
+                return None
+            if len(answer) < _ANSWER_HEAD.size:
+                connection.close()
+                raise GpusortError(grpc.StatusCode.UNAVAILABLE,
+                                   "the server closed its shared-memory socket connection before answering")
+            magic, version, flags, code, message, response, _, _ = _ANSWER_HEAD.unpack_from(answer)
+            if magic != b"GSCP" or version != 1 or _ANSWER_HEAD.size + message + response != len(answer):
+                connection.close()
+                raise GpusortError(grpc.StatusCode.INTERNAL, "the server's answer is not an answer record")
+            if flags & _CLOSED_NOT_RUN:
+                connection.close()
+                if reused and attempt == 0:
+                    continue  # closed while idle
+                return None  # a new connection refused: gRPC takes the call
+            self._give(connection)
+            if code != 0:
+                raise GpusortError(_status(code), answer[32:32 + message].decode("ascii", "replace"))
+            return answer[32 + message:]
+        return None
