@@ -66,6 +66,7 @@ struct Options {
   std::string server = "127.0.0.1:50051";
   double duration = 20, warmup = 3;
   int concurrency = 64, connections = 8;
+  bool shm_calls_on_socket = true;  // --shm-calls: the region calls on the shared-memory socket, or gRPC
   std::size_t min_keys = 1 << 10, max_keys = 1 << 24;
   std::vector<DType> dtypes = {DType::kUint32, DType::kFloat32, DType::kInt64, DType::kBFloat16};
   double topk_share = 0.5;
@@ -100,7 +101,7 @@ struct Sample {
                "mixed_load_bench: %s\nusage: mixed_load_bench --server HOST:PORT [--duration S] [--warmup S] "
                "[--concurrency N] [--connections N] [--min-keys N] [--max-keys N] [--dtypes LIST] "
                "[--topk-share F] [--k N] [--pool N] [--seed N] [--check] [--json FILE] [--shm-socket PATH "
-               "[--in-region | --in-device [--gpus N]]]\n",
+               "[--in-region | --in-device [--gpus N]] [--shm-calls socket|grpc]]\n",
                why.c_str());
   std::exit(2);
 }
@@ -143,6 +144,7 @@ Options Parse(int argc, char** argv) {
     else if (a == "--k") o.k = ParseCount(v);
     else if (a == "--pool") o.pool = std::atoi(v.c_str());
     else if (a == "--seed") o.seed = ParseCount(v);
+    else if (a == "--shm-calls" && (v == "socket" || v == "grpc")) o.shm_calls_on_socket = v == "socket";
     else if (a == "--json") o.json = v;
     else if (a == "--shm-socket") o.shm_socket = v;
     else if (a == "--gpus") o.gpus = std::atoi(v.c_str());
@@ -329,6 +331,7 @@ int Run(const Options& o) {
     if (!o.shm_socket.empty()) {
       options.shm_socket = o.shm_socket;
       options.transport = Transport::kSharedMemory;
+      options.shm_calls_on_socket = o.shm_calls_on_socket;
     }
     clients.push_back(std::make_unique<Client>(options));
     if (!clients.back()->status().ok()) Usage(std::string(clients.back()->status().message()));
@@ -481,6 +484,7 @@ int Run(const Options& o) {
     std::ofstream out(o.json);
     out << "{\"tool\":\"mixed_load_bench\",\"server\":\"" << o.server << "\",\"device\":\"" << backend
         << "\",\"transport\":\"" << transport << "\",\"answered_by_cpu\":" << answered_by_cpu
+        << ",\"shm_calls\":\"" << (o.shm_calls_on_socket ? "socket" : "grpc") << "\""
         << ",\"concurrency\":" << o.concurrency << ",\"connections\":" << o.connections
         << ",\"min_keys\":" << o.min_keys << ",\"max_keys\":" << o.max_keys << ",\"dtypes\":\"" << dtypes
         << "\",\"topk_share\":" << o.topk_share << ",\"k\":" << o.k << ",\"pool\":" << o.pool

@@ -14,7 +14,8 @@
 # grid: u32 sorts of 1K 16K 64K 256K 1M 16M keys at 1, 4, 16 and 64 in flight on 4 connections (unary
 # under 4 MiB, streamed above, as gpusort bench sends them).
 # topk: f32 top-100 of 1M and 16M keys over unary/stream and shared memory on each server.
-# AUTO_ROUTING_SERVERS and AUTO_ROUTING_SIZES (space-separated) narrow the servers and the grid's sizes.
+# AUTO_ROUTING_SERVERS and AUTO_ROUTING_SIZES (space-separated) narrow the servers and the grid's sizes;
+# AUTO_ROUTING_ROUNDS (3) and AUTO_ROUTING_DURATION (1 s a cell; 16M twice that) lengthen the grid.
 set -uo pipefail
 bin=$1 out=$2; shift 2
 quick="" parts=""
@@ -63,13 +64,13 @@ for server in $servers; do
 done
 trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
 
-duration=1 warmup=0.3 rounds=3
+duration=${AUTO_ROUTING_DURATION:-1} warmup=0.3 rounds=${AUTO_ROUTING_ROUNDS:-3}
 [ -n "$quick" ] && rounds=1
 sizes=${AUTO_ROUTING_SIZES:-1K 16K 64K 256K 1M 16M}
 if want grid; then
   for n in $sizes; do
     d=$duration
-    [ "$n" = 16M ] && d=$((duration * 2))
+    [ "$n" = 16M ] && d=$(awk -v d="$duration" 'BEGIN { print d * 2 }')
     for round in $(seq "$rounds"); do
       for server in $servers; do
         bench "$server" "grid-$server-$n-r$round" --method sort --count "$n" --concurrency-sweep 1,4,16,64 \

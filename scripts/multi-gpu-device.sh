@@ -13,7 +13,8 @@
 # --in-device: only the mixed loads with the arrays already in GPU memory (device regions: each array on
 # every GPU the server has, each worker's calls on one GPU's copies), issue 18's mix and the sorts of
 # 1M-16M, on one GPU and on two, two alternating rounds: what a second GPU adds when no key crosses PCIe
-# (then, on each server, the mix once more with every answer checked).
+# (then, on each server, the mix once more with every answer checked). The region calls go on the
+# shared-memory socket (the client's default); the mix runs once more with them over gRPC (--shm-calls).
 # Logs go to OUT: summary.txt (a line per step) and one log per step.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -126,6 +127,9 @@ device() {
       step "mixed_device_$tag" $run mixed_load_bench --server 127.0.0.1:50151 --shm-socket $sock --in-device \
         --gpus $n_gpus --concurrency 64 --connections 8 --duration 15 --warmup 3 \
         --json "$out/mixed_device_$tag.json"
+      step "mixed_device_grpc_$tag" $run mixed_load_bench --server 127.0.0.1:50151 --shm-socket $sock --in-device \
+        --gpus $n_gpus --concurrency 64 --connections 8 --duration 15 --warmup 3 --shm-calls grpc \
+        --json "$out/mixed_device_grpc_$tag.json"
       step "mixed_device_large_$tag" $run mixed_load_bench --server 127.0.0.1:50151 --shm-socket $sock --in-device \
         --gpus $n_gpus --concurrency 64 --connections 8 --duration 15 --warmup 3 --min-keys 1M --max-keys 16M \
         --topk-share 0 --json "$out/mixed_device_large_$tag.json"

@@ -27,11 +27,15 @@ absl::Status Errno(const std::string& what) {
 
 }  // namespace
 
+// After the server refused a new calls connection, how long calls past the connections it took go over
+// gRPC before a new one is tried again.
+constexpr std::chrono::seconds kAfterRefusal{1};
+
 RegionCallConnections::~RegionCallConnections() {
   for (int fd : kept_) close(fd);
 }
 
-absl::StatusOr<RegionCallConnections::Taken> RegionCallConnections::Take() {
+absl::StatusOr<std::optional<RegionCallConnections::Taken>> RegionCallConnections::Take() {
   {
     std::lock_guard lock(mutex_);
     if (!kept_.empty()) {
@@ -39,16 +43,17 @@ absl::StatusOr<RegionCallConnections::Taken> RegionCallConnections::Take() {
       kept_.pop_back();
       return Taken{fd, true};
     }
+    if (open_ >= cap_ && std::chrono::steady_clock::now() < ask_again_) return std::nullopt;
+    ++open_;  // counted before the connect, so that callers racing here see it
   }
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (path_.size() >= sizeof(address.sun_path)) return absl::InvalidArgumentError("shm_socket path too long");
   std::memcpy(address.sun_path, path_.data(), path_.size());
   const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Errno("socket");
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
+  if (fd < 0 || connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
     const absl::Status error = Errno("connecting to " + path_);
-    close(fd);
+    Close(fd);
     return error;
   }
   return Taken{fd, false};
@@ -57,6 +62,20 @@ absl::StatusOr<RegionCallConnections::Taken> RegionCallConnections::Take() {
 void RegionCallConnections::Give(int fd) {
   std::lock_guard lock(mutex_);
   kept_.push_back(fd);
+}
+
+void RegionCallConnections::Close(int fd) {
+  if (fd >= 0) close(fd);
+  std::lock_guard lock(mutex_);
+  --open_;
+}
+
+void RegionCallConnections::Refused(int fd) {
+  close(fd);
+  std::lock_guard lock(mutex_);
+  --open_;
+  cap_ = open_;
+  ask_again_ = std::chrono::steady_clock::now() + kAfterRefusal;
 }
 
 absl::StatusOr<std::vector<std::byte>> RegionCallConnections::Receive(int fd, std::chrono::milliseconds timeout) const {
@@ -102,23 +121,25 @@ absl::StatusOr<std::optional<std::string>> RegionCallConnections::Send(const Cal
   // A kept connection the server closed meanwhile (idle) is found when the call is sent or answered
   // "closed, not run"; the call then goes once more, on a new connection.
   for (int attempt = 0; attempt < 2; ++attempt) {
-    absl::StatusOr<Taken> taken = Take();
+    absl::StatusOr<std::optional<Taken>> taken = Take();
     if (!taken.ok()) return taken.status();
-    const int fd = taken->fd;
+    if (!taken->has_value()) return std::nullopt;  // the server's limits: gRPC takes the call
+    const int fd = (*taken)->fd;
+    const bool reused = (*taken)->reused;
     if (send(fd, record.data(), record.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(record.size())) {
       const absl::Status error = Errno("sending the call");
-      close(fd);
-      if (taken->reused) continue;
+      Close(fd);
+      if (reused) continue;
       return error;
     }
     absl::StatusOr<std::vector<std::byte>> bytes = Receive(fd, call.timeout);
     if (!bytes.ok()) {
-      close(fd);  // its answer may still come: the connection cannot carry another call
+      Close(fd);  // its answer may still come: the connection cannot carry another call
       return bytes.status();
     }
     std::optional<wire::Answer> answer = wire::DecodeAnswer(*bytes);
     if (!answer.has_value()) {
-      close(fd);
+      Close(fd);
       if (v1::region_socket::DecodeReply(*bytes).has_value()) {  // a server that only registers regions
         unsupported_.store(true, std::memory_order_relaxed);
         return std::nullopt;
@@ -126,9 +147,12 @@ absl::StatusOr<std::optional<std::string>> RegionCallConnections::Send(const Cal
       return absl::InternalError("the server's answer on its shared-memory socket is not an answer record");
     }
     if ((answer->flags & wire::kFlagClosedNotRun) != 0) {
-      close(fd);
-      if (taken->reused) continue;  // closed while idle: once more on a new connection
-      return std::nullopt;          // a new connection refused: gRPC takes the call
+      if (reused) {  // closed while idle: once more on a new connection
+        Close(fd);
+        continue;
+      }
+      Refused(fd);  // a new connection refused: gRPC takes the call
+      return std::nullopt;
     }
     Give(fd);
     if (answer->code != 0) return absl::Status(static_cast<absl::StatusCode>(answer->code), answer->message);

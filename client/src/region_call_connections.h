@@ -42,8 +42,13 @@ class RegionCallConnections {
     int fd = -1;
     bool reused = false;
   };
-  absl::StatusOr<Taken> Take();
+  // A kept connection, or a new one; nullopt when the server refused the last new one (its connection
+  // limits) and this many are open already: the call then goes over gRPC without asking again, for a
+  // second, instead of paying a refused connection per call.
+  absl::StatusOr<std::optional<Taken>> Take();
   void Give(int fd);
+  void Close(int fd);  // a connection of no more use
+  void Refused(int fd);  // closed by the server's limits
   // Waits for the answer on `fd`: polls for wait_spin_, then blocks; the call's timeout (plus a grace
   // for the server's own DEADLINE_EXCEEDED to arrive) bounds the wait.
   absl::StatusOr<std::vector<std::byte>> Receive(int fd, std::chrono::milliseconds timeout) const;
@@ -53,6 +58,9 @@ class RegionCallConnections {
   std::atomic<bool> unsupported_{false};  // the server answered a call as a registration: an older server
   std::mutex mutex_;
   std::vector<int> kept_;
+  std::size_t open_ = 0;                           // kept and in use
+  std::size_t cap_ = SIZE_MAX;                     // open connections the server took at its last refusal
+  std::chrono::steady_clock::time_point ask_again_;  // after a refusal: new connections from then on
 };
 
 }  // namespace gpusort::client_internal

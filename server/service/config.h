@@ -51,8 +51,8 @@ struct ServerConfig {
   std::size_t shm_max_bytes_per_user = std::size_t{4} << 30;  // bytes one user id's regions may map
   std::size_t shm_max_pending = 64;              // socket connections that have not registered yet
   double shm_registration_timeout_seconds = 5;   // for a connection to send its registration
-  std::size_t shm_max_call_connections = 64;     // connections carrying calls (one thread each)
-  std::size_t shm_max_call_connections_per_user = 16;
+  std::size_t shm_max_call_connections = 256;    // connections carrying calls (one thread each)
+  std::size_t shm_max_call_connections_per_user = 64;
   double shm_call_idle_timeout_seconds = 60;     // a calls connection idle this long is closed
   // Sockets beside gRPC (sort.proto, "Sockets beside gRPC"): off unless data_port >= 0 (0: a free port).
   int data_port = -1;                            // TCP port for SortOnSockets' keys, on --listen's host

@@ -32,8 +32,8 @@
 namespace gpusort {
 
 struct RegionCallsOptions {
-  std::size_t max_connections = 64;
-  std::size_t max_connections_per_user = 16;
+  std::size_t max_connections = 256;
+  std::size_t max_connections_per_user = 64;
   std::chrono::milliseconds idle_timeout{60'000};
 };
 
