@@ -5,6 +5,7 @@
 // close and a vanishing caller behave as the proto says; and the client library really uses the socket.
 #include <poll.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -303,6 +304,32 @@ TEST(RegionCalls, ACallerThatHangsUpOrRunsOutOfTimeLeavesTheServerServing) {
   ASSERT_TRUE(fine.has_value());
   EXPECT_EQ(fine->code, 0u) << fine->message;
   EXPECT_EQ(Get<uint32_t>(*s.region, 0, 3), (std::vector<uint32_t>{1, 2, 3}));
+}
+
+// Past the server's connection limit the library's calls go over gRPC: every one answered right.
+TEST(RegionCalls, CallsPastTheConnectionLimitGoOverGrpcAndAreAllAnswered) {
+  ServerConfig config = ShmConfig();
+  config.shm_max_call_connections_per_user = 1;
+  ServerWithRegion s(config);
+  ASSERT_NE(s.region, nullptr);
+  constexpr int kThreads = 4;
+  constexpr std::size_t kKeys = 20000;
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::size_t at = t * kKeys * 4;
+      for (int i = 0; i < 20; ++i) {
+        const auto keys = MakeInput<uint32_t>(Pattern::kRandom, kKeys, 100 * t + i);
+        Put(*s.region, at, keys);
+        auto info = s.client->SortInRegion(client::DType::kUint32, {}, client::Payload::kNone,
+                                           s.region->Ref(at, kKeys * 4), s.region->Ref(at, kKeys * 4));
+        if (!info.ok() || Get<uint32_t>(*s.region, at, kKeys) != ReferenceSort(keys, SortOrder::kAscending)) ++wrong;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 // With the gRPC port unreachable, a region call succeeds only if it really went on the socket.
