@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 build=build-fuzz
 fuzzers=(sort_request_fuzzer topk_request_fuzzer stream_request_fuzzer caller_text_fuzzer npy_reader_fuzzer
-         text_reader_fuzzer)
+         text_reader_fuzzer wire_records_fuzzer)
 
 # -g1 (line tables): a crash's stack keeps its files and lines, and the build takes less time.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1" \

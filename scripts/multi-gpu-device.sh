@@ -4,7 +4,7 @@
 #
 #   here:  scripts/multi-gpu-device.sh bundle      # CUDA build in build-cuda, bundled into build/device
 #   GPU:   scripts/multi-gpu-device.sh device OUT [--keys 4G] [--big 16G] [--quick] [--no-tests] [--no-mixed]
-#          [--spin-ab] [--in-device]
+#          [--spin-ab] [--in-device] [--mix-probe]
 #          (run(command='scripts/multi-gpu-device.sh device $OUT', carry=['build/device'], kind='nvidia-h100-x2'))
 #
 # --spin-ab: only the GPU-bound load (sorts of 1M-16M, arrays in regions) on one GPU and on two, with the
@@ -15,6 +15,10 @@
 # 1M-16M, on one GPU and on two, two alternating rounds: what a second GPU adds when no key crosses PCIe
 # (then, on each server, the mix once more with every answer checked). The region calls go on the
 # shared-memory socket (the client's default); the mix runs once more with them over gRPC (--shm-calls).
+# --mix-probe: where issue 18's mix spends the host when its keys are on the GPUs: the mix on one GPU and
+# on two, with the servers' GPU waits polling (2000 us, the default) and sleeping (0), and on two GPUs at
+# 128 in flight; each run with the host's busy cores and the CPU time of the server and of the benchmark
+# over its timed part (mix_probe.txt).
 # Logs go to OUT: summary.txt (a line per step) and one log per step.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -29,12 +33,13 @@ bundle() {
 
 device() {
   local out=$1; shift
-  local keys=4G big="" quick="" tests=1 mixed=1 spin_ab="" in_device=""
+  local keys=4G big="" quick="" tests=1 mixed=1 spin_ab="" in_device="" mix_probe=""
   while [ $# -gt 0 ]; do
     case $1 in
       --keys) keys=$2; shift ;; --big) big=$2; shift ;; --quick) quick=1 ;;
       --no-tests) tests="" ;; --no-mixed) mixed="" ;; --spin-ab) spin_ab=1 mixed="" ;;
       --in-device) in_device=1 mixed="" ;;
+      --mix-probe) mix_probe=1 mixed="" ;;
       *) echo "unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -112,6 +117,40 @@ device() {
       done
     done
   done
+  if [ -n "$mix_probe" ]; then
+    local probe=$out/mix_probe.txt list spin inflight
+    for spec in "0 2000 64" "0,1 2000 64" "0 0 64" "0,1 0 64" "0,1 2000 128"; do
+      read -r list spin inflight <<< "$spec"
+      local sock=/tmp/gpusort-probe-$$.sock n_gpus=$(( ${#list} / 2 + 1 )) tag="${list/,/_}_spin${spin}_c$inflight"
+      $run gpusort-server --listen 127.0.0.1:50151 --metrics-listen "" --backend cuda --cuda-devices $list \
+        --cuda-wait-spin-us "$spin" --max-inflight 1024 --max-inflight-per-caller 1024 --shm-socket $sock \
+        --shm-max-regions 1024 --shm-max-regions-per-user 1024 --shm-max-bytes 137438953472 \
+        --shm-max-bytes-per-user 137438953472 > "$out/server_probe_$tag.log" 2>&1 &
+      local pid=$!
+      sleep 4
+      $run mixed_load_bench --server 127.0.0.1:50151 --shm-socket $sock --in-device --gpus $n_gpus \
+        --concurrency "$inflight" --connections 8 --duration 12 --warmup 4 --json "$out/mix_probe_$tag.json" \
+        > "$out/mix_probe_$tag.log" 2>&1 &
+      local bench=$!
+      sleep 7  # inside the timed part (after the warm-up and the pool's upload)
+      local cpu0 srv0 bench0 cpu1 srv1 bench1
+      cpu0=$(head -1 /proc/stat); srv0=$(awk '{print $14 + $15}' /proc/$pid/stat)
+      bench0=$(cat /proc/[0-9]*/stat 2> /dev/null | awk '$2 ~ /mixed_load/ {t += $14 + $15} END {print t + 0}')
+      sleep 5
+      cpu1=$(head -1 /proc/stat); srv1=$(awk '{print $14 + $15}' /proc/$pid/stat)
+      bench1=$(cat /proc/[0-9]*/stat 2> /dev/null | awk '$2 ~ /mixed_load/ {t += $14 + $15} END {print t + 0}')
+      top -b -H -n 1 -p "$pid" | head -30 > "$out/mix_probe_threads_$tag.txt" 2>&1
+      wait $bench
+      echo "$tag: $(grep -m1 '^  all' "$out/mix_probe_$tag.log")" >> "$probe"
+      awk -v a="$cpu0" -v b="$cpu1" -v s0="$srv0" -v s1="$srv1" -v b0="$bench0" -v b1="$bench1" -v hz="$(getconf CLK_TCK)" \
+        'BEGIN { split(a, x); split(b, y); busy = 0; all = 0
+                 for (i = 2; i <= 9; i++) { d = y[i] - x[i]; all += d; if (i != 5 && i != 6) busy += d }
+                 printf "  host busy %.1f%% of %d cores; server %.1f cores, bench %.1f cores (5 s)\n",
+                        100 * busy / all, all / hz / 5, (s1 - s0) / hz / 5, (b1 - b0) / hz / 5 }' >> "$probe"
+      kill $pid; wait $pid
+    done
+    cat "$probe" >> "$summary"
+  fi
   for round in ${in_device:+1 2}; do
     for list in 0 0,1; do
       [ "$list" = 0,1 ] && [ "$gpus" -lt 2 ] && continue
