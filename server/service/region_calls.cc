@@ -66,13 +66,6 @@ RegionCalls::~RegionCalls() {
   }
 }
 
-std::size_t RegionCalls::connections() const {
-  std::lock_guard lock(mutex_);
-  std::size_t open = 0;
-  for (const Connection& c : connections_) open += c.finished ? 0 : 1;
-  return open;
-}
-
 void RegionCalls::ReapFinished() {
   for (auto it = connections_.begin(); it != connections_.end();) {
     if (!it->finished) {

@@ -50,8 +50,6 @@ class RegionCalls {
   // thread of its own from here, or refused (RESOURCE_EXHAUSTED, then closed) past the connection limits.
   void Adopt(UniqueFd fd, uid_t uid, pid_t pid, IncomingMessage first_call);
 
-  std::size_t connections() const;
-
  private:
   struct Connection {
     UniqueFd fd;
@@ -79,7 +77,7 @@ class RegionCalls {
   const RegionCallsOptions options_;
   UniqueFd stop_fd_;   // an eventfd, written once to stop every thread
   UniqueFd epoll_fd_;  // the watcher's: every connection, for its hang-up
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::list<Connection> connections_;
   std::map<uid_t, std::size_t> per_user_;
   std::uint64_t next_id_ = 1;
