@@ -22,6 +22,7 @@
 #include "gpusort/grpc_interop.h"
 #include "client/src/data_connections.h"
 #include "client/src/region_call_connections.h"
+#include "gpusort/v1/region_calls.h"
 #include "gpusort/v1/sort.grpc.pb.h"
 
 namespace gpusort {
@@ -79,7 +80,8 @@ struct Client::Impl {
 
   // A region call's request on shm_socket: its serialized response, or nullopt when it must go over gRPC
   // (no socket calls on this client, or the server does not take them).
-  absl::StatusOr<std::optional<std::string>> CallOnRegionSocket(std::uint16_t method, const std::string& request);
+  absl::StatusOr<std::optional<std::string>> CallOnRegionSocket(v1::region_calls::Method method,
+                                                                const google::protobuf::Message& request);
 
   // FAILED_PRECONDITION for shared memory while balancing or without shm_socket; else OK.
   absl::Status SharedMemoryAllowed() const;

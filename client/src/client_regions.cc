@@ -18,6 +18,23 @@ using client_internal::KeyBytes;
 using client_internal::ToAbsl;
 using client_internal::ToProto;
 
+namespace {
+
+// A region call's ExecutionInfo from its answer on the shared-memory socket; nullopt when the call must go
+// over gRPC instead.
+template <typename Response>
+absl::StatusOr<std::optional<client::ExecutionInfo>> InfoOf(absl::StatusOr<std::optional<std::string>> answer) {
+  if (!answer.ok()) return answer.status();
+  if (!answer->has_value()) return std::nullopt;
+  Response response;
+  if (!response.ParseFromString(**answer)) {
+    return absl::InternalError("the server's answer is not a " + Response::descriptor()->name());
+  }
+  return std::optional<client::ExecutionInfo>(FromProto(response.info()));
+}
+
+}  // namespace
+
 absl::Status Client::Impl::Impl::SharedMemoryAllowed() const {
   if (balancing_) {
     return absl::FailedPreconditionError(
@@ -60,14 +77,10 @@ absl::StatusOr<client::ExecutionInfo> Client::Impl::SortInRegion(client::DType d
   *request.mutable_keys_region() = ToProto(keys);
   *request.mutable_output_region() = ToProto(output);
   if (indices != nullptr) *request.mutable_indices_region() = ToProto(*indices);
-  v1::SortResponse response;
-  absl::StatusOr<std::optional<std::string>> on_socket =
-      CallOnRegionSocket(static_cast<std::uint16_t>(v1::region_calls::Method::kSort), request.SerializeAsString());
+  auto on_socket = InfoOf<v1::SortResponse>(CallOnRegionSocket(v1::region_calls::Method::kSort, request));
   if (!on_socket.ok()) return on_socket.status();
-  if (on_socket->has_value()) {
-    if (!response.ParseFromString(**on_socket)) return absl::InternalError("the server's answer is not a SortResponse");
-    return FromProto(response.info());
-  }
+  if (on_socket->has_value()) return **on_socket;
+  v1::SortResponse response;
   auto context = NewContext();
   const grpc::Status status = client_internal::CallUnary(
       options_.wait_spin, &response, [&] { return stub_->Sort(context.get(), request, &response); },
@@ -87,14 +100,10 @@ absl::StatusOr<client::ExecutionInfo> Client::Impl::TopKInRegion(client::DType d
   *request.mutable_keys_region() = ToProto(keys);
   if (values != nullptr) *request.mutable_values_region() = ToProto(*values);
   if (indices != nullptr) *request.mutable_indices_region() = ToProto(*indices);
-  v1::TopKResponse response;
-  absl::StatusOr<std::optional<std::string>> on_socket =
-      CallOnRegionSocket(static_cast<std::uint16_t>(v1::region_calls::Method::kTopK), request.SerializeAsString());
+  auto on_socket = InfoOf<v1::TopKResponse>(CallOnRegionSocket(v1::region_calls::Method::kTopK, request));
   if (!on_socket.ok()) return on_socket.status();
-  if (on_socket->has_value()) {
-    if (!response.ParseFromString(**on_socket)) return absl::InternalError("the server's answer is not a TopKResponse");
-    return FromProto(response.info());
-  }
+  if (on_socket->has_value()) return **on_socket;
+  v1::TopKResponse response;
   auto context = NewContext();
   const grpc::Status status = client_internal::CallUnary(
       options_.wait_spin, &response, [&] { return stub_->TopK(context.get(), request, &response); },
@@ -103,14 +112,14 @@ absl::StatusOr<client::ExecutionInfo> Client::Impl::TopKInRegion(client::DType d
   return FromProto(response.info());
 }
 
-absl::StatusOr<std::optional<std::string>> Client::Impl::CallOnRegionSocket(std::uint16_t method,
-                                                                           const std::string& request) {
+absl::StatusOr<std::optional<std::string>> Client::Impl::CallOnRegionSocket(v1::region_calls::Method method,
+                                                                           const google::protobuf::Message& request) {
   if (region_calls_ == nullptr) return std::nullopt;
-  return region_calls_->Send({.method = method,
+  return region_calls_->Send({.method = static_cast<std::uint16_t>(method),
                               .token = options_.bearer_token,
                               .request_id = options_.request_id,
                               .timeout = options_.timeout,
-                              .request = request});
+                              .request = request.SerializeAsString()});
 }
 
 absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> Client::Impl::TakeRegion(std::size_t bytes) {

@@ -29,41 +29,43 @@ absl::Status NeedsKeysRegion(bool has_keys_region) {
       "go over gRPC");
 }
 
-// The work of a Sort call, as SortCall does it for regions (unary_calls.cc); the serialized reply.
-absl::StatusOr<std::string> RunSort(ServiceCore& core, CallState& call, const std::string& bytes) {
-  v1::SortRequest request;
-  if (!request.ParseFromString(bytes)) return absl::InvalidArgumentError("the call's request is not a SortRequest");
-  RETURN_IF_ERROR(core.Admit(call));
-  StageClock clock;
-  RETURN_IF_ERROR(NeedsKeysRegion(request.has_keys_region()));
-  RETURN_IF_ERROR(CheckNoStrayRegions(request));
-  ASSIGN_OR_RETURN(const SortSpec spec, DecodeSortOptions(request.options()));
-  call.dtype_label = DTypeName(spec.dtype);
-  call.requested = spec.algorithm;
-  ASSIGN_OR_RETURN(const SortRegions regions, PrepareSortOnRegions(core, call, request, spec));
-  call.report.AddStage(Stage::kValidate, clock.Seconds());
-  RETURN_IF_ERROR(call.cancellation.Check());
-  RETURN_IF_ERROR(SortOnRegions(core, call, spec, regions));
-  v1::SortResponse response;
-  core.FillInfo(call, response.mutable_info());
-  return response.SerializeAsString();
+// The method's own pieces, so that one RunOnRegions below serves both.
+absl::StatusOr<SortSpec> DecodeOptions(const v1::SortOptions& options) { return DecodeSortOptions(options); }
+absl::StatusOr<TopKSpec> DecodeOptions(const v1::TopKOptions& options) { return DecodeTopKOptions(options); }
+absl::StatusOr<SortRegions> Prepare(ServiceCore& core, CallState& call, const v1::SortRequest& request,
+                                    const SortSpec& spec) {
+  return PrepareSortOnRegions(core, call, request, spec);
+}
+absl::StatusOr<TopKRegions> Prepare(ServiceCore& core, CallState& call, const v1::TopKRequest& request,
+                                    const TopKSpec& spec) {
+  return PrepareTopKOnRegions(core, call, request, spec);
+}
+absl::Status Work(ServiceCore& core, CallState& call, const SortSpec& spec, const SortRegions& regions) {
+  return SortOnRegions(core, call, spec, regions);
+}
+absl::Status Work(ServiceCore& core, CallState& call, const TopKSpec& spec, const TopKRegions& regions) {
+  return TopKOnRegions(core, call, spec, regions);
 }
 
-absl::StatusOr<std::string> RunTopK(ServiceCore& core, CallState& call, const std::string& bytes) {
-  v1::TopKRequest request;
-  if (!request.ParseFromString(bytes)) return absl::InvalidArgumentError("the call's request is not a TopKRequest");
+// A call's work, as the gRPC reactor does it for regions (unary_calls.cc); the serialized reply.
+template <typename Request, typename Response>
+absl::StatusOr<std::string> RunOnRegions(ServiceCore& core, CallState& call, const std::string& bytes) {
+  Request request;
+  if (!request.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError("the call's request is not a " + Request::descriptor()->name());
+  }
   RETURN_IF_ERROR(core.Admit(call));
   StageClock clock;
   RETURN_IF_ERROR(NeedsKeysRegion(request.has_keys_region()));
   RETURN_IF_ERROR(CheckNoStrayRegions(request));
-  ASSIGN_OR_RETURN(const TopKSpec spec, DecodeTopKOptions(request.options()));
+  ASSIGN_OR_RETURN(const auto spec, DecodeOptions(request.options()));
   call.dtype_label = DTypeName(spec.dtype);
   call.requested = spec.algorithm;
-  ASSIGN_OR_RETURN(const TopKRegions regions, PrepareTopKOnRegions(core, call, request, spec));
+  ASSIGN_OR_RETURN(const auto regions, Prepare(core, call, request, spec));
   call.report.AddStage(Stage::kValidate, clock.Seconds());
   RETURN_IF_ERROR(call.cancellation.Check());
-  RETURN_IF_ERROR(TopKOnRegions(core, call, spec, regions));
-  v1::TopKResponse response;
+  RETURN_IF_ERROR(Work(core, call, spec, regions));
+  Response response;
   core.FillInfo(call, response.mutable_info());
   return response.SerializeAsString();
 }
@@ -117,7 +119,8 @@ RegionCallAnswer AnswerRegionCall(ServiceCore& core, const TokenAuth* auth, uid_
   }
   absl::StatusOr<std::string> response = absl::CancelledError("the caller went away before the call started");
   if (watch.Begin(&state.cancellation)) {
-    response = sort ? RunSort(core, state, call->request) : RunTopK(core, state, call->request);
+    response = sort ? RunOnRegions<v1::SortRequest, v1::SortResponse>(core, state, call->request)
+                    : RunOnRegions<v1::TopKRequest, v1::TopKResponse>(core, state, call->request);
   }
   watch.End();
   const absl::Status answer = core.Complete(state, response.status());
