@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "client/src/region_call_connections.h"
 #include "gpusort/v1/region_calls.h"
 #include "tests/service/shm_test_support.h"
 #include "tests/support/inputs.h"
@@ -333,6 +334,39 @@ TEST(RegionCalls, CallsPastTheConnectionLimitGoOverGrpcAndAreAllAnswered) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// A server from before calls on the socket answers a call record as a broken registration and closes:
+// the library then sends its region calls over gRPC, and stops trying the socket.
+TEST(RegionCalls, AServerThatOnlyRegistersGetsTheCallsOverGrpc) {
+  const std::string path = TestShmSocketPath() + ".old";
+  UniqueFd listener(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.data(), path.size());
+  ASSERT_EQ(bind(listener.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(listen(listener.get(), 4), 0);
+  std::atomic<int> connections = 0;
+  std::thread old_server([&] {
+    UniqueFd c(accept(listener.get(), nullptr, nullptr));
+    ++connections;
+    std::array<std::byte, 64> bytes{};
+    (void)!recv(c.get(), bytes.data(), bytes.size(), 0);  // a 32-byte registration read: the call is cut
+    const auto reply = v1::region_socket::EncodeReply(3, "not a registration request");
+    (void)!send(c.get(), reply.data(), reply.size(), MSG_NOSIGNAL);
+  });
+  client_internal::RegionCallConnections calls(path, std::chrono::microseconds(0));
+  const client_internal::RegionCallConnections::Call call{
+      .method = 1, .timeout = std::chrono::milliseconds(2000), .request = "x"};  // bounded, should it wait
+  auto first = calls.Send(call);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->has_value()) << "the call must go over gRPC";
+  old_server.join();
+  auto second = calls.Send(call);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_FALSE(second->has_value());
+  EXPECT_EQ(connections.load(), 1) << "the socket was tried again";
+  unlink(path.c_str());
 }
 
 // With the gRPC port unreachable, a region call succeeds only if it really went on the socket.
