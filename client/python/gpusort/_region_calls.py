@@ -5,6 +5,7 @@ one call at a time; calls from several threads take several."""
 import socket
 import struct
 import threading
+import time
 
 import grpc
 
@@ -16,6 +17,7 @@ _CALL_HEAD = struct.Struct("<4sHHIHHIIQ")
 _ANSWER_HEAD = struct.Struct("<4sHHIIIIQ")
 _MAX_ANSWER = 32 + 1024 + 65536
 _CLOSED_NOT_RUN = 1  # flags bit 0: the connection is closed and the call did not run
+_AFTER_REFUSAL = 1.0  # seconds calls past the connections the server took go over gRPC after a refusal
 SORT, TOPK = 1, 2
 
 
@@ -28,6 +30,9 @@ class RegionCalls:
         self._path = socket_path
         self._token = (token or "").encode()
         self._idle = []  # kept connections
+        self._open = 0  # kept and in use
+        self._cap = None  # open connections the server took at its last refusal
+        self._ask_again = 0.0  # after a refusal: new connections from then on (time.monotonic())
         self._lock = threading.Lock()
         self._unsupported = False  # the server answered a call as a registration: it takes none
 
@@ -35,19 +40,36 @@ class RegionCalls:
         with self._lock:
             for connection in self._idle:
                 connection.close()
+            self._open -= len(self._idle)
             self._idle = []
 
     def _take(self):
+        """(connection, reused); (None, False) while the server's limits say gRPC."""
         with self._lock:
             if self._idle:
                 return self._idle.pop(), True
+            if self._cap is not None and self._open >= self._cap and time.monotonic() < self._ask_again:
+                return None, False
+            self._open += 1
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             connection.connect(self._path)
         except OSError:
-            connection.close()
+            self._close(connection)
             raise
         return connection, False
+
+    def _close(self, connection):
+        connection.close()
+        with self._lock:
+            self._open -= 1
+
+    def _refused(self, connection):
+        connection.close()
+        with self._lock:
+            self._open -= 1
+            self._cap = self._open
+            self._ask_again = time.monotonic() + _AFTER_REFUSAL
 
     def _give(self, connection):
         with self._lock:
@@ -66,32 +88,35 @@ class RegionCalls:
             connection, reused = None, False
             try:
                 connection, reused = self._take()
+                if connection is None:
+                    return None  # past the connections the server takes: gRPC
                 connection.settimeout(None if timeout is None else timeout + 5)
                 connection.send(record)
                 answer = connection.recv(_MAX_ANSWER)
             except OSError as error:
                 if connection is not None:
-                    connection.close()
+                    self._close(connection)
                 if reused and attempt == 0 and isinstance(error, (BrokenPipeError, ConnectionResetError)):
                     continue  # closed while idle: once more on a new connection
                 raise GpusortError(grpc.StatusCode.UNAVAILABLE,
                                    "shared-memory socket %s: %s" % (self._path, error)) from None
             if answer[:4] == b"GSRP":  # a registration reply: this server takes no calls there
-                connection.close()
+                self._close(connection)
                 self._unsupported = True
                 return None
             if len(answer) < _ANSWER_HEAD.size:
-                connection.close()
+                self._close(connection)
                 raise GpusortError(grpc.StatusCode.UNAVAILABLE,
                                    "the server closed its shared-memory socket connection before answering")
             magic, version, flags, code, message, response, _, _ = _ANSWER_HEAD.unpack_from(answer)
             if magic != b"GSCP" or version != 1 or _ANSWER_HEAD.size + message + response != len(answer):
-                connection.close()
+                self._close(connection)
                 raise GpusortError(grpc.StatusCode.INTERNAL, "the server's answer is not an answer record")
             if flags & _CLOSED_NOT_RUN:
-                connection.close()
                 if reused and attempt == 0:
+                    self._close(connection)
                     continue  # closed while idle
+                self._refused(connection)
                 return None  # a new connection refused: gRPC takes the call
             self._give(connection)
             if code != 0:
