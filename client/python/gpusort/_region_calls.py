@@ -98,6 +98,9 @@ class RegionCalls:
                     self._close(connection)
                 if reused and attempt == 0 and isinstance(error, (BrokenPipeError, ConnectionResetError)):
                     continue  # closed while idle: once more on a new connection
+                if isinstance(error, socket.timeout):
+                    raise GpusortError(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                       "no answer from the server within the call's deadline") from None
                 raise GpusortError(grpc.StatusCode.UNAVAILABLE,
                                    "shared-memory socket %s: %s" % (self._path, error)) from None
             if answer[:4] == b"GSRP":  # a registration reply: this server takes no calls there
