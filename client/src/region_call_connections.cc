@@ -2,13 +2,13 @@
 
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <thread>
 
+#include "client/src/shm_socket_connect.h"
 #include "gpusort/v1/region_calls.h"
 #include "gpusort/v1/region_socket.h"
 
@@ -46,17 +46,12 @@ absl::StatusOr<std::optional<RegionCallConnections::Taken>> RegionCallConnection
     if (open_ >= cap_ && std::chrono::steady_clock::now() < ask_again_) return std::nullopt;
     ++open_;  // counted before the connect, so that callers racing here see it
   }
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (path_.size() >= sizeof(address.sun_path)) return absl::InvalidArgumentError("shm_socket path too long");
-  std::memcpy(address.sun_path, path_.data(), path_.size());
-  const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (fd < 0 || connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
-    const absl::Status error = Errno("connecting to " + path_);
-    Close(fd);
-    return error;
+  absl::StatusOr<int> fd = ConnectToShmSocket(path_);
+  if (!fd.ok()) {
+    Close(-1);  // gives back the count taken above
+    return fd.status();
   }
-  return Taken{fd, false};
+  return Taken{*fd, false};
 }
 
 void RegionCallConnections::Give(int fd) {

@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <array>
@@ -13,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "client/src/shm_socket_connect.h"
 #include "gpusort/v1/region_socket.h"
 
 namespace gpusort {
@@ -92,18 +92,9 @@ struct Registered {
 };
 absl::StatusOr<Registered> RegisterOnSocket(const std::string& socket_path, int fd, std::size_t size,
                                             v1::region_socket::RegionKind kind, std::chrono::milliseconds timeout) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (socket_path.empty() || socket_path.size() >= sizeof(address.sun_path)) {
-    return absl::InvalidArgumentError("the shared-memory socket path must be 1 to " +
-                                      std::to_string(sizeof(address.sun_path) - 1) + " bytes");
-  }
-  std::memcpy(address.sun_path, socket_path.data(), socket_path.size());
-  FdCloser connection{socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)};
-  if (connection.fd < 0) return Errno(absl::StatusCode::kInternal, "socket");
-  if (connect(connection.fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
-    return Errno(absl::StatusCode::kUnavailable, "connecting to the server's shared-memory socket " + socket_path);
-  }
+  absl::StatusOr<int> connected = client_internal::ConnectToShmSocket(socket_path);
+  if (!connected.ok()) return connected.status();
+  FdCloser connection{*connected};
   if (absl::Status sent = SendRequest(connection.fd, fd, size, kind); !sent.ok()) {
     // A server with too many connections waiting answers at once and closes (--shm-max-pending): its
     // reason, when it is there to read, says more than the broken pipe.

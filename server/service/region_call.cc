@@ -29,23 +29,9 @@ absl::Status NeedsKeysRegion(bool has_keys_region) {
       "go over gRPC");
 }
 
-// The method's own pieces, so that one RunOnRegions below serves both.
+// The options' decoders by method, so that one RunOnRegions below serves both (as region_work.h's).
 absl::StatusOr<SortSpec> DecodeOptions(const v1::SortOptions& options) { return DecodeSortOptions(options); }
 absl::StatusOr<TopKSpec> DecodeOptions(const v1::TopKOptions& options) { return DecodeTopKOptions(options); }
-absl::StatusOr<SortRegions> Prepare(ServiceCore& core, CallState& call, const v1::SortRequest& request,
-                                    const SortSpec& spec) {
-  return PrepareSortOnRegions(core, call, request, spec);
-}
-absl::StatusOr<TopKRegions> Prepare(ServiceCore& core, CallState& call, const v1::TopKRequest& request,
-                                    const TopKSpec& spec) {
-  return PrepareTopKOnRegions(core, call, request, spec);
-}
-absl::Status Work(ServiceCore& core, CallState& call, const SortSpec& spec, const SortRegions& regions) {
-  return SortOnRegions(core, call, spec, regions);
-}
-absl::Status Work(ServiceCore& core, CallState& call, const TopKSpec& spec, const TopKRegions& regions) {
-  return TopKOnRegions(core, call, spec, regions);
-}
 
 // A call's work, as the gRPC reactor does it for regions (unary_calls.cc); the serialized reply.
 template <typename Request, typename Response>
@@ -61,10 +47,10 @@ absl::StatusOr<std::string> RunOnRegions(ServiceCore& core, CallState& call, con
   ASSIGN_OR_RETURN(const auto spec, DecodeOptions(request.options()));
   call.dtype_label = DTypeName(spec.dtype);
   call.requested = spec.algorithm;
-  ASSIGN_OR_RETURN(const auto regions, Prepare(core, call, request, spec));
+  ASSIGN_OR_RETURN(const auto regions, PrepareOnRegions(core, call, request, spec));
   call.report.AddStage(Stage::kValidate, clock.Seconds());
   RETURN_IF_ERROR(call.cancellation.Check());
-  RETURN_IF_ERROR(Work(core, call, spec, regions));
+  RETURN_IF_ERROR(WorkOnRegions(core, call, spec, regions));
   Response response;
   core.FillInfo(call, response.mutable_info());
   return response.SerializeAsString();
@@ -108,8 +94,8 @@ RegionCallAnswer AnswerRegionCall(ServiceCore& core, const TokenAuth* auth, uid_
                                            " is not offered; 1 (Sort) and 2 (TopK) are"));
   }
   CallState state(sort ? "Sort" : "TopK", call->request_id, DeadlineOf(call->timeout_ms));
-  const std::string authorization = "Bearer " + call->token;
   if (auth != nullptr) {
+    const std::string authorization = "Bearer " + call->token;  // as the gRPC metadata carries it
     const std::string_view header(authorization);
     absl::Status allowed = auth->CheckAuthorization(call->token.empty() ? nullptr : &header);
     if (!allowed.ok()) return Answer(core.Complete(state, allowed));  // counted, as over gRPC

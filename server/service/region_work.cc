@@ -4,8 +4,8 @@
 
 namespace gpusort {
 
-absl::StatusOr<SortRegions> PrepareSortOnRegions(ServiceCore& core, CallState& call, const v1::SortRequest& request,
-                                                 const SortSpec& spec) {
+absl::StatusOr<SortRegions> PrepareOnRegions(ServiceCore& core, CallState& call, const v1::SortRequest& request,
+                                             const SortSpec& spec) {
   ASSIGN_OR_RETURN(SortRegions regions, ResolveSortRegions(core.regions(), request, spec));
   call.keys = regions.count;
   RETURN_IF_ERROR(core.CheckSortAlgorithm(spec.algorithm));
@@ -13,8 +13,8 @@ absl::StatusOr<SortRegions> PrepareSortOnRegions(ServiceCore& core, CallState& c
   return regions;
 }
 
-absl::StatusOr<TopKRegions> PrepareTopKOnRegions(ServiceCore& core, CallState& call, const v1::TopKRequest& request,
-                                                 const TopKSpec& spec) {
+absl::StatusOr<TopKRegions> PrepareOnRegions(ServiceCore& core, CallState& call, const v1::TopKRequest& request,
+                                             const TopKSpec& spec) {
   ASSIGN_OR_RETURN(TopKRegions regions, ResolveTopKRegions(core.regions(), request, spec));
   call.keys = regions.count;
   RETURN_IF_ERROR(core.CheckTopKAlgorithm(spec.algorithm));
@@ -22,7 +22,7 @@ absl::StatusOr<TopKRegions> PrepareTopKOnRegions(ServiceCore& core, CallState& c
   return regions;
 }
 
-absl::Status SortOnRegions(ServiceCore& core, CallState& call, const SortSpec& spec, const SortRegions& regions) {
+absl::Status WorkOnRegions(ServiceCore& core, CallState& call, const SortSpec& spec, const SortRegions& regions) {
   SortBuffers buffers;
   buffers.count = regions.count;
   buffers.keys = regions.output.bytes;
@@ -35,7 +35,7 @@ absl::Status SortOnRegions(ServiceCore& core, CallState& call, const SortSpec& s
   return core.backend().SortPinned(spec, regions.keys.bytes, buffers, call.cancellation, call.report);
 }
 
-absl::Status TopKOnRegions(ServiceCore& core, CallState& call, const TopKSpec& spec, const TopKRegions& regions) {
+absl::Status WorkOnRegions(ServiceCore& core, CallState& call, const TopKSpec& spec, const TopKRegions& regions) {
   TopKBuffers buffers;
   buffers.count = call.keys;
   buffers.keys = regions.keys.bytes;

@@ -14,14 +14,15 @@ namespace gpusort {
 
 // The request's ranges resolved against the registered regions, then the algorithm and the backend's
 // limits; sets call.keys. The request has keys_region and its options are decoded into `spec`.
-absl::StatusOr<SortRegions> PrepareSortOnRegions(ServiceCore& core, CallState& call, const v1::SortRequest& request,
-                                                 const SortSpec& spec);
-absl::StatusOr<TopKRegions> PrepareTopKOnRegions(ServiceCore& core, CallState& call, const v1::TopKRequest& request,
-                                                 const TopKSpec& spec);
+// Overloaded by method, so that code written once for both (region_call.cc) picks the right one.
+absl::StatusOr<SortRegions> PrepareOnRegions(ServiceCore& core, CallState& call, const v1::SortRequest& request,
+                                             const SortSpec& spec);
+absl::StatusOr<TopKRegions> PrepareOnRegions(ServiceCore& core, CallState& call, const v1::TopKRequest& request,
+                                             const TopKSpec& spec);
 
 // The work itself, reading and writing the ranges in place (host memory through the engine's pinned
 // path, device memory where it lies).
-absl::Status SortOnRegions(ServiceCore& core, CallState& call, const SortSpec& spec, const SortRegions& regions);
-absl::Status TopKOnRegions(ServiceCore& core, CallState& call, const TopKSpec& spec, const TopKRegions& regions);
+absl::Status WorkOnRegions(ServiceCore& core, CallState& call, const SortSpec& spec, const SortRegions& regions);
+absl::Status WorkOnRegions(ServiceCore& core, CallState& call, const TopKSpec& spec, const TopKRegions& regions);
 
 }  // namespace gpusort

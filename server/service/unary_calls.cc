@@ -104,7 +104,7 @@ class SortCall final : public UnaryCall {
     call_.requested = spec_.algorithm;
     if (request_->has_keys_region()) {
       RETURN_IF_ERROR(LocalCaller());
-      ASSIGN_OR_RETURN(regions_, PrepareSortOnRegions(core_, call_, *request_, spec_));
+      ASSIGN_OR_RETURN(regions_, PrepareOnRegions(core_, call_, *request_, spec_));
       call_.report.AddStage(Stage::kValidate, clock.Seconds());
       return absl::OkStatus();
     }
@@ -173,7 +173,7 @@ class SortCall final : public UnaryCall {
 
   // Keys from one shared-memory range, answers into others; the reply carries only the info.
   absl::Status RunOnRegions() {
-    RETURN_IF_ERROR(SortOnRegions(core_, call_, spec_, regions_));
+    RETURN_IF_ERROR(WorkOnRegions(core_, call_, spec_, regions_));
     core_.FillInfo(call_, response_->mutable_info());
     return absl::OkStatus();
   }
@@ -201,7 +201,7 @@ class TopKCall final : public UnaryCall {
     call_.requested = spec_.algorithm;
     if (request_->has_keys_region()) {
       RETURN_IF_ERROR(LocalCaller());
-      ASSIGN_OR_RETURN(regions_, PrepareTopKOnRegions(core_, call_, *request_, spec_));
+      ASSIGN_OR_RETURN(regions_, PrepareOnRegions(core_, call_, *request_, spec_));
       call_.report.AddStage(Stage::kValidate, clock.Seconds());
       return absl::OkStatus();
     }
@@ -219,7 +219,7 @@ class TopKCall final : public UnaryCall {
     TopKBuffers buffers;
     buffers.count = call_.keys;
     if (regions_.keys.region != nullptr) {  // shared memory: read and write the ranges in place
-      RETURN_IF_ERROR(TopKOnRegions(core_, call_, spec_, regions_));
+      RETURN_IF_ERROR(WorkOnRegions(core_, call_, spec_, regions_));
       core_.FillInfo(call_, response_->mutable_info());
       return absl::OkStatus();
     }
