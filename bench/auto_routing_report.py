@@ -83,6 +83,25 @@ def grid(directory):
         print(f"\n{s}: the bar met in {met[s][0]} of {met[s][1]} cells")
 
 
+def controls(directory):
+    """Servers named ROUTING-SUFFIX (gpu-b): a second server of a routing, against the first, cell by
+    cell: how far two servers that route alike differ in the same run, the noise the bar's 0.95x and
+    1.2x must clear."""
+    names = sorted({os.path.basename(p).split("-")[1] + "-" + os.path.basename(p).split("-")[2]
+                    for p in glob.glob(os.path.join(directory, "grid-*-*-*-r*.json"))})
+    for control in names:
+        routing = control.split("-")[0]
+        print(f"\n| keys | in flight | {routing} req/s | {control} req/s | {control} vs {routing}: req/s, p99 |")
+        print("|---:|---:|---:|---:|---|")
+        for n in SIZES:
+            first, second = cells_of(directory, routing, n), cells_of(directory, control, n)
+            for c in (1, 4, 16, 64):
+                if c in first and c in second:
+                    a, b = first[c], second[c]
+                    print(f"| {n} | {c} | {a['requests_per_s']:.0f} | {b['requests_per_s']:.0f} | "
+                          f"{b['requests_per_s'] / a['requests_per_s']:.2f}x, {b['p99'] / a['p99']:.2f}x |")
+
+
 def topk(directory):
     names = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(directory, "topk-*.json")))
     if not names:
@@ -103,6 +122,7 @@ def main():
     parser.add_argument("directory")
     args = parser.parse_args()
     grid(args.directory)
+    controls(args.directory)
     topk(args.directory)
 
 

@@ -7,14 +7,16 @@
 #
 # Servers: cpu (--backend cpu: the CPU-only anchor), gpu (--auto-routing gpu: every AUTO call to the GPU,
 # the GPU-only anchor), size (--auto-routing size, the default), load (--auto-routing load). All run at
-# once; one is measured at a time (the others idle), in rounds that alternate between them (3 rounds of
-# 1 s cells; --quick: 1 round). Every server takes 1024 calls in flight from one caller and
+# once; one is measured at a time (the others idle), in rounds that alternate between them, each round
+# starting one server further along (3 rounds of 1 s cells; --quick: 1 round). Every server takes 1024 calls in flight from one caller and
 # as many shared-memory regions: the defaults (48 calls a caller, 16 regions a user) refuse part of the
 # 64-in-flight load, which then measures admission instead of routing (seen in the first run).
 # grid: u32 sorts of 1K 16K 64K 256K 1M 16M keys at 1, 4, 16 and 64 in flight on 4 connections (unary
 # under 4 MiB, streamed above, as gpusort bench sends them).
 # topk: f32 top-100 of 1M and 16M keys over unary/stream and shared memory on each server.
-# AUTO_ROUTING_SERVERS and AUTO_ROUTING_SIZES (space-separated) narrow the servers and the grid's sizes;
+# AUTO_ROUTING_SERVERS and AUTO_ROUTING_SIZES (space-separated) narrow the servers and the grid's sizes
+# (a server named ROUTING-SUFFIX, such as gpu-b, is another server of that routing: a control that shows
+# how far two servers of the same routing differ);
 # AUTO_ROUTING_ROUNDS (3) and AUTO_ROUTING_DURATION (1 s a cell; 16M twice that) lengthen the grid.
 set -uo pipefail
 bin=$1 out=$2; shift 2
@@ -59,7 +61,7 @@ servers=${AUTO_ROUTING_SERVERS:-cpu gpu size load}
 for server in $servers; do
   case $server in
     cpu) start_server cpu --backend cpu ;;
-    *) start_server "$server" --backend cuda --auto-routing "$server" ;;
+    *) start_server "$server" --backend cuda --auto-routing "${server%%-*}" ;;  # gpu-b: a second gpu
   esac
 done
 trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
@@ -72,7 +74,11 @@ if want grid; then
     d=$duration
     [ "$n" = 16M ] && d=$(awk -v d="$duration" 'BEGIN { print d * 2 }')
     for round in $(seq "$rounds"); do
-      for server in $servers; do
+      # Each round starts one server further along, so no server is always measured right after the
+      # same one (the tenth sitting's grid always measured load last, after gpu).
+      read -ra order <<<"$servers"
+      shift_by=$(( (round - 1) % ${#order[@]} ))
+      for server in "${order[@]:shift_by}" "${order[@]:0:shift_by}"; do
         bench "$server" "grid-$server-$n-r$round" --method sort --count "$n" --concurrency-sweep 1,4,16,64 \
           --connections 4 --duration "$d" --warmup "$warmup" --payloads 4
       done

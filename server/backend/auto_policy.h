@@ -41,7 +41,8 @@ enum class AutoRouting {
   kSize,  // by method, size and k alone: ChooseSort / ChooseTopK above
   // By load (issue 18): an AUTO Sort of keys in ordinary memory goes to the GPU from the size that the
   // requests in flight call for (kAutoSortLoadSteps, measured; from 64K even alone). What is in
-  // flight counts every way work reaches an engine through the router: Sort and TopK in every memory,
+  // flight is the server's admitted calls (its --max-inflight tickets), as the steps were measured,
+  // or, if more, every way work reaches an engine through the router: Sort and TopK in every memory,
   // batches (each of their requests), and streamed and parted sorts while they sort. Top-k,
   // and sorts of registered memory, rows and segments, keep the size rule: an earlier form moved them
   // by a cost model of each engine's work in flight, which the grid found worse than the size rule
@@ -69,12 +70,20 @@ std::string_view AutoRoutingName(AutoRouting routing);
 // fixed cost a call (staging, launches, waits) queues on one device where the CPU engine spreads its
 // calls over the cores. The H100 machine's grid of the same day (medians of 3 interleaved rounds) has
 // the same crossings: 16K at 4 in flight 6,274 vs 5,836; 64K 2,222 vs 2,913 at 4 and 4,863 vs 4,401 at
-// 16; 256K at 16 1,080 vs 1,727. The step between 4 and 16 in flight (at 8) was not measured.
+// 16; 256K at 16 1,080 vs 1,727.
+// Where the step lies, in what the router sees: the server's admitted calls, not the callers' (issue
+// 18's 64K row, H100, 2026-11-27, BENCHMARKS.md "Issue 18, ninth step"). Over gRPC most
+// of a 64K call is spent in the transport, outside any ticket: at 16 in flight on a CPU-only server a
+// call took 2.8 ms (p50) of which the server held it 1.08, so about 16 x 1.08 / 2.8 = 6 calls were
+// admitted at a time; at 64 in flight 64 x 1.25 / 11 = 7; at 4 in flight on the GPU 4 x 0.39 / 1.13 =
+// 1.4. A step at 8 others, counted by the engines or by the tickets, sent a share of the 64K sorts at 16
+// and 64 in flight to the GPU (0.88x and 0.93x the CPU-only server); at 4 others the 4-in-flight load
+// (at most 3 others) keeps the GPU it wins on, and the heavier ones go to the CPU.
 struct SortLoadStep {
   int others_in_flight_below;  // this step holds while fewer other requests are in flight
   std::size_t gpu_from_keys;
 };
-inline constexpr SortLoadStep kAutoSortLoadSteps[] = {{8, 65536}, {1 << 30, 262144}};
+inline constexpr SortLoadStep kAutoSortLoadSteps[] = {{4, 65536}, {1 << 30, 262144}};
 // The GPU threshold of kAutoSortLoadSteps for `others_in_flight` requests in flight.
 std::size_t SortGpuFromKeysUnderLoad(int others_in_flight);
 

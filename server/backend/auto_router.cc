@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -156,6 +157,9 @@ class AutoRouter final : public Backend {
   std::vector<Algorithm> topk_algorithms() const override { return WithCpu(gpu_->topk_algorithms()); }
   // AUTO's small work is the CPU's, unless every AUTO call goes to the GPU.
   bool SmallCallsAreCheap() const override { return routing_ != AutoRouting::kGpu && cpu_->SmallCallsAreCheap(); }
+  void WatchCallsInFlight(std::shared_ptr<const std::atomic<int>> calls) override {
+    calls_in_flight_ = std::move(calls);
+  }
   std::vector<MemoryReading> memory() const override { return gpu_->memory(); }
   absl::Status Healthy() const override { return gpu_->Healthy(); }
   std::vector<DeviceServing> devices() const override { return gpu_->devices(); }
@@ -290,7 +294,7 @@ class AutoRouter final : public Backend {
     // Only AUTO of ordinary memory moves (SortGpuFromKeysUnderLoad), and only to an engine it fits:
     // rows, segments and registered memory keep the size rule's engine.
     if (!pinned && spec.algorithm == Algorithm::kAuto && !spec.segmented()) {
-      const int others = cpu_in_flight_.requests() + gpu_in_flight_.requests();
+      const int others = OthersInFlight();
       Backend* const chosen = count >= SortGpuFromKeysUnderLoad(others) ? gpu_.get() : cpu_.get();
       if (chosen == engine || chosen->CheckSortLimits(spec, count).ok()) engine = chosen;
     }
@@ -306,6 +310,16 @@ class AutoRouter final : public Backend {
       if (engine != checked && !engine->CheckTopKLimits(spec, count).ok()) engine = checked;
     }
     return Counted(engine);
+  }
+
+  // The requests in flight beside this one, for kAutoSortLoadSteps: the server's admitted calls other
+  // than this one, which include those being validated, queued or answered (auto_policy.h says how many
+  // of a load's calls hold tickets), or what the engines hold if that is more (a SortOnSockets job's sort
+  // outlives its call's ticket; a router without a server has only that).
+  int OthersInFlight() const {
+    const int in_engines = cpu_in_flight_.requests() + gpu_in_flight_.requests();
+    if (calls_in_flight_ == nullptr) return in_engines;
+    return std::max(in_engines, calls_in_flight_->load(std::memory_order_relaxed) - 1);
   }
 
   // `engine`, with its requests in flight counted while the request runs (load-aware AUTO).
@@ -333,6 +347,9 @@ class AutoRouter final : public Backend {
   std::unique_ptr<Backend> gpu_;
   const AutoRouting routing_;
   InFlight cpu_in_flight_, gpu_in_flight_;  // load-aware AUTO's count of each engine's requests
+  // The server's admitted calls (WatchCallsInFlight), this one among them; nullptr until handed over.
+  // Set once while the server starts, before any call.
+  std::shared_ptr<const std::atomic<int>> calls_in_flight_;
 };
 
 }  // namespace

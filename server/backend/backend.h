@@ -5,6 +5,7 @@
 // algorithms they do not have and honour cancellation.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -102,6 +103,10 @@ class Backend {
   // Whether an AUTO or CPU call of a few thousand keys costs tens of microseconds and never blocks, so
   // the service may run it on gRPC's own thread (--inline-max-keys). False unless a backend says so.
   virtual bool SmallCallsAreCheap() const { return false; }
+  // The server's calls in flight (its admitted tickets), which a backend routing by load may read
+  // (load-aware AUTO, auto_router.cc): the scheduler hands its count over once, at start. Shared, so
+  // that a backend reading it never outlives what it reads. Ignored by default.
+  virtual void WatchCallsInFlight(std::shared_ptr<const std::atomic<int>> /*calls*/) {}
   // Memory the backend holds on its devices, for the gpusort_device_memory_bytes gauge.
   struct MemoryReading {
     std::string device;  // "cuda:0"

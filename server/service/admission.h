@@ -3,8 +3,10 @@
 // ticket and lock the others out. Also the drain's "wait until idle".
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -26,17 +28,23 @@ class Admission {
     if (mine >= per_caller_limit_) return AdmissionRefusal::kCaller;
     ++mine;
     ++inflight_;
+    in_flight_now_->store(inflight_, std::memory_order_relaxed);
     return AdmissionRefusal::kNone;
   }
   void Release(const std::string& caller) {
     std::lock_guard lock(mutex_);
     if (auto it = per_caller_.find(caller); it != per_caller_.end() && --it->second <= 0) per_caller_.erase(it);
-    if (--inflight_ == 0) idle_.notify_all();
+    --inflight_;
+    in_flight_now_->store(inflight_, std::memory_order_relaxed);
+    if (inflight_ == 0) idle_.notify_all();
   }
   int inflight() const {
     std::lock_guard lock(mutex_);
     return inflight_;
   }
+  // The same count, read without the lock by whoever routes by load (Backend::WatchCallsInFlight);
+  // shared, so a reader may outlive the admission.
+  std::shared_ptr<const std::atomic<int>> in_flight_now() const { return in_flight_now_; }
   int limit() const { return limit_; }
   int per_caller_limit() const { return per_caller_limit_; }
   // True when nothing was in flight before the timeout.
@@ -51,6 +59,7 @@ class Admission {
   mutable std::mutex mutex_;
   std::condition_variable idle_;
   int inflight_ = 0;
+  const std::shared_ptr<std::atomic<int>> in_flight_now_ = std::make_shared<std::atomic<int>>(0);
   std::unordered_map<std::string, int> per_caller_;  // callers holding tickets now (no empty entries)
 };
 

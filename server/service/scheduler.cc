@@ -20,7 +20,12 @@ Scheduler::Scheduler(const ServerConfig& config, Backend& backend, Metrics& metr
           backend, metrics, [this](std::function<void()> job) { pool_->Submit(std::move(job)); },
           SortBatcherOptions{.delay_us = config.batch_delay_us,
                              .max_requests = config.batch_max_requests,
-                             .max_keys = config.batch_max_keys})) {}
+                             .max_keys = config.batch_max_keys})) {
+  // Load-aware AUTO counts what this server has admitted, not only what sits inside an engine: a call
+  // spends much of its time decoding, queueing and answering, and the load steps were measured against
+  // the callers' calls in flight (auto_policy.h).
+  backend.WatchCallsInFlight(admission_.in_flight_now());
+}
 
 Scheduler::~Scheduler() { Stop(); }
 

@@ -374,6 +374,9 @@ class InFlight {
   std::vector<std::thread> threads_;
 };
 
+// The others in flight from which load-aware AUTO's second step holds.
+constexpr int kFirstStepBelow = kAutoSortLoadSteps[0].others_in_flight_below;
+
 // Load-aware AUTO's sorts of ordinary memory follow kAutoSortLoadSteps: with others in flight a sort
 // must be larger to go to the GPU, and once they are done the size rule's threshold is back.
 TEST(AutoRouterLoad, RequestsInFlightRaiseTheSizeFromWhichSortsGoToTheGpu) {
@@ -392,13 +395,45 @@ TEST(AutoRouterLoad, RequestsInFlightRaiseTheSizeFromWhichSortsGoToTheGpu) {
     EXPECT_EQ(sort(1000), BackendKind::kCpu);
   }
   {
-    InFlight eight(*router, cpu, 8);
+    InFlight below(*router, cpu, kFirstStepBelow - 1);
+    EXPECT_EQ(sort(65536), BackendKind::kCuda);
+  }
+  {
+    InFlight at(*router, cpu, kFirstStepBelow);
     EXPECT_EQ(sort(65536), BackendKind::kCpu);
     EXPECT_EQ(sort(262143), BackendKind::kCpu);
     EXPECT_EQ(sort(262144), BackendKind::kCuda);
   }
   EXPECT_EQ(sort(65536), BackendKind::kCuda) << "the load gone, the first step again";
-  EXPECT_EQ(counts->sort.load(), 4);
+  EXPECT_EQ(counts->sort.load(), 5);
+}
+
+// With the server's calls in flight handed over (the scheduler's tickets), load-aware AUTO counts them,
+// this one aside, as the steps were measured: calls decoding, queued or answering are load though no
+// engine holds them. What the engines hold still counts when it is more.
+TEST(AutoRouterLoad, TheServersCallsInFlightCountWhereTheyAreMoreThanTheEnginesHold) {
+  auto counts = std::make_shared<Counts>();
+  auto held = std::make_unique<HeldCpu>();
+  HeldCpu& cpu = *held;
+  auto router = MakeAutoRouter(std::move(held), std::make_unique<StandInGpu>(counts, false), AutoRouting::kLoad);
+  auto calls = std::make_shared<std::atomic<int>>(1);
+  router->WatchCallsInFlight(calls);
+  auto sort = [&](std::size_t n) { return SortThrough(*router, n, Algorithm::kAuto).backend; };
+  EXPECT_EQ(sort(65536), BackendKind::kCuda) << "this call alone";
+  calls->store(kFirstStepBelow);
+  EXPECT_EQ(sort(65536), BackendKind::kCuda) << "one other too few: the first step";
+  calls->store(kFirstStepBelow + 1);
+  EXPECT_EQ(sort(65536), BackendKind::kCpu) << "the second step";
+  EXPECT_EQ(sort(262143), BackendKind::kCpu);
+  EXPECT_EQ(sort(262144), BackendKind::kCuda);
+  calls->store(16);
+  EXPECT_EQ(sort(65536), BackendKind::kCpu) << "16 in flight, none inside an engine";
+  calls->store(1);
+  {
+    InFlight held(*router, cpu, kFirstStepBelow);
+    EXPECT_EQ(sort(65536), BackendKind::kCpu) << "held inside an engine, though the count says 1";
+  }
+  EXPECT_EQ(sort(65536), BackendKind::kCuda);
 }
 
 // A GPU stand-in that holds, until released, each way large work reaches it other than Sort: a

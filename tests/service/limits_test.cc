@@ -7,7 +7,11 @@
 #include <gtest/gtest.h>
 
 #include "server/core/caller_text.h"
+#include "server/backend/cpu/cpu_backend.h"
 #include "server/service/admission.h"
+#include "server/service/config.h"
+#include "server/service/metrics.h"
+#include "server/service/scheduler.h"
 #include "server/service/log_limiter.h"
 #include "server/service/stream_watchdog.h"
 
@@ -49,6 +53,71 @@ TEST(Admission, EachCallerGetsOnlyItsShareAndTheTotalHolds) {
   for (const char* who : {"mallory", "mallory", "alice", "bob"}) admission.Release(who);
   EXPECT_EQ(admission.inflight(), 0);
   EXPECT_TRUE(admission.WaitIdle(std::chrono::milliseconds(1)));
+}
+
+// The count load-aware AUTO reads: every ticket given, none refused, each given back.
+TEST(Admission, TheCountForLoadRoutingFollowsTheTicketsAndOutlivesTheAdmission) {
+  std::shared_ptr<const std::atomic<int>> count;
+  {
+    Admission admission(2, 1);
+    count = admission.in_flight_now();
+    EXPECT_EQ(count->load(), 0);
+    EXPECT_EQ(admission.TryAcquire("alice"), AdmissionRefusal::kNone);
+    EXPECT_EQ(admission.TryAcquire("alice"), AdmissionRefusal::kCaller);
+    EXPECT_EQ(count->load(), 1) << "a refused call holds no ticket";
+    EXPECT_EQ(admission.TryAcquire("bob"), AdmissionRefusal::kNone);
+    EXPECT_EQ(admission.TryAcquire("carol"), AdmissionRefusal::kTotal);
+    EXPECT_EQ(count->load(), 2);
+    admission.Release("alice");
+    EXPECT_EQ(count->load(), 1);
+    admission.Release("bob");
+  }
+  EXPECT_EQ(count->load(), 0) << "still readable after the admission is gone";
+}
+
+// A backend that keeps what the scheduler hands it to route by.
+class WatchingBackend final : public Backend {
+ public:
+  BackendKind kind() const override { return BackendKind::kCpu; }
+  std::string device() const override { return "watching"; }
+  std::vector<Algorithm> sort_algorithms() const override { return {Algorithm::kCpu}; }
+  std::vector<Algorithm> topk_algorithms() const override { return {Algorithm::kCpu}; }
+  void WatchCallsInFlight(std::shared_ptr<const std::atomic<int>> calls) override { calls_ = std::move(calls); }
+  absl::Status Sort(const SortSpec&, const SortBuffers&, const Cancellation&, ExecutionReport&) override {
+    return absl::OkStatus();
+  }
+  absl::Status TopK(const TopKSpec&, const TopKBuffers&, const Cancellation&, ExecutionReport&) override {
+    return absl::OkStatus();
+  }
+  std::shared_ptr<const std::atomic<int>> calls_;
+};
+
+// The scheduler hands its admitted calls to the backend (load-aware AUTO's count, auto_router.cc): a
+// waiting stream's ticket is not a call in flight, an admitted call is until it is released.
+TEST(Scheduler, HandsTheBackendItsAdmittedCallsInFlight) {
+  ServerConfig config;
+  config.max_inflight = 8;
+  config.workers = 1;
+  WatchingBackend backend;
+  Metrics metrics("test", "cpu");
+  Scheduler scheduler(config, backend, metrics);
+  ASSERT_NE(backend.calls_, nullptr);
+  const auto far = Cancellation::Clock::now() + std::chrono::hours(1);
+  CallState stream("SortStream", "", far), sort("Sort", "", far), topk("TopK", "", far);
+  stream.caller = "alice";
+  sort.caller = "bob";
+  topk.caller = "carol";
+  ASSERT_TRUE(scheduler.AdmitWaitingStream(stream).ok());
+  EXPECT_EQ(backend.calls_->load(), 0) << "a stream waiting for its first message";
+  ASSERT_TRUE(scheduler.Admit(sort).ok());
+  ASSERT_TRUE(scheduler.Admit(topk).ok());
+  ASSERT_TRUE(scheduler.Admit(stream).ok());
+  EXPECT_EQ(backend.calls_->load(), 3);
+  scheduler.Release(sort);
+  scheduler.Release(stream);
+  EXPECT_EQ(backend.calls_->load(), 1);
+  scheduler.Release(topk);
+  EXPECT_EQ(backend.calls_->load(), 0);
 }
 
 TEST(LogLimiter, LetsThroughAFewLinesASecondPerKindAndCountsTheRest) {

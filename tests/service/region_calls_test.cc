@@ -12,6 +12,7 @@
 
 #include "client/src/region_call_connections.h"
 #include "gpusort/v1/region_calls.h"
+#include "tests/service/scripted_backend.h"
 #include "tests/service/shm_test_support.h"
 #include "tests/support/inputs.h"
 #include "tests/support/reference.h"
@@ -308,6 +309,40 @@ TEST(RegionCalls, ACallerThatHangsUpOrRunsOutOfTimeLeavesTheServerServing) {
   ASSERT_TRUE(fine.has_value());
   EXPECT_EQ(fine->code, 0u) << fine->message;
   EXPECT_EQ(Get<uint32_t>(*s.region, 0, 3), (std::vector<uint32_t>{1, 2, 3}));
+}
+
+// A caller that hangs up mid-call cancels the work, as a cancelled gRPC call does: the backend, held
+// until cancelled, sees its cancellation within the watcher's reach, not only when the work ends.
+TEST(RegionCalls, ACallerThatHangsUpCancelsItsCallWhileItRuns) {
+  auto counters = std::make_shared<ScriptedBackend::Counters>();
+  TestServer server(ShmConfig(), std::make_unique<ScriptedBackend>(counters));
+  ClientOptions options;
+  options.target = server.address();
+  options.shm_socket = server.shm_socket();
+  Client client(options);
+  auto region = client.CreateSharedMemory(1 << 12);
+  ASSERT_TRUE(region.ok()) << region.status();
+  Put(**region, 0, std::vector<uint32_t>{3, 1, 2});
+  v1::SortRequest request = SortInPlace(**region, 12);
+  request.mutable_options()->set_algorithm(v1::ALGORITHM_AUTO);
+  {
+    UniqueFd fd = ConnectTo(server.shm_socket());
+    ASSERT_TRUE(SendRecord(fd.get(), wire::EncodeCall(SortCall(request))));
+    for (int i = 0; i < 5000 && counters->started.load() == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_EQ(counters->started.load(), 1);
+  }  // hung up while the backend holds the call
+  for (int i = 0; i < 5000 && counters->stopped_early.load() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(counters->stopped_early.load(), 1) << "the call ran on after its caller left";
+  EXPECT_EQ(Get<uint32_t>(**region, 0, 3), (std::vector<uint32_t>{3, 1, 2})) << "a cancelled call wrote";
+  counters->release = true;
+  UniqueFd fd = ConnectTo(server.shm_socket());
+  ASSERT_TRUE(SendRecord(fd.get(), wire::EncodeCall(SortCall(request))));
+  auto fine = ReadAnswer(fd.get());
+  ASSERT_TRUE(fine.has_value());
+  EXPECT_EQ(fine->code, 0u) << fine->message;
+  EXPECT_EQ(Get<uint32_t>(**region, 0, 3), (std::vector<uint32_t>{1, 2, 3}));
 }
 
 // Past the server's connection limit the library's calls go over gRPC: every one answered right.
