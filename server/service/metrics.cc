@@ -89,24 +89,46 @@ void Metrics::RecordDevices(std::string_view report_device) {
     std::size_t end = at + 5;
     while (end < report_device.size() && report_device[end] >= '0' && report_device[end] <= '9') ++end;
     if (end == at + 5) continue;
-    device_requests_.Add({{"device", std::string(report_device.substr(at, end - at))}}).Increment();
+    const std::string_view device = report_device.substr(at, end - at);
+    device_requests_by_device_
+        .Get(device, [&]() -> prometheus::Counter& { return device_requests_.Add({{"device", std::string(device)}}); })
+        .Increment();
   }
 }
 
 void Metrics::Record(const RequestRecord& r) {
-  const std::string method(r.method), algorithm(r.algorithm);
-  requests_
-      .Add({{"method", method},
-            {"algorithm", algorithm},
-            {"dtype", std::string(r.dtype)},
-            {"code", std::string(r.code)}})
+  requests_by_labels_
+      .Get(MetricKey(r.method, r.algorithm, r.dtype, r.code),
+           [&]() -> prometheus::Counter& {
+             return requests_.Add({{"method", std::string(r.method)},
+                                   {"algorithm", std::string(r.algorithm)},
+                                   {"dtype", std::string(r.dtype)},
+                                   {"code", std::string(r.code)}});
+           })
       .Increment();
-  duration_.Add({{"method", method}, {"algorithm", algorithm}}, LatencyBuckets()).Observe(r.seconds);
-  if (r.keys > 0) keys_.Add({{"method", method}}).Increment(static_cast<double>(r.keys));
+  duration_by_labels_
+      .Get(MetricKey(r.method, r.algorithm),
+           [&]() -> prometheus::Histogram& {
+             return duration_.Add({{"method", std::string(r.method)}, {"algorithm", std::string(r.algorithm)}},
+                                  LatencyBuckets());
+           })
+      .Observe(r.seconds);
+  if (r.keys > 0) {
+    keys_by_method_
+        .Get(r.method, [&]() -> prometheus::Counter& { return keys_.Add({{"method", std::string(r.method)}}); })
+        .Increment(static_cast<double>(r.keys));
+  }
   if (r.stages != nullptr) {
-    for (const StageTime& s : *r.stages)
-      stage_duration_.Add({{"method", method}, {"stage", std::string(StageName(s.stage))}}, LatencyBuckets())
+    for (const StageTime& s : *r.stages) {
+      const std::string_view stage = StageName(s.stage);
+      stage_duration_by_labels_
+          .Get(MetricKey(r.method, stage),
+               [&]() -> prometheus::Histogram& {
+                 return stage_duration_.Add({{"method", std::string(r.method)}, {"stage", std::string(stage)}},
+                                            LatencyBuckets());
+               })
           .Observe(s.seconds);
+    }
   }
 }
 

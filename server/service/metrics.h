@@ -15,6 +15,7 @@
 #include <prometheus/registry.h>
 
 #include "server/core/execution_report.h"
+#include "server/service/metric_cache.h"
 #include "server/service/request_record.h"
 
 namespace gpusort {
@@ -56,6 +57,9 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& device_memory_;
   prometheus::Family<prometheus::Gauge>& device_serving_;
   prometheus::Family<prometheus::Counter>& device_requests_;
+  // Record's and RecordDevices' metrics by their label values (metric_cache.h).
+  MetricCache<prometheus::Counter> requests_by_labels_, keys_by_method_, device_requests_by_device_;
+  MetricCache<prometheus::Histogram> duration_by_labels_, stage_duration_by_labels_;
 };
 
 // Bucket boundaries, in seconds, shared by the latency histograms: 50 us to 2 min.
