@@ -17,7 +17,7 @@
 # shared-memory socket (the client's default); the mix runs once more with them over gRPC (--shm-calls).
 # --mix-probe: where issue 18's mix spends the host when its keys are on the GPUs: the mix on one GPU and
 # on two, with the servers' GPU waits polling (2000 us, the default) and sleeping (0), and on two GPUs at
-# 128 in flight; each run with the host's busy cores and the CPU time of the server and of the benchmark
+# 128 in flight, and with 8 streams a GPU instead of 4 (--cuda-streams); each run with the host's busy cores and the CPU time of the server and of the benchmark
 # over its timed part (mix_probe.txt).
 # Logs go to OUT: summary.txt (a line per step) and one log per step.
 set -uo pipefail
@@ -119,11 +119,15 @@ device() {
   done
   if [ -n "$mix_probe" ]; then
     local probe=$out/mix_probe.txt list spin inflight
-    for spec in "0 2000 64" "0,1 2000 64" "0 0 64" "0,1 0 64" "0,1 2000 128"; do
-      read -r list spin inflight <<< "$spec"
-      local sock=/tmp/gpusort-probe-$$.sock n_gpus=$(( ${#list} / 2 + 1 )) tag="${list/,/_}_spin${spin}_c$inflight"
+    # LIST SPIN IN_FLIGHT [STREAMS]: the GPUs, --cuda-wait-spin-us, the calls in flight and --cuda-streams
+    # (4 unless given: whether small calls queue for a GPU's streams behind large ones).
+    for spec in "0 2000 64" "0,1 2000 64" "0 0 64" "0,1 0 64" "0,1 2000 128" "0 2000 64 8" "0,1 2000 64 8"; do
+      read -r list spin inflight streams <<< "$spec"
+      streams=${streams:-4}
+      local sock=/tmp/gpusort-probe-$$.sock n_gpus=$(( ${#list} / 2 + 1 ))
+      local tag="${list/,/_}_spin${spin}_c${inflight}_s$streams"
       $run gpusort-server --listen 127.0.0.1:50151 --metrics-listen "" --backend cuda --cuda-devices $list \
-        --cuda-wait-spin-us "$spin" --max-inflight 1024 --max-inflight-per-caller 1024 --shm-socket $sock \
+        --cuda-wait-spin-us "$spin" --cuda-streams "$streams" --max-inflight 1024 --max-inflight-per-caller 1024 --shm-socket $sock \
         --shm-max-regions 1024 --shm-max-regions-per-user 1024 --shm-max-bytes 137438953472 \
         --shm-max-bytes-per-user 137438953472 > "$out/server_probe_$tag.log" 2>&1 &
       local pid=$!
