@@ -40,7 +40,11 @@ class FamilyAddEveryCall {
  public:
   void Record(const RequestRecord& r) {
     const std::string method(r.method), algorithm(r.algorithm);
-    requests_.Add({{"method", method}, {"algorithm", algorithm}, {"dtype", std::string(r.dtype)}, {"code", std::string(r.code)}})
+    requests_
+        .Add({{"method", method},
+              {"algorithm", algorithm},
+              {"dtype", std::string(r.dtype)},
+              {"code", std::string(r.code)}})
         .Increment();
     duration_.Add({{"method", method}, {"algorithm", algorithm}}, gpusort::LatencyBuckets()).Observe(r.seconds);
     if (r.keys > 0) keys_.Add({{"method", method}}).Increment(static_cast<double>(r.keys));

@@ -34,7 +34,8 @@ TEST(MetricsRecord, EveryRecordLandsOnItsOwnLabelsFromManyThreads) {
   Metrics metrics("test", "cpu");
   // Label values that would run together without a separator in the cache's key ("Sort" + "cpu" and
   // "Sortc" + "pu"), and one stage list shared by all.
-  const std::vector<std::pair<std::string, std::string>> methods = {{"Sort", "cpu"}, {"Sortc", "pu"}, {"TopK", "radix"}};
+  const std::vector<std::pair<std::string, std::string>> methods = {
+      {"Sort", "cpu"}, {"Sortc", "pu"}, {"TopK", "radix"}};
   const std::vector<std::string> dtypes = {"u32", "f32"};
   const std::vector<StageTime> stages = {{Stage::kValidate, 1e-6}, {Stage::kSort, 1e-4}};
   constexpr int kThreads = 8, kRounds = 500;
@@ -81,7 +82,8 @@ TEST(MetricsRecord, EachGpuOfAReportIsCountedOnItsOwnDevice) {
   metrics.RecordDevices("cuda:10 NVIDIA H100");
   metrics.RecordDevices("cpu (16 threads)");
   const auto devices = Collected(metrics, "gpusort_device_requests_total");
-  EXPECT_EQ(devices, (std::map<std::string, double>{{"device=cuda:0,", 1}, {"device=cuda:1,", 2}, {"device=cuda:10,", 1}}));
+  EXPECT_EQ(devices,
+            (std::map<std::string, double>{{"device=cuda:0,", 1}, {"device=cuda:1,", 2}, {"device=cuda:10,", 1}}));
 }
 
 }  // namespace
