@@ -6,18 +6,21 @@
 #   scripts/auto-routing-bench.sh BIN_DIR OUT_DIR [--quick] [grid] [topk]
 #
 # Servers: cpu (--backend cpu: the CPU-only anchor), gpu (--auto-routing gpu: every AUTO call to the GPU,
-# the GPU-only anchor), size (--auto-routing size, the default), load (--auto-routing load). All run at
+# the GPU-only anchor), size (--auto-routing size), load (--auto-routing load, the default). All run at
 # once; one is measured at a time (the others idle), in rounds that alternate between them, each round
-# starting one server further along (3 rounds of 1 s cells; --quick: 1 round). Every server takes 1024 calls in flight from one caller and
-# as many shared-memory regions: the defaults (48 calls a caller, 16 regions a user) refuse part of the
-# 64-in-flight load, which then measures admission instead of routing (seen in the first run).
-# grid: u32 sorts of 1K 16K 64K 256K 1M 16M keys at 1, 4, 16 and 64 in flight on 4 connections (unary
-# under 4 MiB, streamed above, as gpusort bench sends them).
+# starting one server further along (3 rounds of 1 s cells; --quick: 1 round). Every server takes 1024
+# calls in flight from one caller and as many shared-memory regions: the defaults (48 calls a caller, 16
+# regions a user) refuse part of the 64-in-flight load, which then measures admission instead of routing
+# (seen in the first run).
+# grid: u32 sorts of 1K 16K 64K 256K 1M 16M keys at 1, 4, 16 and 64 in flight on 4 connections, each
+# as one unary message at every size (gpusort bench's --transport default; the client library streams
+# from 4 MiB): from 1M most of a call is spent outside the server, in gRPC and the client (bench JSON:
+# 1M alone 7.9 ms p50, 1.3 of it in the server; 16M 385 ms, 7.7), the same on every server.
 # topk: f32 top-100 of 1M and 16M keys over unary/stream and shared memory on each server.
 # AUTO_ROUTING_SERVERS and AUTO_ROUTING_SIZES (space-separated) narrow the servers and the grid's sizes
 # (a server named ROUTING-SUFFIX, such as gpu-b, is another server of that routing: a control that shows
-# how far two servers of the same routing differ);
-# AUTO_ROUTING_ROUNDS (3) and AUTO_ROUTING_DURATION (1 s a cell; 16M twice that) lengthen the grid.
+# how far two servers of the same routing differ); AUTO_ROUTING_ROUNDS (3) and AUTO_ROUTING_DURATION
+# (1 s a cell; 16M twice that) lengthen the grid.
 set -uo pipefail
 bin=$1 out=$2; shift 2
 quick="" parts=""
