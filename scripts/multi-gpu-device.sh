@@ -17,7 +17,8 @@
 # shared-memory socket (the client's default); the mix runs once more with them over gRPC (--shm-calls).
 # --mix-probe: where issue 18's mix spends the host when its keys are on the GPUs: the mix on one GPU and
 # on two, with the servers' GPU waits polling (2000 us, the default) and sleeping (0), and on two GPUs at
-# 128 in flight, and with 8 streams a GPU instead of 4 (--cuda-streams); each run with the host's busy cores and the CPU time of the server and of the benchmark
+# 128 in flight, and with 8 streams a GPU instead of 4 (--cuda-streams); each run with the host's busy cores,
+# the server's CPU by thread name (scripts/thread-cpu.py) and the CPU time of the server and of the benchmark
 # over its timed part (mix_probe.txt).
 # Logs go to OUT: summary.txt (a line per step) and one log per step.
 set -uo pipefail
@@ -140,10 +141,10 @@ device() {
       local cpu0 srv0 bench0 cpu1 srv1 bench1
       cpu0=$(head -1 /proc/stat); srv0=$(awk '{print $14 + $15}' /proc/$pid/stat)
       bench0=$(cat /proc/[0-9]*/stat 2> /dev/null | awk '$2 ~ /mixed_load/ {t += $14 + $15} END {print t + 0}')
-      sleep 5
+      # The window itself: the server's CPU by thread name (its own threads are named "gs-...").
+      python3 scripts/thread-cpu.py "$pid" 5 > "$out/mix_probe_threads_$tag.txt" 2>&1
       cpu1=$(head -1 /proc/stat); srv1=$(awk '{print $14 + $15}' /proc/$pid/stat)
       bench1=$(cat /proc/[0-9]*/stat 2> /dev/null | awk '$2 ~ /mixed_load/ {t += $14 + $15} END {print t + 0}')
-      top -b -H -n 1 -p "$pid" | head -30 > "$out/mix_probe_threads_$tag.txt" 2>&1
       wait $bench
       echo "$tag: $(grep -m1 '^  all' "$out/mix_probe_$tag.log")" >> "$probe"
       awk -v a="$cpu0" -v b="$cpu1" -v s0="$srv0" -v s1="$srv1" -v b0="$bench0" -v b1="$bench1" -v hz="$(getconf CLK_TCK)" \
@@ -151,6 +152,7 @@ device() {
                  for (i = 2; i <= 9; i++) { d = y[i] - x[i]; all += d; if (i != 5 && i != 6) busy += d }
                  printf "  host busy %.1f%% of %d cores; server %.1f cores, bench %.1f cores (5 s)\n",
                         100 * busy / all, all / hz / 5, (s1 - s0) / hz / 5, (b1 - b0) / hz / 5 }' >> "$probe"
+      sed -n '2,13s/^/  /p' "$out/mix_probe_threads_$tag.txt" >> "$probe"  # the busiest thread names
       kill $pid; wait $pid
     done
     cat "$probe" >> "$summary"

@@ -16,6 +16,7 @@
 #include "server/backend/cpu/run_merge.h"
 #include "server/core/dtype.h"
 #include "server/core/status_macros.h"
+#include "server/core/thread_name.h"
 
 namespace gpusort {
 namespace {
@@ -96,6 +97,7 @@ class RunMover {
 
  private:
   void Loop() {
+    NameThisThread("gs-run-mover");
     std::unique_lock lock(mutex_);
     for (;;) {
       ready_.wait(lock, [&] { return done_ || !queue_.empty(); });

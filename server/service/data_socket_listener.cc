@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gpusort/v1/data_socket.h"
+#include "server/core/thread_name.h"
 #include "server/service/data_socket_io.h"
 
 namespace gpusort {
@@ -92,6 +93,7 @@ DataSocketListener::~DataSocketListener() {
 }
 
 void DataSocketListener::Run() {
+  NameThisThread("gs-data-accept");
   const auto idle = std::chrono::duration_cast<std::chrono::steady_clock::duration>(options_.limits.stall);
   while (!stop_.load()) {
     std::vector<pollfd> p = {{.fd = listen_fd_.get(), .events = POLLIN, .revents = 0},
@@ -133,6 +135,7 @@ void DataSocketListener::Accept() {
     Connection& c = connections_.emplace_back();
     c.fd = std::move(fd);
     c.thread = std::thread([this, &c] {
+      NameThisThread("gs-data-conn");
       ServeDataConnection(c.fd.get(), SocketPeerHost(c.fd.get()), sorts_, options_.limits, stop_);
       shutdown(c.fd.get(), SHUT_RDWR);
       c.done.store(true);

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gpusort/v1/region_calls.h"
+#include "server/core/thread_name.h"
 
 namespace gpusort {
 namespace {
@@ -108,6 +109,7 @@ void RegionCalls::Adopt(UniqueFd fd, uid_t uid, pid_t pid, IncomingMessage first
 }
 
 void RegionCalls::Serve(Connection& c, IncomingMessage message) {
+  NameThisThread("gs-shm-call");
   for (;;) {
     RegionCallAnswer answer;
     if (message.truncated || !message.fds.empty() || message.fds_truncated) {
@@ -182,6 +184,7 @@ void RegionCalls::CloseIdle(Connection& c) {
 }
 
 void RegionCalls::Watch() {
+  NameThisThread("gs-shm-watch");
   epoll_event events[32];
   for (;;) {
     const int n = epoll_wait(epoll_fd_.get(), events, 32, -1);

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gpusort/v1/region_calls.h"
+#include "server/core/thread_name.h"
 #include "server/service/region_id.h"
 #include "server/service/region_registration.h"
 #include "server/service/region_socket_io.h"
@@ -122,6 +123,7 @@ std::size_t RegionSocketListener::pending() const {
 }
 
 void RegionSocketListener::Run() {
+  NameThisThread("gs-shm-listen");
   std::vector<pollfd> fds;
   for (;;) {
     const Clock::time_point now = Clock::now();

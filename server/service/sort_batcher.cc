@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "server/core/thread_name.h"
+
 namespace gpusort {
 namespace {
 
@@ -83,6 +85,7 @@ void SortBatcher::Launch(Open batch) {
 }
 
 void SortBatcher::TimerLoop() {
+  NameThisThread("gs-batcher");
   std::unique_lock lock(mutex_);
   for (;;) {
     if (stopping_ && open_.empty()) return;

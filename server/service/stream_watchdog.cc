@@ -1,5 +1,7 @@
 #include "server/service/stream_watchdog.h"
 
+#include "server/core/thread_name.h"
+
 namespace gpusort {
 
 StreamWatchdog::StreamWatchdog(std::chrono::milliseconds period) : period_(period), thread_([this] { Run(); }) {}
@@ -26,6 +28,7 @@ void StreamWatchdog::Forget(Watched* call) {
 }
 
 void StreamWatchdog::Run() {
+  NameThisThread("gs-watchdog");
   std::unique_lock lock(mutex_);
   while (!stop_) {
     changed_.wait_for(lock, period_, [this] { return stop_; });

@@ -1,5 +1,7 @@
 #include "server/service/worker_pool.h"
 
+#include "server/core/thread_name.h"
+
 namespace gpusort {
 
 WorkerPool::WorkerPool(int threads, std::function<void(std::size_t)> on_depth_change)
@@ -30,6 +32,7 @@ void WorkerPool::Submit(Job job) {
 }
 
 void WorkerPool::Run() {
+  NameThisThread("gs-worker");
   for (;;) {
     Job job;
     std::size_t depth;

@@ -2,6 +2,9 @@
 // log's rate limit and the stream watchdog.
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <future>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -12,6 +15,7 @@
 #include "server/service/config.h"
 #include "server/service/metrics.h"
 #include "server/service/scheduler.h"
+#include "server/service/worker_pool.h"
 #include "server/service/log_limiter.h"
 #include "server/service/stream_watchdog.h"
 
@@ -118,6 +122,19 @@ TEST(Scheduler, HandsTheBackendItsAdmittedCallsInFlight) {
   EXPECT_EQ(backend.calls_->load(), 1);
   scheduler.Release(topk);
   EXPECT_EQ(backend.calls_->load(), 0);
+}
+
+// The server's threads carry names (thread_name.h), which the GPU machine's probes group CPU time by.
+TEST(ThreadNames, AWorkerThreadIsNamedForWhatItDoes) {
+  WorkerPool pool(1, [](std::size_t) {});
+  std::promise<std::string> name;
+  pool.Submit([&name] {
+    std::ifstream comm("/proc/thread-self/comm");
+    std::string line;
+    std::getline(comm, line);
+    name.set_value(line);
+  });
+  EXPECT_EQ(name.get_future().get(), "gs-worker");
 }
 
 TEST(LogLimiter, LetsThroughAFewLinesASecondPerKindAndCountsTheRest) {
