@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <string>
 
 namespace gpusort {
@@ -13,13 +14,28 @@ namespace {
 // the refusal can say how many came.
 constexpr std::size_t kMaxFdsRead = 8;
 
+// This thread's room to receive into, kept for its next message: a message is read into it whole and
+// only its own bytes are copied out. Sizing a fresh vector to the largest record (64 KiB on the calls
+// socket) for every message zeroed it, and freeing a 64 KiB block makes glibc consolidate its free
+// lists: the largest user-space costs of a small call on the socket (perf on the CPU server, 1-key
+// sorts: memset 2.1% of its samples, malloc_consolidate 0.4%).
+std::byte* ReceiveRoom(std::size_t bytes) {
+  thread_local std::unique_ptr<std::byte[]> room;
+  thread_local std::size_t room_bytes = 0;
+  if (room_bytes < bytes) {
+    room.reset(new std::byte[bytes]);  // left uninitialized: only received bytes are read from it
+    room_bytes = bytes;
+  }
+  return room.get();
+}
+
 }  // namespace
 
 absl::StatusOr<std::optional<IncomingMessage>> ReceiveMessage(int connection, std::size_t max_bytes) {
   IncomingMessage in;
-  in.bytes.resize(max_bytes);
+  std::byte* const room = ReceiveRoom(max_bytes);
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsRead)];
-  iovec iov{in.bytes.data(), in.bytes.size()};
+  iovec iov{room, max_bytes};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
@@ -47,10 +63,9 @@ absl::StatusOr<std::optional<IncomingMessage>> ReceiveMessage(int connection, st
   in.truncated = (msg.msg_flags & MSG_TRUNC) != 0;
   if (n == 0 && in.fds.empty()) {
     in.closed = true;
-    in.bytes.clear();
     return in;
   }
-  in.bytes.resize(static_cast<std::size_t>(n));
+  in.bytes.assign(room, room + n);
   return in;
 }
 
