@@ -23,43 +23,38 @@ class Admission {
 
   AdmissionRefusal TryAcquire(const std::string& caller) {
     std::lock_guard lock(mutex_);
-    if (inflight_ >= limit_) return AdmissionRefusal::kTotal;
+    if (inflight_->load(std::memory_order_relaxed) >= limit_) return AdmissionRefusal::kTotal;
     int& mine = per_caller_[caller];
     if (mine >= per_caller_limit_) return AdmissionRefusal::kCaller;
     ++mine;
-    ++inflight_;
-    in_flight_now_->store(inflight_, std::memory_order_relaxed);
+    inflight_->fetch_add(1, std::memory_order_relaxed);
     return AdmissionRefusal::kNone;
   }
   void Release(const std::string& caller) {
     std::lock_guard lock(mutex_);
     if (auto it = per_caller_.find(caller); it != per_caller_.end() && --it->second <= 0) per_caller_.erase(it);
-    --inflight_;
-    in_flight_now_->store(inflight_, std::memory_order_relaxed);
-    if (inflight_ == 0) idle_.notify_all();
+    if (inflight_->fetch_sub(1, std::memory_order_relaxed) == 1) idle_.notify_all();
   }
-  int inflight() const {
-    std::lock_guard lock(mutex_);
-    return inflight_;
-  }
+  int inflight() const { return inflight_->load(std::memory_order_relaxed); }
   // The same count, read without the lock by whoever routes by load (Backend::WatchCallsInFlight);
   // shared, so a reader may outlive the admission.
-  std::shared_ptr<const std::atomic<int>> in_flight_now() const { return in_flight_now_; }
+  std::shared_ptr<const std::atomic<int>> in_flight_now() const { return inflight_; }
   int limit() const { return limit_; }
   int per_caller_limit() const { return per_caller_limit_; }
   // True when nothing was in flight before the timeout.
   bool WaitIdle(std::chrono::duration<double> timeout) {
     std::unique_lock lock(mutex_);
-    return idle_.wait_for(lock, timeout, [this] { return inflight_ == 0; });
+    return idle_.wait_for(lock, timeout, [this] { return inflight_->load(std::memory_order_relaxed) == 0; });
   }
 
  private:
   const int limit_;
   const int per_caller_limit_;
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::condition_variable idle_;
-  int inflight_ = 0;
-  const std::shared_ptr<std::atomic<int>> in_flight_now_ = std::make_shared<std::atomic<int>>(0);
+  // The tickets given and not yet given back: changed only under mutex_, read without it by
+  // in_flight_now()'s holders, which may outlive this admission (hence shared).
+  const std::shared_ptr<std::atomic<int>> inflight_ = std::make_shared<std::atomic<int>>(0);
   std::unordered_map<std::string, int> per_caller_;  // callers holding tickets now (no empty entries)
 };
 
