@@ -18,8 +18,10 @@
 # --mix-probe: where issue 18's mix spends the host when its keys are on the GPUs: the mix on one GPU and
 # on two, with the servers' GPU waits polling (2000 us, the default) and sleeping (0), and on two GPUs at
 # 128 in flight, and with 8 streams a GPU instead of 4 (--cuda-streams); each run with the host's busy cores,
-# the server's CPU by thread name (scripts/thread-cpu.py) and the CPU time of the server and of the benchmark
-# over its timed part (mix_probe.txt).
+# the server's CPU by thread name (scripts/thread-cpu.py), the CPU time of the server and of the benchmark,
+# each GPU's busy time (nvidia-smi dmon) and the calls' time by stage (scripts/stage-load.py, from the
+# server's /metrics) over its timed part (mix_probe.txt). MIX_PROBE_SPECS="LIST SPIN IN_FLIGHT [STREAMS];..."
+# runs other servers and loads instead.
 # Logs go to OUT: summary.txt (a line per step) and one log per step.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +50,7 @@ device() {
   mkdir -p "$out"
   local run=build/device/run summary=$out/summary.txt
   nvidia-smi --query-gpu=index,name,memory.total --format=csv > "$out/gpus.txt" 2>&1
-  nproc >> "$out/gpus.txt"; free -g >> "$out/gpus.txt"
+  nproc >> "$out/gpus.txt"; free -g >> "$out/gpus.txt"; command -v perf >> "$out/gpus.txt"
   step() {  # step NAME COMMAND...: runs it, logs to OUT/NAME.log, a line in summary.txt
     local name=$1; shift
     local start=$SECONDS
@@ -122,12 +124,16 @@ device() {
     local probe=$out/mix_probe.txt list spin inflight
     # LIST SPIN IN_FLIGHT [STREAMS]: the GPUs, --cuda-wait-spin-us, the calls in flight and --cuda-streams
     # (4 unless given: whether small calls queue for a GPU's streams behind large ones).
-    for spec in "0 2000 64" "0,1 2000 64" "0 0 64" "0,1 0 64" "0,1 2000 128" "0 2000 64 8" "0,1 2000 64 8"; do
+    # MIX_PROBE_SPECS (specs separated by ";") replaces the list.
+    local specs="0 2000 64;0,1 2000 64;0 0 64;0,1 0 64;0,1 2000 128;0 2000 64 8;0,1 2000 64 8"
+    local -a spec_list
+    IFS=';' read -r -a spec_list <<< "${MIX_PROBE_SPECS:-$specs}"
+    for spec in "${spec_list[@]}"; do
       read -r list spin inflight streams <<< "$spec"
       streams=${streams:-4}
       local sock=/tmp/gpusort-probe-$$.sock n_gpus=$(( ${#list} / 2 + 1 ))
       local tag="${list/,/_}_spin${spin}_c${inflight}_s$streams"
-      $run gpusort-server --listen 127.0.0.1:50151 --metrics-listen "" --backend cuda --cuda-devices $list \
+      $run gpusort-server --listen 127.0.0.1:50151 --metrics-listen 127.0.0.1:9464 --backend cuda --cuda-devices $list \
         --cuda-wait-spin-us "$spin" --cuda-streams "$streams" --max-inflight 1024 --max-inflight-per-caller 1024 --shm-socket $sock \
         --shm-max-regions 1024 --shm-max-regions-per-user 1024 --shm-max-bytes 137438953472 \
         --shm-max-bytes-per-user 137438953472 > "$out/server_probe_$tag.log" 2>&1 &
@@ -142,7 +148,14 @@ device() {
       cpu0=$(head -1 /proc/stat); srv0=$(awk '{print $14 + $15}' /proc/$pid/stat)
       bench0=$(cat /proc/[0-9]*/stat 2> /dev/null | awk '$2 ~ /mixed_load/ {t += $14 + $15} END {print t + 0}')
       # The window itself: the server's CPU by thread name (its own threads are named "gs-...").
+      # and how busy each GPU's SMs are over the same window (nvidia-smi dmon: one line a second a GPU).
+      nvidia-smi dmon -s u -c 5 > "$out/mix_probe_dmon_$tag.txt" 2>&1 &
+      local dmon=$!
+      # and where the server's calls spend it, stage by stage (its /metrics).
+      python3 scripts/stage-load.py http://127.0.0.1:9464/metrics 5 > "$out/mix_probe_stages_$tag.txt" 2>&1 &
+      local stages=$!
       python3 scripts/thread-cpu.py "$pid" 5 > "$out/mix_probe_threads_$tag.txt" 2>&1
+      wait $dmon $stages
       cpu1=$(head -1 /proc/stat); srv1=$(awk '{print $14 + $15}' /proc/$pid/stat)
       bench1=$(cat /proc/[0-9]*/stat 2> /dev/null | awk '$2 ~ /mixed_load/ {t += $14 + $15} END {print t + 0}')
       wait $bench
@@ -153,6 +166,9 @@ device() {
                  printf "  host busy %.1f%% of %d cores; server %.1f cores, bench %.1f cores (5 s)\n",
                         100 * busy / all, all / hz / 5, (s1 - s0) / hz / 5, (b1 - b0) / hz / 5 }' >> "$probe"
       sed -n '2,13s/^/  /p' "$out/mix_probe_threads_$tag.txt" >> "$probe"  # the busiest thread names
+      awk '$1 ~ /^[0-9]+$/ {sm[$1] += $2; n[$1]++} END {for (g in sm) printf "  GPU %s SM busy %.0f%% (dmon)\n", g, sm[g] / n[g]}' \
+        "$out/mix_probe_dmon_$tag.txt" >> "$probe"
+      sed 's/^/  /' "$out/mix_probe_stages_$tag.txt" >> "$probe"
       kill $pid; wait $pid
     done
     cat "$probe" >> "$summary"
