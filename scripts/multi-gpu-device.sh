@@ -20,7 +20,7 @@
 # 128 in flight, and with 8 streams a GPU instead of 4 (--cuda-streams); each run with the host's busy cores,
 # the server's CPU by thread name (scripts/thread-cpu.py), the CPU time of the server and of the benchmark,
 # each GPU's busy time (nvidia-smi dmon) and the calls' time by stage (scripts/stage-load.py, from the
-# server's /metrics) over its timed part (mix_probe.txt). MIX_PROBE_SPECS="LIST SPIN IN_FLIGHT [STREAMS];..."
+# server's /metrics) over its timed part (mix_probe.txt). MIX_PROBE_SPECS="LIST SPIN IN_FLIGHT [STREAMS [KEPT]];..."
 # runs other servers and loads instead.
 # Logs go to OUT: summary.txt (a line per step) and one log per step.
 set -uo pipefail
@@ -30,7 +30,7 @@ bundle() {
   set -e
   scripts/cuda-bundle.sh gpusort-server mixed_load_bench large_sort_bench duplex_floor multi_gpu_test \
     multi_gpu_fault_test gpu_set_test device_merged_sort_test cuda_backend_test device_region_test gpu_fault_test \
-    sort_ingest_test
+    sort_ingest_test stream_memory_test
   du -sh build/device
 }
 
@@ -65,6 +65,7 @@ device() {
     step multi_gpu_fault_test $run multi_gpu_fault_test --gtest_brief=1
     step device_region_test $run device_region_test --gtest_brief=1
     step gpu_fault_test $run gpu_fault_test --gtest_brief=1
+    step stream_memory_test $run stream_memory_test --gtest_brief=1
   fi
   if [ -n "$tests" ] && [ -z "$quick" ]; then
     step sort_ingest_test $run sort_ingest_test --gtest_brief=1
@@ -122,19 +123,20 @@ device() {
   done
   if [ -n "$mix_probe" ]; then
     local probe=$out/mix_probe.txt list spin inflight
-    # LIST SPIN IN_FLIGHT [STREAMS]: the GPUs, --cuda-wait-spin-us, the calls in flight and --cuda-streams
-    # (4 unless given: whether small calls queue for a GPU's streams behind large ones).
+    # LIST SPIN IN_FLIGHT [STREAMS [KEPT]]: the GPUs, --cuda-wait-spin-us, the calls in flight, --cuda-streams
+    # (4 unless given: whether small calls queue for a GPU's streams behind large ones) and
+    # --cuda-stream-memory-bytes (the server's default unless given).
     # MIX_PROBE_SPECS (specs separated by ";") replaces the list.
     local specs="0 2000 64;0,1 2000 64;0 0 64;0,1 0 64;0,1 2000 128;0 2000 64 8;0,1 2000 64 8"
     local -a spec_list
     IFS=';' read -r -a spec_list <<< "${MIX_PROBE_SPECS:-$specs}"
     for spec in "${spec_list[@]}"; do
-      read -r list spin inflight streams <<< "$spec"
+      read -r list spin inflight streams kept <<< "$spec"
       streams=${streams:-4}
       local sock=/tmp/gpusort-probe-$$.sock n_gpus=$(( ${#list} / 2 + 1 ))
-      local tag="${list/,/_}_spin${spin}_c${inflight}_s$streams"
+      local tag="${list/,/_}_spin${spin}_c${inflight}_s$streams${kept:+_kept$kept}"
       $run gpusort-server --listen 127.0.0.1:50151 --metrics-listen 127.0.0.1:9464 --backend cuda --cuda-devices $list \
-        --cuda-wait-spin-us "$spin" --cuda-streams "$streams" --max-inflight 1024 --max-inflight-per-caller 1024 --shm-socket $sock \
+        --cuda-wait-spin-us "$spin" --cuda-streams "$streams" ${kept:+--cuda-stream-memory-bytes $kept} --max-inflight 1024 --max-inflight-per-caller 1024 --shm-socket $sock \
         --shm-max-regions 1024 --shm-max-regions-per-user 1024 --shm-max-bytes 137438953472 \
         --shm-max-bytes-per-user 137438953472 > "$out/server_probe_$tag.log" 2>&1 &
       local pid=$!

@@ -15,21 +15,31 @@ DeviceAllocation::~DeviceAllocation() { Reset(); }
 DeviceAllocation::DeviceAllocation(DeviceAllocation&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      stream_(std::exchange(other.stream_, nullptr)) {}
+      stream_(std::exchange(other.stream_, nullptr)),
+      owned_(std::exchange(other.owned_, true)) {}
 DeviceAllocation& DeviceAllocation::operator=(DeviceAllocation&& other) noexcept {
   if (this != &other) {
     Reset();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     stream_ = std::exchange(other.stream_, nullptr);
+    owned_ = std::exchange(other.owned_, true);
   }
   return *this;
 }
+DeviceAllocation DeviceAllocation::Borrowed(void* data, std::size_t size) {
+  DeviceAllocation view;
+  view.data_ = data;
+  view.size_ = size;
+  view.owned_ = false;
+  return view;
+}
 void DeviceAllocation::Reset() {
-  if (data_) IgnoreCudaError(cudaFreeAsync(data_, static_cast<cudaStream_t>(stream_)));
+  if (data_ && owned_) IgnoreCudaError(cudaFreeAsync(data_, static_cast<cudaStream_t>(stream_)));
   data_ = nullptr;
   size_ = 0;
   stream_ = nullptr;
+  owned_ = true;
 }
 
 // ---- DeviceMemoryPool

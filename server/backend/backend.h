@@ -110,7 +110,7 @@ class Backend {
   // Memory the backend holds on its devices, for the gpusort_device_memory_bytes gauge.
   struct MemoryReading {
     std::string device;  // "cuda:0"
-    std::string kind;    // "pool_used", "pool_reserved", "device_used", "device_total"
+    std::string kind;    // "pool_used", "stream_kept", "pool_reserved", "device_used", "device_total"
     double bytes = 0;
   };
   virtual std::vector<MemoryReading> memory() const { return {}; }

@@ -99,6 +99,12 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
                  "size of each pinned staging buffer (two per stream)")
       ->check(CLI::Range(std::size_t{1} << 16, std::size_t{1} << 30))
       ->capture_default_str();
+  app.add_option("--cuda-stream-memory-bytes", c.cuda_stream_memory_bytes,
+                 "device memory each stream keeps for its jobs' buffers, so that a request needing no more never "
+                 "calls the driver's allocator, whose lock all the server's GPUs share (0: none; not kept under "
+                 "--cuda-memory-limit-bytes)")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 34))
+      ->capture_default_str();
   app.add_option("--cuda-memory-limit-bytes", c.cuda_memory_limit_bytes,
                  "device memory requests may hold at once on each GPU (0: all the GPU has); beyond it RESOURCE_EXHAUSTED, "
                  "except a whole-array Sort or one-row TopK too large for it, which is sorted in runs that fit and "

@@ -29,8 +29,9 @@ Metrics::Metrics(std::string_view version, std::string_view backend)
                           .Register(*registry_)),
       device_memory_(prometheus::BuildGauge()
                          .Name("gpusort_device_memory_bytes")
-                         .Help("GPU memory: pool_used (held by requests now), pool_reserved (cached by the "
-                               "pool), device_used and device_total (as the driver sees the device)")
+                         .Help("GPU memory: pool_used (held by requests now), stream_kept (kept by the streams "
+                               "for their jobs' buffers), pool_reserved (cached by the pool), device_used and "
+                               "device_total (as the driver sees the device)")
                          .Register(*registry_)),
       device_serving_(prometheus::BuildGauge()
                           .Name("gpusort_device_serving")

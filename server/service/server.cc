@@ -90,6 +90,7 @@ absl::StatusOr<std::unique_ptr<GpusortServer>> GpusortServer::Start(const Server
                               .cuda_streams = config.cuda_streams,
                               .cuda_staging_bytes = config.cuda_staging_bytes,
                               .cuda_memory_limit_bytes = config.cuda_memory_limit_bytes,
+                              .cuda_stream_memory_bytes = config.cuda_stream_memory_bytes,
                               .cuda_wait_spin_us = config.cuda_wait_spin_us,
                               .auto_routing = config.auto_routing});
   if (!backend.ok()) return backend.status();

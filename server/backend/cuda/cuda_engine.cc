@@ -89,7 +89,11 @@ class CudaEngine final : public Backend {
     // The scrape's thread reads this GPU's figures, not those of whichever GPU it last used.
     if (kernels::UseDevice(context_->ordinal()).ok()) (void)kernels::DeviceMemoryInfo(&free_bytes, &total_bytes);
     const std::string device = "cuda:" + std::to_string(context_->ordinal());
-    return {{device, "pool_used", static_cast<double>(c.used_bytes)},
+    // The streams' kept blocks (StreamSlot::kept) stay with the pool's "used" even while no request
+    // borrows them: shown apart, so that pool_used falls back to 0 when the load stops.
+    const std::size_t kept = std::min<std::size_t>(context_->kept_bytes(), c.used_bytes);
+    return {{device, "pool_used", static_cast<double>(c.used_bytes - kept)},
+            {device, "stream_kept", static_cast<double>(kept)},
             {device, "pool_reserved", static_cast<double>(c.reserved_bytes)},
             {device, "device_used", static_cast<double>(total_bytes - free_bytes)},
             {device, "device_total", static_cast<double>(total_bytes)}};
@@ -363,7 +367,8 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaEngine(const CudaEngineOptions&
       .ordinal = options.device,
       .streams = options.streams,
       .staging_bytes = options.staging_bytes,
-      .memory_limit_bytes = options.memory_limit_bytes};
+      .memory_limit_bytes = options.memory_limit_bytes,
+      .kept_block_bytes = options.stream_memory_bytes};
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceContext> context, DeviceContext::Create(context_options));
   return std::unique_ptr<Backend>(new CudaEngine(std::move(context)));
 }

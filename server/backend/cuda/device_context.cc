@@ -10,6 +10,7 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(const Devic
   std::unique_ptr<DeviceContext> context(new DeviceContext());
   context->ordinal_ = options.ordinal;
   context->memory_limit_bytes_ = options.memory_limit_bytes;
+  context->kept_block_bytes_ = options.memory_limit_bytes > 0 ? 0 : options.kept_block_bytes;
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(options.ordinal), "selecting the GPU");
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::GetDeviceProperties(options.ordinal, &context->properties_),
                                  "reading the GPU's properties");
@@ -42,7 +43,65 @@ DeviceContext::Lease DeviceContext::Acquire() {
   slot_returned_.wait(lock, [&] { return !free_slots_.empty(); });
   StreamSlot* slot = free_slots_.back();
   free_slots_.pop_back();
+  slot->kept_lent = 0;  // what the last lease borrowed is free again (its work is ordered before ours)
   return Lease(*this, *slot);
+}
+
+namespace {
+
+constexpr std::size_t kKeptAlignment = 256;  // as cudaMalloc's: CUB's temporary storage and vector loads
+constexpr std::size_t kKeptSmallestBlock = std::size_t{1} << 20;
+
+std::size_t AlignedUp(std::size_t bytes) { return (bytes + kKeptAlignment - 1) / kKeptAlignment * kKeptAlignment; }
+
+}  // namespace
+
+absl::Status DeviceContext::AllocateForJob(StreamSlot& slot, const std::vector<std::size_t>& sizes,
+                                           std::vector<kernels::DeviceAllocation>* out) {
+  std::size_t need = 0;
+  for (std::size_t s : sizes) need += AlignedUp(s);
+  const std::size_t wanted = slot.kept_lent + need;
+  if (kept_block_bytes_ == 0 || wanted > kept_block_bytes_) return AllocateAll(slot.stream, sizes, out);
+  slot.kept_wanted = std::max(slot.kept_wanted, wanted);
+  // The block grows only while this lease has borrowed nothing from it: earlier buffers of the same job
+  // point into it. A job that outgrows it mid-way takes the rest from the pool, and the next gets more.
+  if (slot.kept.size() < wanted && (slot.kept_lent > 0 || !GrowKeptBlock(slot, slot.kept_wanted))) {
+    return AllocateAll(slot.stream, sizes, out);
+  }
+  out->clear();
+  out->reserve(sizes.size());
+  auto* block = static_cast<std::byte*>(slot.kept.data());
+  for (std::size_t s : sizes) {
+    out->push_back(s == 0 ? kernels::DeviceAllocation() : kernels::DeviceAllocation::Borrowed(block + slot.kept_lent, s));
+    slot.kept_lent += AlignedUp(s);
+  }
+  return absl::OkStatus();
+}
+
+bool DeviceContext::GrowKeptBlock(StreamSlot& slot, std::size_t bytes) {
+  std::size_t size = kKeptSmallestBlock;
+  while (size < bytes) size *= 2;
+  size = std::min(size, kept_block_bytes_);
+  kept_bytes_.fetch_sub(slot.kept.size(), std::memory_order_relaxed);
+  slot.kept.Reset();  // freed after the work queued on the slot's stream, which may still read it
+  // Straight from the pool: no trim and no warning when it has no room (the job then takes the pool's
+  // memory as it did before there were kept blocks).
+  if (!pool_.Allocate(size, slot.stream, &slot.kept).ok()) {
+    slot.kept.Reset();
+    slot.kept_wanted = 0;
+    return false;
+  }
+  kept_bytes_.fetch_add(size, std::memory_order_relaxed);
+  return true;
+}
+
+void DeviceContext::ReleaseIdleKeptBlocks() {
+  std::lock_guard lock(mutex_);
+  for (StreamSlot* slot : free_slots_) {
+    kept_bytes_.fetch_sub(slot->kept.size(), std::memory_order_relaxed);
+    slot->kept.Reset();
+    slot->kept_wanted = 0;
+  }
 }
 
 void DeviceContext::Return(StreamSlot* slot) {
@@ -79,6 +138,7 @@ absl::Status DeviceContext::AllocateAll(const kernels::Stream& stream, const std
     if (attempt == 0) {
       std::lock_guard lock(trim_mutex_);
       spdlog::warn("GPU out of memory for {} bytes: trimming the pool and trying once more", total);
+      ReleaseIdleKeptBlocks();
       pool_.Trim();
     }
   }

@@ -17,7 +17,7 @@ absl::Status AllocateBuffers(const GpuJobEnv& env, std::initializer_list<BufferR
   sizes.reserve(requests.size());
   for (const BufferRequest& r : requests) sizes.push_back(r.bytes);
   std::vector<kernels::DeviceAllocation> allocated;
-  RETURN_IF_ERROR(env.context.AllocateAll(env.slot.stream, sizes, &allocated));
+  RETURN_IF_ERROR(env.context.AllocateForJob(env.slot, sizes, &allocated));
   std::size_t i = 0;
   for (const BufferRequest& r : requests) *r.buffer = std::move(allocated[i++]);
   return absl::OkStatus();

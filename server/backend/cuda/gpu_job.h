@@ -2,7 +2,8 @@
 // is a GpuJob run by RunGpuJob, which does the steps they all share, in this order and nowhere else:
 //
 //   select the device, lease a stream slot       stage "stream_wait"
-//   allocate the job's device buffers             (all or none; the pool trims and retries once)
+//   allocate the job's device buffers             (all or none: borrowed from the slot's kept block where
+//                                                 they fit, else from the pool, which trims and retries once)
 //   ingest: the job's source -> device            stage "h2d"
 //   launch: the kernels, between the slot's       stage "kernel" (CUDA events, device time)
 //           timing events
@@ -34,7 +35,7 @@ struct GpuJobEnv {
 class GpuJob {
  public:
   virtual ~GpuJob() = default;
-  // Sizes and allocates the job's device buffers (env.context.AllocateAll on the slot's stream).
+  // Sizes and allocates the job's device buffers (AllocateBuffers: env.context.AllocateForJob).
   virtual absl::Status Allocate(const GpuJobEnv& env) = 0;
   // Brings the keys (and values) in; may return with copies still queued on the slot's stream.
   virtual absl::Status Ingest(const GpuJobEnv& env) = 0;
@@ -49,8 +50,8 @@ struct BufferRequest {
   kernels::DeviceAllocation* buffer;
   std::size_t bytes;
 };
-// Allocates every buffer of `requests` from the pool on the slot's stream, all or none
-// (DeviceContext::AllocateAll). Jobs name their buffers, rather than index one list.
+// Allocates every buffer of `requests` for the job on the leased slot, all or none
+// (DeviceContext::AllocateForJob). Jobs name their buffers, rather than index one list.
 absl::Status AllocateBuffers(const GpuJobEnv& env, std::initializer_list<BufferRequest> requests);
 
 // The device selected and a slot leased for a step that is not a whole job (an ingest's piece, a

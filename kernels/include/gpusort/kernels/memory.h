@@ -23,6 +23,10 @@ class DeviceAllocation {
   DeviceAllocation(const DeviceAllocation&) = delete;
   DeviceAllocation& operator=(const DeviceAllocation&) = delete;
 
+  // `size` bytes at `data` inside memory someone else owns and frees (a stream slot's kept block,
+  // server/backend/cuda/device_context.h): this object never frees them.
+  static DeviceAllocation Borrowed(void* data, std::size_t size);
+
   void* data() const { return data_; }
   std::size_t size() const { return size_; }
   template <typename T>
@@ -34,6 +38,7 @@ class DeviceAllocation {
   void* data_ = nullptr;
   std::size_t size_ = 0;
   void* stream_ = nullptr;  // cudaStream_t the free is ordered on
+  bool owned_ = true;       // false: Borrowed, freed by its owner
 };
 
 struct PoolCounters {
