@@ -15,6 +15,8 @@ cd "$(dirname "$0")/.."
 
 tools() {
   set -e
+  # gdb-minimal: Debian's full gdb loads Python 3.11, whose library the GPU machine's image lacks.
+  dpkg -s gdb-minimal > /dev/null 2>&1 || apt-get install -y gdb-minimal > /dev/null
   rm -rf build/tools
   ../shared/tools/device-bundle.sh build/tools /usr/bin/perf /usr/bin/gdb
   cp build-cuda/bin/gpusort-server build/tools/gpusort-server-syms  # symbols kept, for perf and gdb

@@ -69,7 +69,7 @@ device() {
   fi
   if [ -n "$tests" ] && [ -z "$quick" ]; then
     step sort_ingest_test $run sort_ingest_test --gtest_brief=1
-    step cuda_backend_test timeout 180 $run cuda_backend_test --gtest_brief=1
+    step cuda_backend_test timeout "${CUDA_BACKEND_TEST_TIMEOUT:-180}" stdbuf -oL $run cuda_backend_test --gtest_brief=1
   fi
   local gpus; gpus=$(nvidia-smi -L | wc -l)
   local sets="--devices 0"; [ "$gpus" -ge 2 ] && sets="--devices 0 --devices 0,1"

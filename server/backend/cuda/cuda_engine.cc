@@ -91,7 +91,7 @@ class CudaEngine final : public Backend {
     const std::string device = "cuda:" + std::to_string(context_->ordinal());
     // The streams' kept blocks (StreamSlot::kept) stay with the pool's "used" even while no request
     // borrows them: shown apart, so that pool_used falls back to 0 when the load stops.
-    const std::size_t kept = std::min<std::size_t>(context_->kept_bytes(), c.used_bytes);
+    const std::size_t kept = std::min<std::size_t>(context_->KeptOnDevice(), c.used_bytes);
     return {{device, "pool_used", static_cast<double>(c.used_bytes - kept)},
             {device, "stream_kept", static_cast<double>(kept)},
             {device, "pool_reserved", static_cast<double>(c.reserved_bytes)},

@@ -2,6 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <array>
+#include <cstddef>
+
 #include "server/backend/cuda/kernel_status.h"
 
 namespace gpusort {
@@ -38,6 +42,10 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(const Devic
   return context;
 }
 
+DeviceContext::~DeviceContext() {
+  for (const auto& slot : slots_) CountKept(-static_cast<std::ptrdiff_t>(slot->kept.size()));
+}
+
 DeviceContext::Lease DeviceContext::Acquire() {
   std::unique_lock lock(mutex_);
   slot_returned_.wait(lock, [&] { return !free_slots_.empty(); });
@@ -49,12 +57,30 @@ DeviceContext::Lease DeviceContext::Acquire() {
 
 namespace {
 
+// Kept bytes by GPU ordinal (--cuda-devices takes 0-255), over every context of the process.
+std::atomic<std::size_t>& KeptOn(int ordinal) {
+  static std::array<std::atomic<std::size_t>, 256> kept{};
+  return kept[static_cast<std::size_t>(ordinal) % kept.size()];
+}
+
 constexpr std::size_t kKeptAlignment = 256;  // as cudaMalloc's: CUB's temporary storage and vector loads
 constexpr std::size_t kKeptSmallestBlock = std::size_t{1} << 20;
 
 std::size_t AlignedUp(std::size_t bytes) { return (bytes + kKeptAlignment - 1) / kKeptAlignment * kKeptAlignment; }
 
 }  // namespace
+
+std::size_t DeviceContext::KeptOnDevice() const { return KeptOn(ordinal_).load(std::memory_order_relaxed); }
+
+std::size_t DeviceContext::PoolUsedByRequests() const {
+  const std::size_t used = pool_.Counters().used_bytes;
+  return used - std::min(used, KeptOnDevice());
+}
+
+void DeviceContext::CountKept(std::ptrdiff_t bytes) {
+  kept_bytes_.fetch_add(static_cast<std::size_t>(bytes), std::memory_order_relaxed);  // wraps for a decrease
+  KeptOn(ordinal_).fetch_add(static_cast<std::size_t>(bytes), std::memory_order_relaxed);
+}
 
 absl::Status DeviceContext::AllocateForJob(StreamSlot& slot, const std::vector<std::size_t>& sizes,
                                            std::vector<kernels::DeviceAllocation>* out) {
@@ -82,7 +108,7 @@ bool DeviceContext::GrowKeptBlock(StreamSlot& slot, std::size_t bytes) {
   std::size_t size = kKeptSmallestBlock;
   while (size < bytes) size *= 2;
   size = std::min(size, kept_block_bytes_);
-  kept_bytes_.fetch_sub(slot.kept.size(), std::memory_order_relaxed);
+  CountKept(-static_cast<std::ptrdiff_t>(slot.kept.size()));
   slot.kept.Reset();  // freed after the work queued on the slot's stream, which may still read it
   // Straight from the pool: no trim and no warning when it has no room (the job then takes the pool's
   // memory as it did before there were kept blocks).
@@ -91,14 +117,14 @@ bool DeviceContext::GrowKeptBlock(StreamSlot& slot, std::size_t bytes) {
     slot.kept_wanted = 0;
     return false;
   }
-  kept_bytes_.fetch_add(size, std::memory_order_relaxed);
+  CountKept(static_cast<std::ptrdiff_t>(size));
   return true;
 }
 
 void DeviceContext::ReleaseIdleKeptBlocks() {
   std::lock_guard lock(mutex_);
   for (StreamSlot* slot : free_slots_) {
-    kept_bytes_.fetch_sub(slot->kept.size(), std::memory_order_relaxed);
+    CountKept(-static_cast<std::ptrdiff_t>(slot->kept.size()));
     slot->kept.Reset();
     slot->kept_wanted = 0;
   }
@@ -125,7 +151,7 @@ absl::Status DeviceContext::AllocateAll(const kernels::Stream& stream, const std
     out->clear();
     out->resize(sizes.size());
     kernels::Status failed;
-    if (memory_limit_bytes_ > 0 && pool_.Counters().used_bytes + total > memory_limit_bytes_) {
+    if (memory_limit_bytes_ > 0 && PoolUsedByRequests() + total > memory_limit_bytes_) {
       // Other requests hold the rest of the share: the same answer as a full GPU.
       failed = kernels::Status(kernels::StatusCode::kOutOfMemory, "over --cuda-memory-limit-bytes");
     }

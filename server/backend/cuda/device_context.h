@@ -58,6 +58,7 @@ struct DeviceContextOptions {
 class DeviceContext {
  public:
   static absl::StatusOr<std::unique_ptr<DeviceContext>> Create(const DeviceContextOptions& options);
+  ~DeviceContext();  // its slots' kept blocks leave the GPU's count (KeptOnDevice)
 
   int ordinal() const { return ordinal_; }
   const kernels::DeviceProperties& properties() const { return properties_; }
@@ -90,6 +91,11 @@ class DeviceContext {
                               std::vector<kernels::DeviceAllocation>* out);
   // Bytes the slots keep now (in the pool's "used" count, though no request holds them).
   std::size_t kept_bytes() const { return kept_bytes_.load(std::memory_order_relaxed); }
+  // The pool's "used" bytes less every kept block on this GPU: what requests hold. The pool is the
+  // device's default one, which every context of the process on the GPU shares (tests make several).
+  std::size_t PoolUsedByRequests() const;
+  // The kept blocks of every context of the process on this GPU.
+  std::size_t KeptOnDevice() const;
 
   // A sticky CUDA error (kernel_status.h's IsDeviceLost) met by any job leaves this process's context
   // on the GPU unusable for good. Every way out of the CUDA backend passes its status through Watch,
@@ -106,6 +112,7 @@ class DeviceContext {
   void Return(StreamSlot* slot);
   // Frees the kept blocks of the slots no lease holds (stream-ordered), before the pool is trimmed.
   void ReleaseIdleKeptBlocks();
+  void CountKept(std::ptrdiff_t bytes);  // this context's and its GPU's kept bytes, up or down
   // Replaces the slot's kept block by one of at least `bytes` (a power of two); false where the pool has
   // no room for it (then the slot keeps none until a later job asks again).
   bool GrowKeptBlock(StreamSlot& slot, std::size_t bytes);

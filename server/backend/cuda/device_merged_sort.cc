@@ -107,7 +107,8 @@ std::size_t MemoryBudget(const DeviceContext& context) {
   const kernels::PoolCounters pool = context.pool().Counters();
   std::size_t budget = 0;
   if (context.memory_limit_bytes() > 0) {
-    budget = context.memory_limit_bytes() > pool.used_bytes ? context.memory_limit_bytes() - pool.used_bytes : 0;
+    const std::size_t used = context.PoolUsedByRequests();  // less other contexts' kept blocks (tests)
+    budget = context.memory_limit_bytes() > used ? context.memory_limit_bytes() - used : 0;
   } else {
     std::size_t free_bytes = 0, total_bytes = 0;
     if (!kernels::DeviceMemoryInfo(&free_bytes, &total_bytes).ok()) return 0;

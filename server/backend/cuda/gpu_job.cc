@@ -17,10 +17,16 @@ absl::Status AllocateBuffers(const GpuJobEnv& env, std::initializer_list<BufferR
   sizes.reserve(requests.size());
   for (const BufferRequest& r : requests) sizes.push_back(r.bytes);
   std::vector<kernels::DeviceAllocation> allocated;
-  RETURN_IF_ERROR(env.context.AllocateForJob(env.slot, sizes, &allocated));
+  RETURN_IF_ERROR(AllocateJobMemory(env, sizes, &allocated));
   std::size_t i = 0;
   for (const BufferRequest& r : requests) *r.buffer = std::move(allocated[i++]);
   return absl::OkStatus();
+}
+
+absl::Status AllocateJobMemory(const GpuJobEnv& env, const std::vector<std::size_t>& sizes,
+                               std::vector<kernels::DeviceAllocation>* out) {
+  if (env.buffers == JobBuffers::kOwned) return env.context.AllocateAll(env.slot.stream, sizes, out);
+  return env.context.AllocateForJob(env.slot, sizes, out);
 }
 
 namespace {
@@ -59,13 +65,13 @@ absl::Status RunSteps(const GpuJobEnv& env, GpuJob& job, const Cancellation& can
 }  // namespace
 
 absl::Status RunGpuJob(DeviceContext& context, GpuJob& job, const Cancellation& cancellation,
-                       ExecutionReport& report) {
+                       ExecutionReport& report, JobBuffers buffers) {
   StageClock wait;
   ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context));
   StreamSlot& slot = lease.slot();
   report.AddStage(Stage::kStreamWait, wait.Seconds());
   RETURN_IF_ERROR(cancellation.Check());
-  const absl::Status status = RunSteps(GpuJobEnv{context, slot}, job, cancellation, report);
+  const absl::Status status = RunSteps(GpuJobEnv{context, slot, buffers}, job, cancellation, report);
   // A job may queue copies on the slot's side stream (split_upload_sort_job.h), and the pool orders the
   // job's frees after its stream only: whatever step stopped the job, those copies end before its
   // buffers go back and before the slot does. (A job that ends well has joined them to its stream.)

@@ -26,10 +26,17 @@
 
 namespace gpusort {
 
+// Where a job's device buffers come from. Most jobs' buffers die with the job: they borrow from the
+// slot's kept block (DeviceContext::AllocateForJob), which the slot's next lease reuses. A job whose
+// results stay on the device after it (DeviceResidentResults: a stream's sorted keys, read back range by
+// range under later leases) takes them from the pool, where they are its own.
+enum class JobBuffers { kBorrowed, kOwned };
+
 // What a job's steps work with: the engine's context (for its pool) and the leased slot.
 struct GpuJobEnv {
   DeviceContext& context;
   StreamSlot& slot;
+  JobBuffers buffers = JobBuffers::kBorrowed;
 };
 
 class GpuJob {
@@ -53,6 +60,9 @@ struct BufferRequest {
 // Allocates every buffer of `requests` for the job on the leased slot, all or none
 // (DeviceContext::AllocateForJob). Jobs name their buffers, rather than index one list.
 absl::Status AllocateBuffers(const GpuJobEnv& env, std::initializer_list<BufferRequest> requests);
+// The same for a list of sizes, for the job's ends (gpu_job_ends.h): as env.buffers says, all or none.
+absl::Status AllocateJobMemory(const GpuJobEnv& env, const std::vector<std::size_t>& sizes,
+                               std::vector<kernels::DeviceAllocation>* out);
 
 // The device selected and a slot leased for a step that is not a whole job (an ingest's piece, a
 // ranged read): the lease half of RunGpuJob, for the stream ingest (sort_ingest.cc).
@@ -60,6 +70,6 @@ absl::StatusOr<DeviceContext::Lease> LeaseSlot(DeviceContext& context);
 
 // Runs `job` through the pipeline above and adds its stages to `report`.
 absl::Status RunGpuJob(DeviceContext& context, GpuJob& job, const Cancellation& cancellation,
-                       ExecutionReport& report);
+                       ExecutionReport& report, JobBuffers buffers = JobBuffers::kBorrowed);
 
 }  // namespace gpusort

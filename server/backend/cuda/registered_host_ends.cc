@@ -18,7 +18,7 @@ absl::StatusOr<std::uint64_t> RegisteredHostKeys::IngestKeys(const GpuJobEnv& en
   const std::size_t key_bytes = coding.key_bytes();
   const bool widen = key_bytes < coding.device_key_bytes() && device_keys != nullptr;
   const bool land = widen && !on_device_;  // host keys to widen land in scratch first
-  RETURN_IF_ERROR(env.context.AllocateForJob(slot, {kOrAndBytes, land ? count_ * key_bytes : 0}, &scratch_));
+  RETURN_IF_ERROR(AllocateJobMemory(env, {kOrAndBytes, land ? count_ * key_bytes : 0}, &scratch_));
   // The OR/AND accumulator starts as {0, ~0}; it travels through the slot's first pinned buffer.
   auto* or_and_host = reinterpret_cast<std::uint64_t*>(slot.staging[0].data());
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.staging_free[0].Synchronize(), "waiting for a staging buffer");
@@ -66,7 +66,7 @@ absl::Status RegisteredHostResults::EgressKeys(const GpuJobEnv& env, const KeyCo
   }
   const void* out = keys.data();
   if (key_bytes < coding.device_key_bytes()) {
-    RETURN_IF_ERROR(env.context.AllocateForJob(env.slot, {count * key_bytes}, &narrow_));
+    RETURN_IF_ERROR(AllocateJobMemory(env, {count * key_bytes}, &narrow_));
     GPUSORT_RETURN_IF_KERNEL_ERROR(
         kernels::NarrowFromOrderedBitsAsync(key_bytes, coding.kind(), coding.complement, keys.as<std::uint32_t>(),
                                             narrow_[0].data(), count, env.slot.stream),
@@ -95,7 +95,7 @@ absl::Status RegisteredHostResults::EgressPositions(const GpuJobEnv& env, kernel
   if (width == PositionWidth::kU32) {
     // uint32 positions widen to the API's int64 on the device: one row whose first `count` entries are
     // all of it (the keys argument is only read for out_keys, which is not asked for).
-    RETURN_IF_ERROR(env.context.AllocateForJob(env.slot, {count * 8}, &wide_));
+    RETURN_IF_ERROR(AllocateJobMemory(env, {count * 8}, &wide_));
     GPUSORT_RETURN_IF_KERNEL_ERROR(
         kernels::TakeRowPrefixesAsync(kernels::KeyWidth::k32, nullptr, positions.as<std::uint32_t>(), 1, count,
                                       count, nullptr, wide_[0].as<std::int64_t>(), env.slot.stream),

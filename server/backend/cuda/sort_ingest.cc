@@ -120,7 +120,8 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
     DeviceResidentKeys source(keys_, n, varying);
     DeviceResidentResults sink;
     SortJob job(spec_, Algorithm::kRadix, source, sink);
-    RETURN_IF_ERROR(RunGpuJob(context_, job, cancellation, report));
+    // Owned buffers: the sorted keys stay for ReadKeys, under later leases of any slot.
+    RETURN_IF_ERROR(RunGpuJob(context_, job, cancellation, report, JobBuffers::kOwned));
     keys_ = std::move(sink.keys());
     positions_ = std::move(sink.positions());
     return absl::OkStatus();
