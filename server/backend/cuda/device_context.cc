@@ -98,7 +98,8 @@ absl::Status DeviceContext::AllocateForJob(StreamSlot& slot, const std::vector<s
   out->reserve(sizes.size());
   auto* block = static_cast<std::byte*>(slot.kept.data());
   for (std::size_t s : sizes) {
-    out->push_back(s == 0 ? kernels::DeviceAllocation() : kernels::DeviceAllocation::Borrowed(block + slot.kept_lent, s));
+    out->push_back(s == 0 ? kernels::DeviceAllocation()
+                          : kernels::DeviceAllocation::Borrowed(block + slot.kept_lent, s));
     slot.kept_lent += AlignedUp(s);
   }
   return absl::OkStatus();
