@@ -84,8 +84,8 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
       ->capture_default_str();
   app.add_option("--cuda-devices", c.cuda_devices,
                  "GPUs to serve from, each with its own engine, requests placed by load: all, or a list such as "
-                 "0,1 (overrides --cuda-device; --cuda-streams, --cuda-staging-bytes and --cuda-memory-limit-bytes "
-                 "apply to each)")
+                 "0,1 (overrides --cuda-device; --cuda-streams, --cuda-staging-bytes, --cuda-stream-memory-bytes and "
+                 "--cuda-memory-limit-bytes apply to each)")
       ->capture_default_str();
   app.add_option("--split-from-keys", c.split_from_keys,
                  "a whole-array Sort or one-row TopK of at least this many keys is split across every GPU serving "
