@@ -78,8 +78,7 @@ std::size_t DeviceContext::PoolUsedByRequests() const {
 }
 
 void DeviceContext::CountKept(std::ptrdiff_t bytes) {
-  kept_bytes_.fetch_add(static_cast<std::size_t>(bytes), std::memory_order_relaxed);  // wraps for a decrease
-  KeptOn(ordinal_).fetch_add(static_cast<std::size_t>(bytes), std::memory_order_relaxed);
+  KeptOn(ordinal_).fetch_add(static_cast<std::size_t>(bytes), std::memory_order_relaxed);  // wraps for a decrease
 }
 
 absl::Status DeviceContext::AllocateForJob(StreamSlot& slot, const std::vector<std::size_t>& sizes,

@@ -89,12 +89,11 @@ class DeviceContext {
   // valid until the lease is returned.
   absl::Status AllocateForJob(StreamSlot& slot, const std::vector<std::size_t>& sizes,
                               std::vector<kernels::DeviceAllocation>* out);
-  // Bytes the slots keep now (in the pool's "used" count, though no request holds them).
-  std::size_t kept_bytes() const { return kept_bytes_.load(std::memory_order_relaxed); }
   // The pool's "used" bytes less every kept block on this GPU: what requests hold. The pool is the
   // device's default one, which every context of the process on the GPU shares (tests make several).
   std::size_t PoolUsedByRequests() const;
-  // The kept blocks of every context of the process on this GPU.
+  // The kept blocks of every context of the process on this GPU (in the pool's "used" count, though
+  // no request may hold them).
   std::size_t KeptOnDevice() const;
 
   // A sticky CUDA error (kernel_status.h's IsDeviceLost) met by any job leaves this process's context
@@ -112,7 +111,7 @@ class DeviceContext {
   void Return(StreamSlot* slot);
   // Frees the kept blocks of the slots no lease holds (stream-ordered), before the pool is trimmed.
   void ReleaseIdleKeptBlocks();
-  void CountKept(std::ptrdiff_t bytes);  // this context's and its GPU's kept bytes, up or down
+  void CountKept(std::ptrdiff_t bytes);  // its GPU's kept bytes (KeptOnDevice), up or down
   // Replaces the slot's kept block by one of at least `bytes` (a power of two); false where the pool has
   // no room for it (then the slot keeps none until a later job asks again).
   bool GrowKeptBlock(StreamSlot& slot, std::size_t bytes);
@@ -120,7 +119,6 @@ class DeviceContext {
   int ordinal_ = 0;
   std::size_t memory_limit_bytes_ = 0;
   std::size_t kept_block_bytes_ = 0;
-  std::atomic<std::size_t> kept_bytes_{0};
   kernels::DeviceProperties properties_;
   kernels::DeviceMemoryPool pool_;
   std::vector<std::unique_ptr<StreamSlot>> slots_;
