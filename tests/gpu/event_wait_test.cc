@@ -1,14 +1,18 @@
-// kernels::Event::Synchronize's wait (a poll for EventWaitSpin(), then a sleep) and Stream::WaitFor, on
-// copies long enough (64 MiB each way, about 2.4 ms on PCIe 5) that the event is still pending when the
-// wait starts: whatever the spin, the wait ends with the work done, leaves no "not ready" behind for the
-// next launch's error check, and a second stream that waits for a first one's event sees its bytes.
+// kernels::Event::Synchronize's wait (a poll for EventWaitSpin(), then a sleep; at most MostEventPollers()
+// threads poll at once) and Stream::WaitFor, on copies long enough (64 MiB each way, about 2.4 ms on
+// PCIe 5) that the event is still pending when the wait starts: whatever the spin, the wait ends with the
+// work done, leaves no "not ready" behind for the next launch's error check, and a second stream that
+// waits for a first one's event sees its bytes.
 // Skips when no GPU is usable.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "gpusort/kernels/key_transform.h"
@@ -68,6 +72,35 @@ TEST_F(EventWaitTest, EveryWaitEndsWithTheWorkDoneAndLeavesNoErrorForTheNextLaun
     EXPECT_TRUE(launched.ok()) << launched.message();
     ASSERT_TRUE(first_.Synchronize().ok());
   }
+}
+
+// Many waiters on one pending event with a long spin: at most MostEventPollers() poll, the rest sleep, and
+// every wait still ends with the work done; no poller is left counted after.
+TEST_F(EventWaitTest, AtMostAQuarterOfTheCoresPollAndTheRestSleep) {
+  SetEventWaitSpin(std::chrono::seconds(1));
+  std::memset(sink_.data(), 0, kBytes);
+  for (int i = 0; i < 4; ++i) {  // about 20 ms of copies: the waiters all start before the event
+    ASSERT_TRUE(CopyToDeviceAsync(device_.data(), source_.data(), kBytes, first_).ok());
+    ASSERT_TRUE(CopyToHostAsync(sink_.data(), device_.data(), kBytes, first_).ok());
+  }
+  ASSERT_TRUE(event_.Record(first_).ok());
+  const unsigned waiters = 4 * MostEventPollers() + 2;
+  std::atomic<unsigned> done{0}, failed{0};
+  std::vector<std::thread> threads;
+  for (unsigned i = 0; i < waiters; ++i) {
+    threads.emplace_back([&] {
+      if (!event_.Synchronize().ok()) failed.fetch_add(1);
+      done.fetch_add(1);
+    });
+  }
+  unsigned most_seen = 0;
+  while (done.load() < waiters) most_seen = std::max(most_seen, EventPollersNow());
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0u);
+  EXPECT_GE(most_seen, 1u);
+  EXPECT_LE(most_seen, MostEventPollers());
+  EXPECT_EQ(EventPollersNow(), 0u);
+  EXPECT_TRUE(SinkHoldsSource());
 }
 
 // The setting alone, no GPU needed.

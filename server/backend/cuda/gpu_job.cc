@@ -47,7 +47,10 @@ absl::Status RunSteps(const GpuJobEnv& env, GpuJob& job, const Cancellation& can
 
   RETURN_IF_ERROR(job.Egress(env));
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.egress_stop.Record(slot.stream), "recording an event");
-  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "finishing the job");
+  // The job's end is egress_stop, the stream's last work: waiting on the event (not the stream) honours
+  // --cuda-wait-spin-us. cudaStreamSynchronize spins under CUDA's own policy (fewer contexts than cores:
+  // spin), and 64 call threads spinning on 32 cores held the two-GPU mix on the host (BENCHMARKS.md).
+  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.egress_stop.Synchronize(), "finishing the job");
   double kernel_seconds = 0;
   (void)slot.kernel_stop.SecondsSince(slot.kernel_start, &kernel_seconds);
   report.AddStage(Stage::kKernel, kernel_seconds);

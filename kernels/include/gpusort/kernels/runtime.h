@@ -37,10 +37,14 @@ Status DeviceMemoryInfo(std::size_t* free_bytes, std::size_t* total_bytes);
 // 0.08-0.12 ms after the event on the H200 (split_upload_probe), which a 16M-key Sort from shared memory
 // paid four times; polling, yielding the core between polls, answers within microseconds and costs a
 // core only while nothing else wants it. Waits longer than the spin sleep after it, so a long copy holds
-// no core. (Stream::Synchronize keeps CUDA's own policy: with fewer contexts than cores, it spins.)
+// no core. At most MostEventPollers() threads poll at once; a waiter past them sleeps at once.
+// (Stream::Synchronize keeps CUDA's own policy: with fewer contexts than cores, it spins.)
 inline constexpr std::chrono::microseconds kDefaultEventWaitSpin{2000};
 void SetEventWaitSpin(std::chrono::microseconds spin);
 std::chrono::microseconds EventWaitSpin();
+// How many threads may poll at once (a quarter of the host's cores, at least one), and how many do now.
+unsigned MostEventPollers();
+unsigned EventPollersNow();
 
 class Event;
 
