@@ -9,7 +9,8 @@
 #   GPU:   scripts/mix-contention-device.sh device OUT
 #          (run(command=..., carry=['build/device.tar.xz', 'build/tools.tar.xz'], kind='nvidia-h100-x2'))
 #
-# CONTENTION_STREAMS (16) is --cuda-streams. OUT gets summary.txt and logs.tar.gz.
+# CONTENTION_STREAMS (16) is --cuda-streams, CONTENTION_SPIN (the server's default) --cuda-wait-spin-us.
+# OUT gets summary.txt and logs.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,15 +26,16 @@ tools() {
 }
 
 device() {
-  local out=$1 streams=${CONTENTION_STREAMS:-16}
+  local out=$1 streams=${CONTENTION_STREAMS:-16} spin=${CONTENTION_SPIN:-}
   mkdir -p "$out"
   [ -d build/device ] || tar -xJf build/device.tar.xz -C build
   [ -d build/tools ] || tar -xJf build/tools.tar.xz -C build
   local summary=$out/summary.txt lib=build/device/lib
   cat /proc/sys/kernel/perf_event_paranoid > "$out/perf_paranoid.txt" 2>&1
+  echo "--cuda-streams $streams, --cuda-wait-spin-us ${spin:-default}" > "$summary"
   server() {  # server PORT LIST TAG: a server (the binary with symbols) in the background; its pid in $!
     env LD_LIBRARY_PATH=$lib build/tools/gpusort-server-syms --listen "127.0.0.1:$1" --metrics-listen "" \
-      --backend cuda --cuda-devices "$2" --cuda-streams "$streams" --max-inflight 1024 \
+      --backend cuda --cuda-devices "$2" --cuda-streams "$streams" ${spin:+--cuda-wait-spin-us $spin} --max-inflight 1024 \
       --max-inflight-per-caller 1024 --shm-socket "/tmp/gpusort-contention-$1.sock" --shm-max-regions 1024 \
       --shm-max-regions-per-user 1024 --shm-max-bytes 137438953472 --shm-max-bytes-per-user 137438953472 \
       > "$out/server_$3_$1.log" 2>&1 &
