@@ -33,7 +33,7 @@ bundle() {
   # the benchmarks.
   local kernels="merge_sort_test bitonic_sort_test odd_even_sort_test quicksort_test top_k_radix_select_test
                  top_k_small_test top_k_thread_lists_test cuda_backend_test batch_sort_test sort_ingest_test gpu_job_source_test
-                 stream_memory_test gpu_oom_test gpu_fault_test"
+                 stream_memory_test event_wait_test gpu_oom_test gpu_fault_test"
   local service="service_tests client_tests"
   local benches="kernel_bench sort_rpc_bench backend_crossover_bench comparison_bench batch_forms_bench top_k_bench"
   local chosen="$kernels $service $benches" base="gpusort-server gpusort"
@@ -90,6 +90,7 @@ device() {
     step cuda_backend_test "$bin/cuda_backend_test" --gtest_brief=1
     step gpu_job_source_test "$bin/gpu_job_source_test" --gtest_brief=1
     step stream_memory_test "$bin/stream_memory_test" --gtest_brief=1
+    step event_wait_test "$bin/event_wait_test" --gtest_brief=1
     # The fault tests (issue 14), each alone: gpu_oom_test takes all but 256 MiB of the GPU, and
     # gpu_fault_test ruins its own process's CUDA context on purpose.
     step gpu_oom_test "$bin/gpu_oom_test" --gtest_brief=1
