@@ -66,8 +66,13 @@ device() {
     kill $pid; wait $pid
   done
   # Two processes, one a GPU, 32 in flight on each; and one process on one GPU at 32 (the same load a GPU).
-  server 50151 0 two; pid=$!; server 50152 1 two; pid2=$!; sleep 4
-  bench 50151 1 32 two & b=$!; bench 50152 1 32 two; wait $b
+  # Each server and its benchmark see only their GPU (as ordinal 0): the benchmark puts its arrays on its
+  # GPUs 0..N-1, so the server on GPU 1, beside a benchmark that saw both GPUs, was given keys in GPU 0's
+  # memory (the twelfth and thirteenth sittings' runs: 15.1K and 17.2K req/s on GPU 1 against 18.3K and
+  # 24.5K on GPU 0).
+  CUDA_VISIBLE_DEVICES=0 server 50151 0 two; pid=$!; CUDA_VISIBLE_DEVICES=1 server 50152 0 two; pid2=$!; sleep 4
+  CUDA_VISIBLE_DEVICES=0 bench 50151 1 32 two & b=$!
+  CUDA_VISIBLE_DEVICES=1 bench 50152 1 32 two; wait $b
   echo "two servers, one a GPU, 32 in flight each: $(rate two_50151) + $(rate two_50152) req/s" >> "$summary"
   kill $pid $pid2; wait $pid $pid2
   server 50151 0 one_0_c32; pid=$!; sleep 4
