@@ -104,12 +104,12 @@ absl::Status SizePlan(const KeyCoding& coding, std::size_t run_keys, Plan& plan)
 // Device memory a request may count on: its share under --cuda-memory-limit-bytes, else what the
 // driver has free plus what the pool holds unused. The GPU must be the calling thread's.
 std::size_t MemoryBudget(const DeviceContext& context) {
-  const kernels::PoolCounters pool = context.pool().Counters();
   std::size_t budget = 0;
   if (context.memory_limit_bytes() > 0) {
     const std::size_t used = context.PoolUsedByRequests();  // less other contexts' kept blocks (tests)
     budget = context.memory_limit_bytes() > used ? context.memory_limit_bytes() - used : 0;
   } else {
+    const kernels::PoolCounters pool = context.pool().Counters();
     std::size_t free_bytes = 0, total_bytes = 0;
     if (!kernels::DeviceMemoryInfo(&free_bytes, &total_bytes).ok()) return 0;
     budget = free_bytes + (pool.reserved_bytes > pool.used_bytes ? pool.reserved_bytes - pool.used_bytes : 0);

@@ -49,7 +49,8 @@ absl::Status RunSteps(const GpuJobEnv& env, GpuJob& job, const Cancellation& can
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.egress_stop.Record(slot.stream), "recording an event");
   // The job's end is egress_stop, the stream's last work: waiting on the event (not the stream) honours
   // --cuda-wait-spin-us. cudaStreamSynchronize spins under CUDA's own policy (fewer contexts than cores:
-  // spin), and 64 call threads spinning on 32 cores held the two-GPU mix on the host (BENCHMARKS.md).
+  // spin) whatever the flag says; with every waiter asleep, the two-GPU mix served 42.6-46.5K req/s
+  // against 36.4-39.0K polling (BENCHMARKS.md, "waits that sleep").
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.egress_stop.Synchronize(), "finishing the job");
   double kernel_seconds = 0;
   (void)slot.kernel_stop.SecondsSince(slot.kernel_start, &kernel_seconds);
