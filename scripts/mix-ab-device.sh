@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Two builds of the server under the same mixed load in one device call, alternating: what a change to the
+# Two builds (or more) of the server under the same mixed load in one device call, alternating: what a change to the
 # engine is worth, measured beside the build without it on the same machine (calls on different machines
 # differed by up to 15% in the thirteenth sitting). Each run is one `multi-gpu-device.sh --mix-probe`
 # spec (scripts/multi-gpu-device.sh says what a spec is and what a run records).
 #
 #   here:  scripts/multi-gpu-device.sh bundle && scripts/mix-ab-device.sh keep before   # build/before.tar.xz
 #          (change the code) scripts/multi-gpu-device.sh bundle && scripts/mix-ab-device.sh keep after
-#   GPU:   scripts/mix-ab-device.sh device OUT before after "0,1 0 64 16;0 0 64 16" [ROUNDS]
+#   GPU:   scripts/mix-ab-device.sh device OUT "before after" "0,1 0 64 16;0 0 64 16" [ROUNDS]
 #          (run(command=..., carry=['build/before.tar.xz', 'build/after.tar.xz'], kind='nvidia-h100-x2'))
 #
-# Each round runs every spec on A, then on B. OUT gets ab.txt (the lines that matter, each marked with its
+# Each round runs every spec on each build in the order named (three builds of ~19 MB fit the device
+# call's 64 MiB carry). OUT gets ab.txt (the lines that matter, each marked with its
 # build and round) and runs.tar.gz (every run's logs).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,17 +28,17 @@ keep() {  # keep NAME: build/device (a multi-gpu-device.sh bundle) as build/NAME
 }
 
 device() {
-  local out=$1 a=$2 b=$3 specs=$4 rounds=${5:-2}
+  local out=$1 builds=$2 specs=$3 rounds=${4:-2}
   mkdir -p "$out/runs"
   local name
-  for name in "$a" "$b"; do
+  for name in $builds; do
     [ -d "build/$name" ] || tar -xJf "build/$name.tar.xz" -C build || exit 1
   done
   # multi-gpu-device.sh runs build/device/run: point it at each build in turn.
   if [ -e build/device ] && [ ! -L build/device ]; then mv build/device build/device.before-ab; fi
   local round
   for round in $(seq 1 "$rounds"); do
-    for name in "$a" "$b"; do
+    for name in $builds; do
       rm -f build/device
       ln -s "$name" build/device
       MIX_PROBE_SPECS="$specs" scripts/multi-gpu-device.sh device "$out/runs/${name}_$round" --no-tests --keys "" \
@@ -55,5 +56,5 @@ device() {
 case ${1:-} in
   keep) shift; keep "$@" ;;
   device) shift; device "$@" ;;
-  *) echo "usage: $0 keep NAME | device OUT A B SPECS [ROUNDS]" >&2; exit 2 ;;
+  *) echo "usage: $0 keep NAME | device OUT \"A B [C]\" SPECS [ROUNDS]" >&2; exit 2 ;;
 esac

@@ -133,6 +133,13 @@ Status Event::Create(Event* out) {
   out->handle_ = event;
   return Status::Ok();
 }
+Status Event::CreateForTiming(Event* out) {
+  cudaEvent_t event = nullptr;
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDefault));
+  *out = Event();
+  out->handle_ = event;
+  return Status::Ok();
+}
 Status Event::Record(const Stream& stream) {
   GPUSORT_CUDA_RETURN_IF_ERROR(cudaEventRecord(static_cast<cudaEvent_t>(handle_), Native(stream)));
   return Status::Ok();

@@ -508,21 +508,37 @@ TEST(CudaBackend, SixtyFourMillionKeys) {
   }
 }
 
-TEST(CudaBackend, SmallRangeKeysSortOnlyTheirBits) {
+TEST(CudaBackend, SmallRangeKeysSortRightOverTheirBitsOrEveryBit) {
   SKIP_WITHOUT_GPU();
   // Keys from [0, 2^16) and keys that agree in their low bits: the varying-bit range must not lose order.
+  // Up to 4 MiB of keys a radix sort takes every bit (SortJob::kSortsEveryBitUpToBytes), above it only
+  // those that vary: sizes on each side, 32- and 64-bit.
   std::mt19937_64 rng(3);
-  std::vector<uint32_t> small(1 << 20), high(1 << 20);
-  for (auto& k : small) k = static_cast<uint32_t>(rng() & 0xFFFF);
-  for (auto& k : high) k = static_cast<uint32_t>(rng() & 0xFF000000u) | 0x5A5Au;
-  for (const auto& keys : {small, high}) {
+  for (std::size_t n : {std::size_t{1} << 20, (std::size_t{1} << 20) + 3}) {
+    std::vector<uint32_t> small(n), high(n);
+    for (auto& k : small) k = static_cast<uint32_t>(rng() & 0xFFFF);
+    for (auto& k : high) k = static_cast<uint32_t>(rng() & 0xFF000000u) | 0x5A5Au;
+    for (const auto& keys : {small, high}) {
+      for (SortOrder order : {SortOrder::kAscending, SortOrder::kDescending}) {
+        SortSpec spec;
+        spec.dtype = DType::kUInt32;
+        spec.order = order;
+        spec.payload = SortPayload::kIndices;
+        spec.algorithm = Algorithm::kRadix;
+        ExpectSameSort(spec, Bytes(keys), "small range u32 " + std::to_string(n));
+      }
+    }
+  }
+  for (std::size_t n : {std::size_t{1} << 19, (std::size_t{1} << 19) + 5}) {
+    std::vector<int64_t> keys(n);
+    // Negative, all of them, varying in bits 10-21 only.
+    for (auto& k : keys) k = static_cast<int64_t>(rng() % 4096) * 1024 - (int64_t{1} << 50);
     for (SortOrder order : {SortOrder::kAscending, SortOrder::kDescending}) {
       SortSpec spec;
-      spec.dtype = DType::kUInt32;
+      spec.dtype = DType::kInt64;
       spec.order = order;
-      spec.payload = SortPayload::kIndices;
       spec.algorithm = Algorithm::kRadix;
-      ExpectSameSort(spec, Bytes(keys), "small range");
+      ExpectSameSort(spec, Bytes(keys), "small range i64 " + std::to_string(n));
     }
   }
 }

@@ -127,5 +127,30 @@ TEST_F(EventWaitTest, AStreamThatWaitsForAnotherStreamsEventSeesItsBytes) {
   }
 }
 
+TEST_F(EventWaitTest, TimingEventsTimeTheWorkBetweenThemOnceItIsDone) {
+  // Events made for timing only (no blocking sync) around a 64 MiB copy each way: once the stream's own
+  // wait has returned, the time between them is the copies' (over 64 MiB at no more than 1 TB/s, and
+  // finite), and so is a blocking event's beside them.
+  Event start, stop;
+  ASSERT_TRUE(Event::CreateForTiming(&start).ok());
+  ASSERT_TRUE(Event::CreateForTiming(&stop).ok());
+  for (int round = 0; round < 2; ++round) {
+    std::memset(sink_.data(), 0, kBytes);
+    ASSERT_TRUE(start.Record(first_).ok());
+    ASSERT_TRUE(CopyToDeviceAsync(device_.data(), source_.data(), kBytes, first_).ok());
+    ASSERT_TRUE(CopyToHostAsync(sink_.data(), device_.data(), kBytes, first_).ok());
+    ASSERT_TRUE(stop.Record(first_).ok());
+    ASSERT_TRUE(event_.Record(first_).ok());
+    ASSERT_TRUE(event_.Synchronize().ok());
+    EXPECT_TRUE(SinkHoldsSource()) << "round " << round;
+    double seconds = -1, to_blocking = -1;
+    ASSERT_TRUE(stop.SecondsSince(start, &seconds).ok());
+    ASSERT_TRUE(event_.SecondsSince(start, &to_blocking).ok());
+    EXPECT_GT(seconds, 2.0 * kBytes / 1e12) << "round " << round;
+    EXPECT_LT(seconds, 10.0) << "round " << round;
+    EXPECT_GE(to_blocking, seconds) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace gpusort::kernels

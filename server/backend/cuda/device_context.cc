@@ -25,8 +25,11 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(const Devic
     auto slot = std::make_unique<StreamSlot>();
     GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::Stream::Create(&slot->stream), "creating a stream");
     GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::Stream::Create(&slot->side), "creating a stream");
-    for (kernels::Event* e : {&slot->kernel_start, &slot->kernel_stop, &slot->egress_stop, &slot->staging_free[0],
-                              &slot->staging_free[1], &slot->side_done[0], &slot->side_done[1], &slot->side_done[2]}) {
+    for (kernels::Event* e : {&slot->kernel_start, &slot->kernel_stop}) {
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::Event::CreateForTiming(e), "creating an event");
+    }
+    for (kernels::Event* e : {&slot->egress_stop, &slot->staging_free[0], &slot->staging_free[1], &slot->side_done[0],
+                              &slot->side_done[1], &slot->side_done[2]}) {
       GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::Event::Create(e), "creating an event");
     }
     for (int b = 0; b < 2; ++b) {

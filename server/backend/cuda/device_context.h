@@ -22,7 +22,8 @@ namespace gpusort {
 struct StreamSlot {
   kernels::Stream stream;
   // Around the job's kernels, and after its results are in place: "kernel" and "d2h" are the GPU's time
-  // between them (gpu_job.cc).
+  // between them (gpu_job.cc). The job's end waits on egress_stop; the other two only time
+  // (Event::CreateForTiming).
   kernels::Event kernel_start, kernel_stop, egress_stop;
   kernels::PinnedBuffer staging[2];  // double-buffered: the host fills one while the other copies
   kernels::Event staging_free[2];    // recorded after the copy that last used staging[i]

@@ -36,6 +36,10 @@ absl::Status RunSteps(const GpuJobEnv& env, GpuJob& job, const Cancellation& can
   StreamSlot& slot = env.slot;
   RETURN_IF_ERROR(job.Allocate(env));
 
+  // "h2d" is the host's time in the ingest. An ingest that needs nothing back from the GPU (a small sort,
+  // a top-k, a row sort: GpuKeySource::IngestKeysOnly) returns with its copies queued, and their GPU time
+  // then falls in no stage (kernel_start completes after them). An event to time them cost issue 18's mix
+  // 3-5% on one GPU and on two (BENCHMARKS.md, "fewer host waits"; why was not measured).
   StageClock h2d;
   RETURN_IF_ERROR(job.Ingest(env));
   report.AddStage(Stage::kH2d, h2d.Seconds());

@@ -70,6 +70,12 @@ class GpuKeySource {
   // (only sources that lend raw_device_keys() take it).
   virtual absl::StatusOr<std::uint64_t> IngestKeys(const GpuJobEnv& env, const KeyCoding& coding,
                                                    void* device_keys) = 0;
+  // IngestKeys for a job that uses every bit (a top-k selection, a row sort, a small sort): a source that
+  // must read the varying bits back from the GPU skips that copy and the host's wait for it, and with a
+  // null `device_keys` does nothing at all.
+  virtual absl::Status IngestKeysOnly(const GpuJobEnv& env, const KeyCoding& coding, void* device_keys) {
+    return IngestKeys(env, coding, device_keys).status();
+  }
   // Copies the values (`bytes` in all, `width` each), as they are, to `device_values`.
   virtual absl::Status IngestValues(const GpuJobEnv& env, void* device_values, std::size_t bytes,
                                     std::size_t width);

@@ -8,12 +8,13 @@
 
 namespace gpusort {
 
-absl::StatusOr<std::uint64_t> RegisteredHostKeys::IngestKeys(const GpuJobEnv& env, const KeyCoding& coding,
-                                                             void* device_keys) {
+absl::StatusOr<std::uint64_t> RegisteredHostKeys::Ingest(const GpuJobEnv& env, const KeyCoding& coding,
+                                                         void* device_keys, bool read_varying) {
   StreamSlot& slot = env.slot;
   if (device_keys == nullptr && !on_device_) {
     return absl::InternalError("a registered host range cannot be read where it lies");
   }
+  if (device_keys == nullptr && !read_varying) return ~std::uint64_t{0};  // read where they lie, as they are
   constexpr std::size_t kOrAndBytes = 2 * sizeof(std::uint64_t);
   const std::size_t key_bytes = coding.key_bytes();
   const bool widen = key_bytes < coding.device_key_bytes() && device_keys != nullptr;
@@ -43,6 +44,11 @@ absl::StatusOr<std::uint64_t> RegisteredHostKeys::IngestKeys(const GpuJobEnv& en
             : kernels::ToOrderedBitsCopyAsync(coding.width(), coding.kind(), coding.complement, from, device_keys,
                                               count_, or_and_device, slot.stream),
       "ordered bits");
+  if (!read_varying) {
+    // The staging buffer is free again once the accumulator's copy in has run.
+    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.staging_free[0].Record(slot.stream), "recording an event");
+    return ~std::uint64_t{0};  // not read: as if every bit varied
+  }
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToHostAsync(or_and_host, or_and_device, kOrAndBytes, slot.stream),
                                  "device to host");
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.staging_free[0].Record(slot.stream), "recording an event");

@@ -22,9 +22,18 @@ class RegisteredHostKeys final : public GpuKeySource {
       : keys_(keys), count_(count), on_device_(on_device) {}
   std::size_t count() const override { return count_; }
   const void* raw_device_keys() const override { return on_device_ ? keys_.data() : nullptr; }
-  absl::StatusOr<std::uint64_t> IngestKeys(const GpuJobEnv& env, const KeyCoding& coding, void* device_keys) override;
+  absl::StatusOr<std::uint64_t> IngestKeys(const GpuJobEnv& env, const KeyCoding& coding, void* device_keys) override {
+    return Ingest(env, coding, device_keys, /*read_varying=*/true);
+  }
+  absl::Status IngestKeysOnly(const GpuJobEnv& env, const KeyCoding& coding, void* device_keys) override {
+    return Ingest(env, coding, device_keys, /*read_varying=*/false).status();
+  }
 
  private:
+  // Without `read_varying`, the varying bits stay on the GPU and the call returns with its work queued.
+  absl::StatusOr<std::uint64_t> Ingest(const GpuJobEnv& env, const KeyCoding& coding, void* device_keys,
+                                       bool read_varying);
+
   std::span<const std::byte> keys_;
   std::size_t count_;
   bool on_device_;

@@ -74,7 +74,7 @@ absl::Status RowSortJob::Allocate(const GpuJobEnv& env) {
 
 absl::Status RowSortJob::Ingest(const GpuJobEnv& env) {
   // Every bit is sorted: the varying-bit range is the whole-array radix sort's shortcut.
-  RETURN_IF_ERROR(source_.IngestKeys(env, coding_, keys_[0].data()).status());
+  RETURN_IF_ERROR(source_.IngestKeysOnly(env, coding_, keys_[0].data()));
   if (by_offsets()) {
     // uint64 offsets that CheckSortSizes bounded by n (< 2^31), so they are valid int64 as they are.
     GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToDeviceAsync(offsets_.data(), spec_.segment_offsets->data(),

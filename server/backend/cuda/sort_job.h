@@ -1,7 +1,7 @@
-// A Sort on the GPU, as one GpuJob (gpu_job.h): CUB's radix sort over the bits that vary (AUTO, RADIX)
-// or the comparison sort the caller named, with what rides along: positions for argsort, values of 4
-// or 8 bytes directly, values of other widths (and every value under a comparison sort, which carries
-// positions only) gathered by the positions after the sort. Its keys come from any GpuKeySource and
+// A Sort on the GPU, as one GpuJob (gpu_job.h): CUB's radix sort (AUTO, RADIX), over the bits that vary
+// once the keys pass kSortsEveryBitUpToBytes, or the comparison sort the caller named, with what rides
+// along: positions for argsort, values of 4 or 8 bytes directly, values of other widths (and every value
+// under a comparison sort, which carries positions only) gathered by the positions after the sort. Its keys come from any GpuKeySource and
 // its results go to any GpuResultSink.
 //
 // Keys whose ordered bits are the keys themselves (unsigned, ascending, full width) that lie in a
@@ -41,6 +41,10 @@ class SortJob final : public GpuJob {
   static Carry CarryFor(const SortSpec& spec, bool comparison);
   std::size_t count() const { return source_.count(); }
   std::size_t carry_bytes() const;  // per key
+  // Up to this many bytes of device keys a radix sort takes every bit instead of reading back which
+  // vary (SortsEveryBit).
+  static constexpr std::size_t kSortsEveryBitUpToBytes = std::size_t{4} << 20;
+  bool SortsEveryBit() const;
   static bool SortsWhereKeysLie(const SortSpec& spec, bool comparison, const KeyCoding& coding,
                                 GpuKeySource& source, GpuResultSink& sink);
 

@@ -61,7 +61,7 @@ absl::Status TopKSelectJob::Allocate(const GpuJobEnv& env) {
 }
 
 absl::Status TopKSelectJob::Ingest(const GpuJobEnv& env) {
-  if (!reads_in_place_) return source_.IngestKeys(env, coding_, keys_.data()).status();  // kernels find their bits
+  if (!reads_in_place_) return source_.IngestKeysOnly(env, coding_, keys_.data());  // kernels find their bits
   // The caller may write its keys while the kernel's passes read them: the answer may then be wrong
   // (the proto allows that), but it must never carry another request's bytes from the pool, so every
   // result slot starts at zero.
