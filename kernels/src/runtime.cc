@@ -21,9 +21,15 @@ std::atomic<std::int64_t> event_wait_spin_us{kDefaultEventWaitSpin.count()};
 // from 23 cores to 18.5 and from 37.0-37.6K req/s to 38.4-39.0K; every waiter asleep (spin 0) served
 // 42.6-46.5K, and one caller's calls 25% fewer than with polling (BENCHMARKS.md, issue 19).
 std::atomic<unsigned> event_pollers{0};
+std::atomic<unsigned> most_event_pollers{0};  // 0: QuarterOfTheCores()
+unsigned QuarterOfTheCores() {
+  static const unsigned quarter = std::max(1u, std::thread::hardware_concurrency() / 4);
+  return quarter;
+}
 bool StartPolling() {
+  const unsigned most = MostEventPollers();
   unsigned now = event_pollers.load(std::memory_order_relaxed);
-  while (now < MostEventPollers()) {
+  while (now < most) {
     if (event_pollers.compare_exchange_weak(now, now + 1, std::memory_order_relaxed)) return true;
   }
   return false;
@@ -36,9 +42,10 @@ void SetEventWaitSpin(std::chrono::microseconds spin) {
 std::chrono::microseconds EventWaitSpin() {
   return std::chrono::microseconds(event_wait_spin_us.load(std::memory_order_relaxed));
 }
+void SetMostEventPollers(unsigned most) { most_event_pollers.store(most, std::memory_order_relaxed); }
 unsigned MostEventPollers() {
-  static const unsigned most = std::max(1u, std::thread::hardware_concurrency() / 4);
-  return most;
+  const unsigned most = most_event_pollers.load(std::memory_order_relaxed);
+  return most == 0 ? QuarterOfTheCores() : most;
 }
 unsigned EventPollersNow() { return event_pollers.load(std::memory_order_relaxed); }
 

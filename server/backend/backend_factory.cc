@@ -50,6 +50,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice
                                .max_request_bytes = choice.max_request_bytes,
                                .cpu_threads = choice.cpu_threads,
                                .wait_spin = std::chrono::microseconds(choice.cuda_wait_spin_us),
+                               .wait_pollers = static_cast<unsigned>(choice.cuda_wait_pollers),
                                .auto_routing = *routing});
   if (cuda.ok()) {
     if (choice.backend == "auto") spdlog::info("backend auto: a GPU is usable, serving from CUDA");

@@ -17,6 +17,7 @@ namespace gpusort {
 
 absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const CudaBackendOptions& options) {
   kernels::SetEventWaitSpin(options.wait_spin);
+  kernels::SetMostEventPollers(options.wait_pollers);
   const std::vector<int> ordinals = options.devices.empty() ? std::vector<int>{options.engine.device} : options.devices;
   std::vector<GpuSetMember> members;
   for (const int ordinal : ordinals) {

@@ -32,6 +32,8 @@ struct CudaBackendOptions {
   // How long a thread waiting for a GPU event polls before it sleeps, for the whole process
   // (kernels::SetEventWaitSpin; --cuda-wait-spin-us).
   std::chrono::microseconds wait_spin = kernels::kDefaultEventWaitSpin;
+  // How many of those threads may poll at once (kernels::SetMostEventPollers; --cuda-wait-pollers).
+  unsigned wait_pollers = 0;
   AutoRouting auto_routing = AutoRouting::kSize;  // how AUTO picks an engine
 };
 

@@ -113,9 +113,14 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
   app.add_option("--cuda-wait-spin-us", c.cuda_wait_spin_us,
                  "microseconds a thread waiting for a GPU event polls it (yielding its core between polls) before it "
                  "sleeps until the GPU wakes it; 0: sleep at once. A sleeper wakes about 0.1 ms late, which a sort "
-                 "that waits several times pays each time. At most a quarter of the cores poll at once. A server "
+                 "that waits several times pays each time. At most --cuda-wait-pollers poll at once. A server "
                  "kept busy on several GPUs serves more with 0 (BENCHMARKS.md, issue 19)")
       ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  app.add_option("--cuda-wait-pollers", c.cuda_wait_pollers,
+                 "how many threads may poll GPU events at once (--cuda-wait-spin-us); a waiter past them sleeps at "
+                 "once. 0: a quarter of the host's cores, at least one")
+      ->check(CLI::Range(0, 4096))
       ->capture_default_str();
   app.add_option("--http2-lookahead-bytes", c.http2_lookahead_bytes,
                  "HTTP/2 receive window per stream (0: gRPC's default); larger lets a streamed upload run ahead")

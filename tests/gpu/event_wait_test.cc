@@ -41,7 +41,13 @@ class EventWaitTest : public ::testing::Test {
     std::iota(words, words + kBytes / 4, std::uint32_t{7});
     ASSERT_TRUE(first_.Synchronize().ok());
   }
-  void TearDown() override { SetEventWaitSpin(kDefaultEventWaitSpin); }
+  void TearDown() override {
+    SetEventWaitSpin(kDefaultEventWaitSpin);
+    SetMostEventPollers(0);
+  }
+  // 4x MostEventPollers() + 2 threads wait on one pending event, spinning up to 1 s: the count of pollers
+  // never passes MostEventPollers(), reaches at least one, is 0 after, and every wait ends with the bytes.
+  void ExpectAtMostMostEventPollersPoll();
 
   bool SinkHoldsSource() const { return std::memcmp(sink_.data(), source_.data(), kBytes) == 0; }
 
@@ -77,6 +83,18 @@ TEST_F(EventWaitTest, EveryWaitEndsWithTheWorkDoneAndLeavesNoErrorForTheNextLaun
 // Many waiters on one pending event with a long spin: at most MostEventPollers() poll, the rest sleep, and
 // every wait still ends with the work done; no poller is left counted after.
 TEST_F(EventWaitTest, AtMostAQuarterOfTheCoresPollAndTheRestSleep) {
+  ExpectAtMostMostEventPollersPoll();
+}
+
+TEST_F(EventWaitTest, AtMostTheSetNumberPollAndTheRestSleep) {
+  for (unsigned most : {1u, 2u}) {
+    SCOPED_TRACE(most);
+    SetMostEventPollers(most);
+    ExpectAtMostMostEventPollersPoll();
+  }
+}
+
+void EventWaitTest::ExpectAtMostMostEventPollersPoll() {
   SetEventWaitSpin(std::chrono::seconds(1));
   std::memset(sink_.data(), 0, kBytes);
   for (int i = 0; i < 4; ++i) {  // about 20 ms of copies: the waiters all start before the event
@@ -111,6 +129,15 @@ TEST(EventWaitSpinSetting, ReadsBackWhatWasSetAndNegativeMeansSleepAtOnce) {
   SetEventWaitSpin(std::chrono::microseconds(-5));
   EXPECT_EQ(EventWaitSpin().count(), 0);
   SetEventWaitSpin(kDefaultEventWaitSpin);
+}
+
+TEST(EventPollerSetting, ZeroMeansAQuarterOfTheCoresAndAnyOtherNumberIsTaken) {
+  const unsigned quarter = std::max(1u, std::thread::hardware_concurrency() / 4);
+  EXPECT_EQ(MostEventPollers(), quarter);
+  SetMostEventPollers(3);
+  EXPECT_EQ(MostEventPollers(), 3u);
+  SetMostEventPollers(0);
+  EXPECT_EQ(MostEventPollers(), quarter);
 }
 
 TEST_F(EventWaitTest, AStreamThatWaitsForAnotherStreamsEventSeesItsBytes) {

@@ -42,7 +42,9 @@ Status DeviceMemoryInfo(std::size_t* free_bytes, std::size_t* total_bytes);
 inline constexpr std::chrono::microseconds kDefaultEventWaitSpin{2000};
 void SetEventWaitSpin(std::chrono::microseconds spin);
 std::chrono::microseconds EventWaitSpin();
-// How many threads may poll at once (a quarter of the host's cores, at least one), and how many do now.
+// How many threads may poll at once, and how many do now. SetMostEventPollers(0) (the default): a quarter
+// of the host's cores, at least one.
+void SetMostEventPollers(unsigned most);
 unsigned MostEventPollers();
 unsigned EventPollersNow();
 
