@@ -83,7 +83,12 @@ absl::Status RunGpuJob(DeviceContext& context, GpuJob& job, const Cancellation& 
   // A job may queue copies on the slot's side stream (split_upload_sort_job.h), and the pool orders the
   // job's frees after its stream only: whatever step stopped the job, those copies end before its
   // buffers go back and before the slot does. (A job that ends well has joined them to its stream.)
-  if (!status.ok()) (void)slot.side.Synchronize();
+  // Its own stream may still hold copies from or to the caller's memory too (an ingest that does not
+  // wait, values, results): they end before the call does, and with it the caller's hold on that memory.
+  if (!status.ok()) {
+    (void)slot.side.Synchronize();
+    (void)slot.stream.Synchronize();
+  }
   return status;
 }
 
