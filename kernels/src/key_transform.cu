@@ -18,7 +18,7 @@ unsigned Blocks(std::size_t items, int threads) {
 inline constexpr int kUnroll = 4;
 
 // Keys S in -> ordered bits W out (W = S in place, or S zero-extended to 32 bits into another buffer);
-// out null: the OR/AND fold alone.
+// out null: the OR/AND fold alone; or_and null: the conversion alone.
 template <typename S, typename W, KeyKind Kind>
 __global__ void ToOrderedKernel(const S* in, W* out, std::size_t count, S flip, unsigned long long* or_and) {
   W or_bits = 0, and_bits = static_cast<W>(~W{0});
@@ -45,6 +45,7 @@ __global__ void ToOrderedKernel(const S* in, W* out, std::size_t count, S flip, 
     or_bits |= o;
     and_bits &= o;
   }
+  if (or_and == nullptr) return;  // the same for every thread: no block is left short at the barrier below
   // Every lane reaches here, so the whole-warp shuffles are safe; one atomic per warp.
   using Lane = std::conditional_t<(sizeof(W) < 4), unsigned, W>;  // the shuffles' narrowest type
   for (int offset = 16; offset > 0; offset /= 2) {

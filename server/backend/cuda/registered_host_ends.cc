@@ -14,18 +14,25 @@ absl::StatusOr<std::uint64_t> RegisteredHostKeys::Ingest(const GpuJobEnv& env, c
   if (device_keys == nullptr && !on_device_) {
     return absl::InternalError("a registered host range cannot be read where it lies");
   }
-  if (device_keys == nullptr && !read_varying) return ~std::uint64_t{0};  // read where they lie, as they are
+  constexpr std::uint64_t kEveryBit = ~std::uint64_t{0};  // what a job that does not read the bits is told
+  if (device_keys == nullptr && !read_varying) return kEveryBit;  // read where they lie, as they are
   constexpr std::size_t kOrAndBytes = 2 * sizeof(std::uint64_t);
   const std::size_t key_bytes = coding.key_bytes();
   const bool widen = key_bytes < coding.device_key_bytes() && device_keys != nullptr;
   const bool land = widen && !on_device_;  // host keys to widen land in scratch first
-  RETURN_IF_ERROR(AllocateJobMemory(env, {kOrAndBytes, land ? count_ * key_bytes : 0}, &scratch_));
-  // The OR/AND accumulator starts as {0, ~0}; it travels through the slot's first pinned buffer.
-  auto* or_and_host = reinterpret_cast<std::uint64_t*>(slot.staging[0].data());
-  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.staging_free[0].Synchronize(), "waiting for a staging buffer");
-  or_and_host[0] = 0;
-  or_and_host[1] = ~std::uint64_t{0};
-  auto* or_and_device = scratch_[0].as<std::uint64_t>();
+  RETURN_IF_ERROR(
+      AllocateJobMemory(env, {read_varying ? kOrAndBytes : 0, land ? count_ * key_bytes : 0}, &scratch_));
+  // The OR/AND accumulator, only where the bits are read: it starts as {0, ~0} and travels through the
+  // slot's first pinned buffer. Without it the ingest is its copy and its kernel: no wait, no event.
+  std::uint64_t* or_and_host = nullptr;
+  std::uint64_t* or_and_device = nullptr;
+  if (read_varying) {
+    or_and_host = reinterpret_cast<std::uint64_t*>(slot.staging[0].data());
+    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.staging_free[0].Synchronize(), "waiting for a staging buffer");
+    or_and_host[0] = 0;
+    or_and_host[1] = ~std::uint64_t{0};
+    or_and_device = scratch_[0].as<std::uint64_t>();
+  }
   // Keys in device memory are read where they lie, converted as they are copied (one pass); host keys
   // cross by DMA first, into scratch to widen from or into device_keys to convert in place.
   const void* from = keys_.data();
@@ -35,8 +42,10 @@ absl::StatusOr<std::uint64_t> RegisteredHostKeys::Ingest(const GpuJobEnv& env, c
                                    "host to device");
     from = landing;
   }
-  GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToDeviceAsync(or_and_device, or_and_host, kOrAndBytes, slot.stream),
-                                 "host to device");
+  if (read_varying) {
+    GPUSORT_RETURN_IF_KERNEL_ERROR(
+        kernels::CopyToDeviceAsync(or_and_device, or_and_host, kOrAndBytes, slot.stream), "host to device");
+  }
   GPUSORT_RETURN_IF_KERNEL_ERROR(
       widen ? kernels::WidenToOrderedBitsAsync(key_bytes, coding.kind(), coding.complement, from,
                                                static_cast<std::uint32_t*>(device_keys), count_, or_and_device,
@@ -44,11 +53,7 @@ absl::StatusOr<std::uint64_t> RegisteredHostKeys::Ingest(const GpuJobEnv& env, c
             : kernels::ToOrderedBitsCopyAsync(coding.width(), coding.kind(), coding.complement, from, device_keys,
                                               count_, or_and_device, slot.stream),
       "ordered bits");
-  if (!read_varying) {
-    // The staging buffer is free again once the accumulator's copy in has run.
-    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.staging_free[0].Record(slot.stream), "recording an event");
-    return ~std::uint64_t{0};  // not read: as if every bit varied
-  }
+  if (!read_varying) return kEveryBit;
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToHostAsync(or_and_host, or_and_device, kOrAndBytes, slot.stream),
                                  "device to host");
   GPUSORT_RETURN_IF_KERNEL_ERROR(slot.staging_free[0].Record(slot.stream), "recording an event");

@@ -30,7 +30,8 @@ class RegisteredHostKeys final : public GpuKeySource {
   }
 
  private:
-  // Without `read_varying`, the varying bits stay on the GPU and the call returns with its work queued.
+  // Without `read_varying`, nothing is folded or read back: the copy (host keys) and the conversion are
+  // queued, and the call returns without a wait or an event.
   absl::StatusOr<std::uint64_t> Ingest(const GpuJobEnv& env, const KeyCoding& coding, void* device_keys,
                                        bool read_varying);
 
