@@ -17,7 +17,8 @@ namespace gpusort::kernels {
 // In place: each key becomes its ordered bits, complemented when `complement` (descending order, or the
 // largest-first top-k). The OR and the AND of every result are folded into or_and[0] and or_and[1] (a
 // device array the caller sets to {0, ~0} first), so that or_and[0] ^ or_and[1] are the bits that vary;
-// a null or_and folds nothing (a job that sorts every bit). KeyWidth::k16: 16-bit keys to their own 16-bit ordered bits (for SMALL_K's 16-bit keys).
+// a null or_and folds nothing (a job that sorts every bit).
+// KeyWidth::k16: 16-bit keys to their own 16-bit ordered bits (for SMALL_K's 16-bit keys).
 Status ToOrderedBitsAsync(KeyWidth width, KeyKind kind, bool complement, void* keys, std::size_t count,
                           std::uint64_t* or_and, const Stream& stream);
 

@@ -83,8 +83,9 @@ class Event {
 
   static Status Create(Event* out);
   // An event that only times work (SecondsSince) and is never waited on (a wait on it follows CUDA's own
-  // policy, and may spin): no blocking sync, which only a waited-on event needs. Made so, the two events that time a job's kernels
-  // lifted issue 18's mix 3% on one GPU and 6% on two (BENCHMARKS.md, "fewer host waits").
+  // policy, and may spin): no blocking sync, which only a waited-on event needs. Made so, the two events
+  // that time a job's kernels lifted issue 18's mix 3% on one GPU and 6% on two (BENCHMARKS.md, "fewer
+  // host waits").
   static Status CreateForTiming(Event* out);
   Status Record(const Stream& stream);
   // Until the work before the last Record has completed: polls for EventWaitSpin(), then sleeps.
