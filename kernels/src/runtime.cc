@@ -19,7 +19,8 @@ std::atomic<std::int64_t> event_wait_spin_us{kDefaultEventWaitSpin.count()};
 // under load, many pollers take cores and the driver's locks from the threads that launch work. Past
 // MostEventPollers() a waiter sleeps at once. On the two-GPU mix (64 in flight) the cap took the server
 // from 23 cores to 18.5 and from 37.0-37.6K req/s to 38.4-39.0K; every waiter asleep (spin 0) served
-// 42.6-46.5K, and one caller's calls 25% fewer than with polling (BENCHMARKS.md, issue 19).
+// 42.6-46.5K, and one caller's calls 25% fewer than with polling. One poller a GPU served 4-10% more
+// than a quarter of the cores on one GPU and on two (BENCHMARKS.md, issue 19).
 std::atomic<unsigned> event_pollers{0};
 std::atomic<unsigned> most_event_pollers{0};  // 0: QuarterOfTheCores()
 unsigned QuarterOfTheCores() {

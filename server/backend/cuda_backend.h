@@ -33,6 +33,7 @@ struct CudaBackendOptions {
   // (kernels::SetEventWaitSpin; --cuda-wait-spin-us).
   std::chrono::microseconds wait_spin = kernels::kDefaultEventWaitSpin;
   // How many of those threads may poll at once (kernels::SetMostEventPollers; --cuda-wait-pollers).
+  // 0: one for each GPU served.
   unsigned wait_pollers = 0;
   AutoRouting auto_routing = AutoRouting::kSize;  // how AUTO picks an engine
 };

@@ -114,12 +114,12 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
                  "microseconds a thread waiting for a GPU event polls it (yielding its core between polls) before it "
                  "sleeps until the GPU wakes it; 0: sleep at once. A sleeper wakes about 0.1 ms late, which a sort "
                  "that waits several times pays each time. At most --cuda-wait-pollers poll at once. A server "
-                 "kept busy on several GPUs serves more with 0 (BENCHMARKS.md, issue 19)")
+                 "kept busy on several GPUs serves 2-4% more with 0 (BENCHMARKS.md, issue 19)")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
   app.add_option("--cuda-wait-pollers", c.cuda_wait_pollers,
                  "how many threads may poll GPU events at once (--cuda-wait-spin-us); a waiter past them sleeps at "
-                 "once. 0: a quarter of the host's cores, at least one")
+                 "once. 0: one for each GPU served")
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
   app.add_option("--http2-lookahead-bytes", c.http2_lookahead_bytes,

@@ -291,6 +291,18 @@ TEST(MultiGpu, EveryGpuIsListedServingAndItsMemoryRead) {
   EXPECT_GT(total1, 0);
 }
 
+// --cuda-wait-pollers 0 (the default) lets one thread a GPU served poll its events; a number is kept.
+TEST(MultiGpu, EventPollersDefaultToOneForEachGpuServed) {
+  SKIP_WITHOUT_GPUS(2);
+  for (const std::vector<int>& devices : {std::vector<int>{0}, std::vector<int>{0, 1}}) {
+    ASSERT_TRUE(MakeCudaBackend({.devices = devices}).ok());
+    EXPECT_EQ(kernels::MostEventPollers(), devices.size());
+  }
+  ASSERT_TRUE(MakeCudaBackend({.devices = {0, 1}, .wait_pollers = 5}).ok());
+  EXPECT_EQ(kernels::MostEventPollers(), 5u);
+  kernels::SetMostEventPollers(0);
+}
+
 TEST(MultiGpu, CudaDevicesFlagValues) {
   EXPECT_EQ(*ParseCudaDevices("0,1"), (std::vector<int>{0, 1}));
   EXPECT_EQ(*ParseCudaDevices("3"), (std::vector<int>{3}));

@@ -43,7 +43,7 @@ inline constexpr std::chrono::microseconds kDefaultEventWaitSpin{2000};
 void SetEventWaitSpin(std::chrono::microseconds spin);
 std::chrono::microseconds EventWaitSpin();
 // How many threads may poll at once, and how many do now. SetMostEventPollers(0) (the default): a quarter
-// of the host's cores, at least one.
+// of the host's cores, at least one. The server sets one for each GPU it serves unless told otherwise.
 void SetMostEventPollers(unsigned most);
 unsigned MostEventPollers();
 unsigned EventPollersNow();
