@@ -43,7 +43,7 @@ device() {
       ln -s "$name" build/device
       MIX_PROBE_SPECS="$specs" scripts/multi-gpu-device.sh device "$out/runs/${name}_$round" --no-tests --keys "" \
         --mix-probe > "$out/runs/${name}_$round.txt" 2>&1
-      grep -A7 '^0' "$out/runs/${name}_$round/summary.txt" | grep -E '^0|busy|calls/s' |
+      grep -A60 '^0' "$out/runs/${name}_$round/summary.txt" | grep -E '^0|busy|calls/s|waits: +(all|gs-shm)' |
         sed "s/^/$name round $round: /" >> "$out/ab.txt"
     done
   done

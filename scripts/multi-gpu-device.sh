@@ -22,6 +22,8 @@
 # each GPU's busy time (nvidia-smi dmon) and the calls' time by stage (scripts/stage-load.py, from the
 # server's /metrics) over its timed part (mix_probe.txt).
 # MIX_PROBE_SPECS="LIST SPIN IN_FLIGHT [STREAMS [KEPT [POLLERS]]];..." runs other servers and loads instead.
+# Each run also samples what the server's threads wait in (scripts/thread-syscalls.py, 100 times a second:
+# 0.12 of a core for 75 threads on the dev VM). For a profile (perf, gdb stacks) see scripts/mix-contention-device.sh.
 # Logs go to OUT: summary.txt (a line per step) and one log per step.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -161,8 +163,11 @@ device() {
       # and where the server's calls spend it, stage by stage (its /metrics).
       python3 scripts/stage-load.py http://127.0.0.1:9464/metrics 5 > "$out/mix_probe_stages_$tag.txt" 2>&1 &
       local stages=$!
+      # and what its threads wait in.
+      python3 scripts/thread-syscalls.py "$pid" 5 100 > "$out/mix_probe_waits_$tag.txt" 2>&1 &
+      local waits=$!
       python3 scripts/thread-cpu.py "$pid" 5 > "$out/mix_probe_threads_$tag.txt" 2>&1
-      wait $dmon $stages
+      wait $dmon $stages $waits
       cpu1=$(head -1 /proc/stat); srv1=$(awk '{print $14 + $15}' /proc/$pid/stat)
       bench1=$(cat /proc/[0-9]*/stat 2> /dev/null | awk '$2 ~ /mixed_load/ {t += $14 + $15} END {print t + 0}')
       wait $bench
@@ -176,6 +181,7 @@ device() {
       awk '$1 ~ /^[0-9]+$/ {sm[$1] += $2; n[$1]++} END {for (g in sm) printf "  GPU %s SM busy %.0f%% (dmon)\n", g, sm[g] / n[g]}' \
         "$out/mix_probe_dmon_$tag.txt" >> "$probe"
       sed 's/^/  /' "$out/mix_probe_stages_$tag.txt" >> "$probe"
+      grep -E '^  (all|gs-|cuda)' "$out/mix_probe_waits_$tag.txt" | sed 's/^  /  waits: /' >> "$probe"
       kill $pid; wait $pid
     done
     cat "$probe" >> "$summary"
