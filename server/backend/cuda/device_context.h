@@ -94,7 +94,7 @@ class DeviceContext {
     JobEvents& events() const { return slot().job_events[static_cast<std::size_t>(grant_.events)]; }
     // The job has queued all its work and now only waits on events(): the next job may queue behind it
     // on the same stream (where the stream depth allows). Nothing of the slot but events() may be used
-    // after this.
+    // after this, and the stream only to wait for it.
     void LetNextJobQueue() {
       if (queuing_) context_->leases_.StopQueuing(grant_);
       queuing_ = false;
