@@ -21,6 +21,7 @@ class SlotLeases {
   };
 
   SlotLeases(int slots, int depth);
+  int depth() const { return depth_; }
 
   // Waits for a slot on which no job queues and fewer than `depth` jobs hold. A slot no job holds goes
   // first (a job queued behind another starts only when that one's work is done); among equals, the
