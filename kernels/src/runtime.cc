@@ -133,20 +133,22 @@ Event& Event::operator=(Event&& other) noexcept {
   std::swap(handle_, other.handle_);
   return *this;
 }
-Status Event::Create(Event* out) {
+namespace {
+Status CreateEvent(unsigned flags, void** handle) {
   cudaEvent_t event = nullptr;
-  // Blocking sync: past its spin (EventWaitSpin), a waiting worker thread sleeps instead of spinning a core.
-  GPUSORT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventBlockingSync));
-  *out = Event();
-  out->handle_ = event;
+  GPUSORT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, flags));
+  *handle = event;
   return Status::Ok();
 }
-Status Event::CreateForTiming(Event* out) {
-  cudaEvent_t event = nullptr;
-  GPUSORT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDefault));
+}  // namespace
+Status Event::Create(Event* out) {
   *out = Event();
-  out->handle_ = event;
-  return Status::Ok();
+  // Blocking sync: past its spin (EventWaitSpin), a waiting worker thread sleeps instead of spinning a core.
+  return CreateEvent(cudaEventBlockingSync, &out->handle_);
+}
+Status Event::CreateForTiming(Event* out) {
+  *out = Event();
+  return CreateEvent(cudaEventDefault, &out->handle_);
 }
 Status Event::Record(const Stream& stream) {
   GPUSORT_CUDA_RETURN_IF_ERROR(cudaEventRecord(static_cast<cudaEvent_t>(handle_), Native(stream)));

@@ -31,6 +31,7 @@ SlotLeases::Grant SlotLeases::Acquire() {
 }
 
 void SlotLeases::StopQueuing(const Grant& grant) {
+  if (depth_ == 1) return;  // the slot stays its job's alone; Return frees it
   bool listed = false;
   {
     std::lock_guard lock(mutex_);
@@ -47,7 +48,8 @@ void SlotLeases::Return(const Grant& grant, bool queuing) {
     State& state = states_[static_cast<std::size_t>(grant.slot)];
     state.events_held[static_cast<std::size_t>(grant.events)] = false;
     --state.jobs;
-    if (queuing) state.queuing = false;
+    // A slot no job holds queues nothing (at depth 1, StopQueuing left the flag to this).
+    if (queuing || state.jobs == 0) state.queuing = false;
     listed = ListIfTakable(grant.slot);
   }
   if (listed) freed_.notify_one();

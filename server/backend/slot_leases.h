@@ -21,13 +21,13 @@ class SlotLeases {
   };
 
   SlotLeases(int slots, int depth);
-  int depth() const { return depth_; }
 
   // Waits for a slot on which no job queues and fewer than `depth` jobs hold. A slot no job holds goes
   // first (a job queued behind another starts only when that one's work is done); among equals, the
   // one most recently freed.
   Grant Acquire();
-  // The job of `grant` has queued all its work: another may queue on its slot, depth allowing.
+  // The job of `grant` has queued all its work: another may queue on its slot, depth allowing (at depth 1
+  // none can, and this takes no lock).
   void StopQueuing(const Grant& grant);
   // The job of `grant` ends; `queuing` when it never called StopQueuing.
   void Return(const Grant& grant, bool queuing);

@@ -96,8 +96,7 @@ class DeviceContext {
     // on the same stream (where the stream depth allows). Nothing of the slot but events() may be used
     // after this, and the stream only to wait for it.
     void LetNextJobQueue() {
-      if (!queuing_ || context_->leases_.depth() == 1) return;  // at depth 1 no job can: no lock taken
-      context_->leases_.StopQueuing(grant_);
+      if (queuing_) context_->leases_.StopQueuing(grant_);
       queuing_ = false;
     }
 

@@ -1,8 +1,8 @@
 // A Sort on the GPU, as one GpuJob (gpu_job.h): CUB's radix sort (AUTO, RADIX), over the bits that vary
 // once the keys pass kSortsEveryBitUpToBytes, or the comparison sort the caller named, with what rides
 // along: positions for argsort, values of 4 or 8 bytes directly, values of other widths (and every value
-// under a comparison sort, which carries positions only) gathered by the positions after the sort. Its keys come from any GpuKeySource and
-// its results go to any GpuResultSink.
+// under a comparison sort, which carries positions only) gathered by the positions after the sort. Its
+// keys come from any GpuKeySource and its results go to any GpuResultSink.
 //
 // Keys whose ordered bits are the keys themselves (unsigned, ascending, full width) that lie in a
 // caller's device memory and go back to it (GpuKeySource::raw_device_keys, GpuResultSink::
