@@ -68,6 +68,7 @@ for round in $(seq 1 "$rounds"); do
       echo "$(basename "$f" .log): $(grep -m1 '^  all' "$f")"
     done | tee -a "$out/summary.txt"
     awk '$1 ~ /^[0-9]+$/ {sm[$1] += $2; n[$1]++}
-         END {for (g in sm) printf "  GPU %s SM busy %.0f%%\n", g, sm[g] / n[g]}' "$out/dmon_$tag.txt" | tee -a "$out/summary.txt"
+         END {for (g in sm) printf "  GPU %s SM busy %.0f%%\n", g, sm[g] / n[g]}' \
+      "$out/dmon_$tag.txt" | tee -a "$out/summary.txt"
   done
 done

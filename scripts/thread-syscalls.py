@@ -18,8 +18,8 @@ import time
 SYSCALLS = {
     0: "read", 1: "write", 7: "poll", 9: "mmap", 10: "mprotect", 11: "munmap", 16: "ioctl", 19: "readv",
     20: "writev", 23: "select", 24: "sched_yield", 35: "nanosleep", 44: "sendto", 45: "recvfrom",
-    46: "sendmsg", 47: "recvmsg", 61: "wait4", 128: "rt_sigtimedwait", 202: "futex", 228: "clock_gettime", 230: "clock_nanosleep",
-    232: "epoll_wait", 233: "epoll_ctl", 270: "pselect6", 271: "ppoll", 281: "epoll_pwait",
+    46: "sendmsg", 47: "recvmsg", 61: "wait4", 128: "rt_sigtimedwait", 202: "futex", 228: "clock_gettime",
+    230: "clock_nanosleep", 232: "epoll_wait", 233: "epoll_ctl", 270: "pselect6", 271: "ppoll", 281: "epoll_pwait",
     441: "epoll_pwait2",
 }
 

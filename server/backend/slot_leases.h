@@ -3,7 +3,7 @@
 // (tests/cpu/slot_leases_test.cc).
 //
 // A slot holds at most `depth` jobs at once, of which at most one queues work on it; the others have
-// queued all theirs and wait for their ends (Stop). Each job it holds has its own event set, 0 to
+// queued all theirs and wait for their ends (StopQueuing). Each job it holds has its own event set, 0 to
 // depth - 1. At depth 1 a job holds its slot from Acquire to Return, as before there was a depth.
 #pragma once
 
