@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/service/config.h"
+#include "server/service/descriptor_limit.h"
 #include "server/service/server.h"
 
 namespace {
@@ -42,6 +43,8 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(config.log_level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
 
+  // Every connection, region and file is a descriptor: start with as many as the process may have.
+  gpusort::RaiseDescriptorLimit();
   const sigset_t signals = BlockShutdownSignals();
   auto server = gpusort::GpusortServer::Start(config);
   if (!server.ok()) {

@@ -32,6 +32,13 @@ bool StartsWithCaseless(std::string_view s, std::string_view prefix) {
 
 }  // namespace
 
+std::optional<std::string_view> BearerToken(std::string_view authorization) {
+  if (!StartsWithCaseless(authorization, kBearer)) return std::nullopt;
+  const std::string_view token = Trim(authorization.substr(kBearer.size()));
+  if (token.empty()) return std::nullopt;
+  return token;
+}
+
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
@@ -97,10 +104,9 @@ absl::Status TokenAuth::CheckAuthorization(const std::string_view* header) const
         "this server requires a bearer token: send the metadata 'authorization: Bearer <token>' "
         "(gpusort CLI: --token-file; client library: ClientOptions::bearer_token)");
   }
-  if (!StartsWithCaseless(*header, kBearer) || Trim(header->substr(kBearer.size())).empty()) {
-    return absl::UnauthenticatedError("the authorization metadata must be 'Bearer <token>'");
-  }
-  if (!Known(Trim(header->substr(kBearer.size())))) {
+  const std::optional<std::string_view> token = BearerToken(*header);
+  if (!token.has_value()) return absl::UnauthenticatedError("the authorization metadata must be 'Bearer <token>'");
+  if (!Known(*token)) {
     return absl::PermissionDeniedError("the bearer token is not one this server accepts");
   }
   return absl::OkStatus();

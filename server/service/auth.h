@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,12 @@ class TokenAuth {
 
   std::vector<Digest> digests_;
 };
+
+// The token of an authorization header's value, as every part of the server reads it: the scheme
+// "Bearer" in any case (RFC 6750), then the token with the spaces and tabs around it trimmed. nullopt
+// when the value is not a bearer token. Authentication, the per-caller shares, logs and metrics all key
+// on these bytes, so that one token spelled several ways ("bearer", "BEARER", padded) is one caller.
+std::optional<std::string_view> BearerToken(std::string_view authorization);
 
 // a == b in time that depends only on the lengths (CRYPTO_memcmp when they are equal).
 bool ConstantTimeEquals(std::string_view a, std::string_view b);

@@ -15,7 +15,9 @@ namespace gpusort {
 std::string CallerIdentity(const grpc::CallbackServerContext& context, bool tokens_on);
 
 // "token:<16 hex digits>" for an authorization header's value ("Bearer <token>"), as above: the same
-// caller whether its calls come over gRPC or on the shared-memory socket.
+// caller whether its calls come over gRPC or on the shared-memory socket, and however the header is
+// spelled (the token as BearerToken reads it: scheme in any case, blanks around the token trimmed).
+// Empty when the value holds no bearer token (authentication refused such a call already).
 std::string TokenCallerIdentity(std::string_view authorization);
 
 // The host part of a gRPC peer string ("ipv4:127.0.0.1:5000" -> "ipv4:127.0.0.1").

@@ -26,6 +26,8 @@ constexpr int kSweepMs = 250;
 // Refused connections linger at most this long, at most kMaxRefused at once (more are closed at once).
 constexpr std::chrono::milliseconds kRefusedLinger{1000};
 constexpr std::size_t kMaxRefused = 64;
+// How long the listener stops accepting after accept failed for want of descriptors or memory.
+constexpr std::chrono::milliseconds kAcceptPause{100};
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
@@ -96,7 +98,10 @@ void DataSocketListener::Run() {
   NameThisThread("gs-data-accept");
   const auto idle = std::chrono::duration_cast<std::chrono::steady_clock::duration>(options_.limits.stall);
   while (!stop_.load()) {
-    std::vector<pollfd> p = {{.fd = listen_fd_.get(), .events = POLLIN, .revents = 0},
+    // After accept failed for want of descriptors the waiting connection keeps the socket readable:
+    // it is not polled until the pause ends, or this thread would wake at once forever (issue 41).
+    const bool accepting = std::chrono::steady_clock::now() >= accept_paused_until_;
+    std::vector<pollfd> p = {{.fd = accepting ? listen_fd_.get() : -1, .events = POLLIN, .revents = 0},
                              {.fd = wake_fd_.get(), .events = POLLIN, .revents = 0}};
     for (const Refused& r : refused_) p.push_back({.fd = r.fd.get(), .events = POLLIN, .revents = 0});
     const bool ready = poll(p.data(), p.size(), kSweepMs) > 0;
@@ -114,7 +119,11 @@ void DataSocketListener::Accept() {
     UniqueFd fd(accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!fd.valid()) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) spdlog::warn("data port: {}", Errno("accept"));
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        PauseAccepting();
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        spdlog::warn("data port: {}", Errno("accept"));
+      }
       return;
     }
     const int one = 1;
@@ -141,6 +150,18 @@ void DataSocketListener::Accept() {
       c.done.store(true);
     });
   }
+}
+
+void DataSocketListener::PauseAccepting() {
+  const std::string why = Errno("accept");
+  const auto now = std::chrono::steady_clock::now();
+  accept_paused_until_ = now + kAcceptPause;
+  ++pauses_since_log_;
+  if (now - last_pause_log_ < std::chrono::seconds(1)) return;  // at most a line a second
+  spdlog::warn("data port: {}; accepting again in {} ms ({} such pause(s) since the last line)", why,
+               kAcceptPause.count(), pauses_since_log_);
+  last_pause_log_ = now;
+  pauses_since_log_ = 0;
 }
 
 void DataSocketListener::Refuse(UniqueFd fd) {

@@ -31,6 +31,13 @@ absl::StatusOr<std::string> RegisterFromMessage(const IncomingMessage& message, 
                                       std::string(message.fds_truncated ? "more than " : "") +
                                       std::to_string(message.fds.size()));
   }
+  // A descriptor of any other kind was closed on arrival, unlooked at (caller_descriptor.h); for host
+  // memory MapSharedMemoryFd says so.
+  if (device && message.fd_kinds.front() == CallerDescriptorKind::kOther) {
+    return absl::InvalidArgumentError(
+        "the descriptor is not CUDA device memory (not a descriptor of the NVIDIA driver); export it with "
+        "cuMemExportToShareableHandle");
+  }
   if (device) return regions.RegisterDevice(message.fds.front().get(), request->size, owner);
   absl::StatusOr<std::unique_ptr<HostMapping>> memory = MapSharedMemoryFd(message.fds.front().get(), request->size);
   if (!memory.ok()) return memory.status();

@@ -10,9 +10,10 @@
 namespace gpusort {
 namespace {
 
-// Descriptors read from one message: a request carries one; a few more are read (and closed) so that
-// the refusal can say how many came.
-constexpr std::size_t kMaxFdsRead = 8;
+// Descriptors read from one message: a request carries one, but every one that came is read, so that
+// none is left to the kernel to close on this thread when the message is consumed (the last close of a
+// caller's descriptor may block: caller_descriptor.h). Linux carries at most 253 (SCM_MAX_FD) a message.
+constexpr std::size_t kMaxFdsRead = 253;
 
 // This thread's room to receive into, kept for its next message: a message is read into it whole and
 // only its own bytes are copied out. Sizing a fresh vector to the largest record (64 KiB on the calls
@@ -56,7 +57,11 @@ absl::StatusOr<std::optional<IncomingMessage>> ReceiveMessage(int connection, st
     for (std::size_t i = 0; i < count; ++i) {
       int fd;
       std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      in.fds.emplace_back(fd);
+      UniqueFd owned(fd);
+      const CallerDescriptorKind kind = KindOfCallerDescriptor(fd);
+      if (kind == CallerDescriptorKind::kOther) CloseAside(std::move(owned));
+      in.fds.push_back(std::move(owned));
+      in.fd_kinds.push_back(kind);
     }
   }
   in.fds_truncated = (msg.msg_flags & MSG_CTRUNC) != 0;

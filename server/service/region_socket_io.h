@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "gpusort/v1/region_socket.h"
 #include "server/core/unique_fd.h"
+#include "server/service/caller_descriptor.h"
 
 namespace gpusort {
 
@@ -17,8 +18,12 @@ struct IncomingMessage {
   bool closed = false;             // the caller closed its end (nothing else is set)
   std::vector<std::byte> bytes;    // at most the max_bytes asked for
   bool truncated = false;          // the message was longer than that
-  std::vector<UniqueFd> fds;       // every descriptor attached, closed when this goes
-  bool fds_truncated = false;      // more descriptors came than are read; the kernel closed the rest
+  // Every descriptor attached, in order, with its kind. Only shared memory and device memory handles
+  // are kept (closed when this goes); any other kind is already on its way to CloseAside, its entry in
+  // `fds` invalid, so that nothing on this thread can block on it.
+  std::vector<UniqueFd> fds;
+  std::vector<CallerDescriptorKind> fd_kinds;
+  bool fds_truncated = false;      // more descriptors came than one message can carry (never on Linux)
 };
 
 // One message from `connection` (non-blocking): nullopt when none is there yet, closed = true at end of

@@ -171,8 +171,12 @@ void RegionSocketListener::AcceptAll() {
     if (!fd.valid()) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        spdlog::warn("shared-memory socket: {}; accepting again in {} ms", Errno("accept"), kAcceptPause.count());
-        accept_paused_until_ = Clock::now() + kAcceptPause;
+        const Clock::time_point now = Clock::now();
+        if (now - last_pause_log_ >= std::chrono::seconds(1)) {  // at most a line a second
+          spdlog::warn("shared-memory socket: {}; accepting again in {} ms", Errno("accept"), kAcceptPause.count());
+          last_pause_log_ = now;
+        }
+        accept_paused_until_ = now + kAcceptPause;
       }
       return;  // EAGAIN: all taken
     }

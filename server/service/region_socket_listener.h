@@ -77,6 +77,7 @@ class RegionSocketListener {
   dev_t socket_dev_ = 0;
   ino_t socket_ino_ = 0;
   Clock::time_point accept_paused_until_;  // out of descriptors: accept again a little later
+  Clock::time_point last_pause_log_{};
   std::vector<Connection> connections_;    // the thread's alone
   std::thread thread_;
 };

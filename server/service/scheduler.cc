@@ -56,6 +56,17 @@ absl::Status Scheduler::Admit(CallState& call) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::shared_ptr<void>> Scheduler::AdmitJob(const std::string& caller) {
+  const AdmissionRefusal refused = admission_.TryAcquire(caller);
+  if (refused != AdmissionRefusal::kNone) return Refusal(refused, admission_, "requests in flight");
+  metrics_.inflight().Increment();
+  // The job may end on any thread; the scheduler outlives every job (calls end before it stops).
+  return std::shared_ptr<void>(nullptr, [this, caller](void*) {
+    metrics_.inflight().Decrement();
+    admission_.Release(caller);
+  });
+}
+
 absl::Status Scheduler::AdmitWaitingStream(CallState& call) {
   const AdmissionRefusal refused = waiting_streams_.TryAcquire(call.caller);
   if (refused != AdmissionRefusal::kNone) {

@@ -40,6 +40,9 @@ class Scheduler {
   // A stream's ticket while it waits for its first message: as many again as --max-inflight, with the
   // same per-caller share, so that streams that never send cannot hold the tickets that do work.
   absl::Status AdmitWaitingStream(CallState& call);
+  // A ticket of --max-inflight for `caller` held by what the call starts rather than by the call: a Sort
+  // in parts (sort_parts.h) holds one for all its parts. Given back when the last copy goes.
+  absl::StatusOr<std::shared_ptr<void>> AdmitJob(const std::string& caller);
   // Gives back whatever tickets the call holds.
   void Release(CallState& call);
   // Until no call holds a ticket, or `timeout` (the drain).

@@ -18,6 +18,9 @@
 #include "server/service/device_memory_refresh.h"
 #include "server/service/metrics.h"
 #include "server/service/data_socket_listener.h"
+#include "server/service/descriptor_limit.h"
+#include "server/service/grpc_accept_guard.h"
+#include "server/service/port_probe.h"
 #include "server/service/region_socket_listener.h"
 #include "server/service/tls.h"
 #include "server/service/echo_service.h"
@@ -135,9 +138,10 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
   // this process: health says so, so that balancing callers leave and Kubernetes' liveness probe
   // restarts the pod, while new calls are refused with UNAVAILABLE (ServiceCore::Admit).
   // On several GPUs, one that fails leaves the others serving: health then names the one lost.
+  CapConnectionsByDescriptors();
   core_ = std::make_unique<ServiceCore>(
       config_, *backend_, *metrics_, [this](const absl::Status&) { SetServing(false); },
-      [this] { SetServing(backend_->Healthy().ok() && !core_->draining()); });
+      [this] { UpdateServing(); });
   if (absl::Status s = StartSideSockets(); !s.ok()) return s;
   service_ = std::make_unique<SortService>(*core_, auth_.get());
   echo_service_ = std::make_unique<EchoService>(auth_.get());
@@ -177,12 +181,49 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
     if (health_server_ == nullptr || health_port_ == 0)
       return absl::UnavailableError("cannot listen for health checks on " + config_.health_listen);
   }
+  GuardGrpcPorts();
   SetServing(true);
   spdlog::info("gpusort-server {} listening on port {} ({}{}), metrics port {}{}, backend {} on {}",
                GPUSORT_VERSION, grpc_port_, tls->description, auth_ ? ", bearer tokens" : "", metrics_port_,
                health_server_ ? ", plaintext health port " + std::to_string(health_port_) : "",
                BackendKindName(backend_->kind()), backend_->device());
   return absl::OkStatus();
+}
+
+void GpusortServer::CapConnectionsByDescriptors() {
+  const std::size_t limit = DescriptorLimit();
+  const DescriptorShares shares = SharesOf(limit);
+  const auto cap = [limit](std::size_t& flag, std::size_t share, const char* name) {
+    if (flag <= share) return;
+    spdlog::warn("{} {} is more than this process's {} descriptors leave it; serving {}", name, flag, limit, share);
+    flag = share;
+  };
+  cap(config_.data_max_connections, shares.data_connections, "--data-max-connections");
+  cap(config_.shm_max_call_connections, shares.shm_call_connections, "--shm-max-call-connections");
+  cap(config_.shm_max_pending, shares.shm_pending_connections, "--shm-max-pending");
+}
+
+void GpusortServer::GuardGrpcPorts() {
+  const DescriptorShares shares = SharesOf(DescriptorLimit());
+  if (!config_.listen.starts_with("unix:")) {
+    grpc_guard_ = GrpcAcceptGuard::Guard(grpc_port_, "gRPC port " + std::to_string(grpc_port_),
+                                         shares.grpc_connections);
+    port_probe_ = std::make_unique<PortProbe>(ProbeHostOf(config_.listen), grpc_guard_, [this](bool accepting) {
+      port_accepting_.store(accepting);
+      spdlog::warn("gRPC port {} {}", grpc_port_,
+                   accepting ? "accepts connections again: health SERVING"
+                             : "cannot take new connections: health NOT_SERVING until it can");
+      UpdateServing();
+    });
+  }
+  if (health_server_ != nullptr && !config_.health_listen.starts_with("unix:")) {
+    health_guard_ = GrpcAcceptGuard::Guard(health_port_, "health port " + std::to_string(health_port_),
+                                           shares.health_connections);
+  }
+}
+
+void GpusortServer::UpdateServing() {
+  SetServing(backend_->Healthy().ok() && !core_->draining() && port_accepting_.load());
 }
 
 absl::Status GpusortServer::StartSideSockets() {
@@ -216,8 +257,8 @@ void GpusortServer::SetServing(bool serving) {
 bool GpusortServer::Drain() {
   const auto start = std::chrono::steady_clock::now();
   const auto timeout = std::chrono::duration<double>(config_.drain_timeout_seconds);
+  core_->StartDraining();  // first: the port probe's UpdateServing must not turn health back on
   SetServing(false);
-  core_->StartDraining();
   spdlog::info("draining: health NOT_SERVING, new calls refused, waiting up to {} s",
                config_.drain_timeout_seconds);
   const bool idle = core_->WaitIdle(timeout);
@@ -251,6 +292,7 @@ void GpusortServer::Wait() {
 }
 
 GpusortServer::~GpusortServer() {
+  port_probe_.reset();  // before what its callback touches
   if (server_ != nullptr) {
     core_->StartDraining();
     server_->Shutdown(std::chrono::system_clock::now());

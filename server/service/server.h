@@ -2,6 +2,7 @@
 // health and reflection; and takes it down with a drain. Tests embed it; main() wraps it.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +29,8 @@ class TokenAuth;
 class RegionCalls;
 class RegionSocketListener;
 class DataSocketListener;
+class GrpcAcceptGuard;
+class PortProbe;
 
 class GpusortServer {
  public:
@@ -59,8 +62,14 @@ class GpusortServer {
   // (--shm-socket) and the data port (--data-port).
   absl::Status StartSideSockets();
   // Health of the whole server and of gpusort.v1.SortService, on the gRPC port and the health port.
-  // NOT_SERVING from the start of a drain, and once the backend has failed for good.
+  // NOT_SERVING from the start of a drain, once the backend has failed for good, and while the gRPC port
+  // cannot take a new connection (PortProbe).
   void SetServing(bool serving);
+  void UpdateServing();
+  // Each listener's connections capped at its share of the descriptor limit (descriptor_limit.h).
+  void CapConnectionsByDescriptors();
+  // The gRPC ports' accept guards and the gRPC port's probe (grpc_accept_guard.h, port_probe.h).
+  void GuardGrpcPorts();
 
   ServerConfig config_;
   std::unique_ptr<Backend> backend_;
@@ -77,6 +86,10 @@ class GpusortServer {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::CallbackGenericService> health_fallback_;  // the health server's other methods
   std::unique_ptr<grpc::Server> health_server_;  // --health-listen
+  std::shared_ptr<GrpcAcceptGuard> grpc_guard_;    // null for a Unix socket's listen address
+  std::shared_ptr<GrpcAcceptGuard> health_guard_;  // null without --health-listen
+  std::unique_ptr<PortProbe> port_probe_;
+  std::atomic<bool> port_accepting_{true};
   std::mutex serving_mutex_;  // SetServing against health_server_ going away
   int grpc_port_ = 0;
   int metrics_port_ = 0;

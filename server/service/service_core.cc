@@ -95,6 +95,12 @@ absl::Status ServiceCore::Admit(CallState& call) {
   return scheduler_.Admit(call);
 }
 
+absl::Status ServiceCore::AdmitIntoJob(CallState& call, const grpc::CallbackServerContext& context) {
+  RETURN_IF_ERROR(Open(call, context));
+  scheduler_.Release(call);
+  return absl::OkStatus();
+}
+
 absl::Status ServiceCore::AdmitWaitingStream(CallState& call, const grpc::CallbackServerContext& context) {
   RETURN_IF_ERROR(Open(call, context));
   return scheduler_.AdmitWaitingStream(call);

@@ -58,6 +58,9 @@ class ServiceCore {
 
   // When and where work runs (admission, placement, the workers' queue, the batcher).
   Scheduler& scheduler() { return scheduler_; }
+  // A stream whose work joins a job that holds the ticket (a part of a Sort in parts): Admit's checks,
+  // and its waiting stream's ticket given back; the job takes its own (Scheduler::AdmitJob).
+  absl::Status AdmitIntoJob(CallState& call, const grpc::CallbackServerContext& context);
 
   // UNIMPLEMENTED (with the list) when the backend lacks the asked algorithm.
   absl::Status CheckSortAlgorithm(Algorithm a) const;

@@ -12,6 +12,8 @@
 #include <limits>
 #include <string>
 
+#include "server/service/caller_descriptor.h"
+
 namespace gpusort {
 namespace {
 
@@ -82,6 +84,13 @@ HostMapping::~HostMapping() { munmap(data_, size_); }
 
 absl::StatusOr<std::unique_ptr<HostMapping>> MapSharedMemoryFd(int fd, std::uint64_t size) {
   if (size == 0) return absl::InvalidArgumentError("a region's size must be at least 1 byte");
+  // Before anything else: fstat and fstatfs of a file on another file system (FUSE) may block for as
+  // long as its daemon likes, and this runs on the thread that serves every caller's registration.
+  if (KindOfCallerDescriptor(fd) != CallerDescriptorKind::kSharedMemory) {
+    return absl::InvalidArgumentError(
+        "the descriptor is not shared memory (not a memfd or tmpfs file: a pipe, socket, device or a file "
+        "on another file system?); register memory made with memfd_create");
+  }
   struct stat st {};
   if (fstat(fd, &st) != 0) {
     return absl::InvalidArgumentError(std::string("cannot inspect the descriptor: ") + std::strerror(errno));

@@ -135,7 +135,8 @@ absl::Status PartedSort::SortOnce(const Cancellation& cancellation, ExecutionRep
 
 absl::StatusOr<std::shared_ptr<PartedSort>> PartedSorts::Join(const std::string& caller_host, const SortSpec& spec,
                                                              const PartRef& part, Backend& backend,
-                                                             std::size_t max_request_bytes) {
+                                                             std::size_t max_request_bytes,
+                                                             const TakeJobTicket& take_ticket) {
   RETURN_IF_ERROR(CheckPart(spec, part, max_request_bytes));
   // The whole Sort's count against the backend's limits, before any part starts a job or allocates.
   RETURN_IF_ERROR(backend.CheckSortLimits(spec, part.total_keys));
@@ -148,7 +149,7 @@ absl::StatusOr<std::shared_ptr<PartedSort>> PartedSorts::Join(const std::string&
     RETURN_IF_ERROR(TakeFailed(key));
     if (auto found = jobs_.find(key); found != jobs_.end()) job = found->second.lock();
     // A job whose parts all arrived takes no more; its id may start a new Sort while the old one answers.
-    if (job == nullptr || job->AllArrived()) return StartJob(key, spec, part, backend);
+    if (job == nullptr || job->AllArrived()) return StartJob(key, spec, part, backend, take_ticket);
     joined = job->Join(spec, part);
   }
   // A part that does not fit its job means the caller's parts are broken: fail them all now rather
@@ -161,13 +162,19 @@ absl::StatusOr<std::shared_ptr<PartedSort>> PartedSorts::Join(const std::string&
 }
 
 absl::StatusOr<std::shared_ptr<PartedSort>> PartedSorts::StartJob(const std::string& key, const SortSpec& spec,
-                                                                 const PartRef& part, Backend& backend) {
+                                                                 const PartRef& part, Backend& backend,
+                                                                 const TakeJobTicket& take_ticket) {
   if (jobs_.size() >= max_jobs_) {
     return absl::ResourceExhaustedError("the server already holds " + std::to_string(max_jobs_) +
                                         " sorts arriving in parts; retry later");
   }
+  JobTicket ticket;
+  if (take_ticket) {
+    ASSIGN_OR_RETURN(ticket, take_ticket());
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<PartedSortIngest> ingest, backend.StartPartedSortIngest(spec, part.total_keys));
   auto job = std::make_shared<PartedSort>(spec, part, std::move(ingest), record_);
+  job->ticket_ = std::move(ticket);
   job->on_failed_ = [this, key](const absl::Status& for_others, uint32_t parts_to_come) {
     std::lock_guard lock(mutex_);
     RememberFailed(key, for_others, parts_to_come);

@@ -21,6 +21,12 @@
 
 namespace gpusort {
 
+// A Sort in parts holds one ticket of --max-inflight however many parts it has (issue 41: a ticket a
+// part made a 64-part Sort, which the proto allows, fail for every caller whose share is 48): the part
+// that starts the job takes it, and it is given back when the job's last part lets go of the job.
+using JobTicket = std::shared_ptr<void>;
+using TakeJobTicket = std::function<absl::StatusOr<JobTicket>()>;
+
 // What a part's first message says about the job (proto StreamPart).
 struct PartRef {
   std::string job;
@@ -72,6 +78,7 @@ class PartedSort {
   const uint64_t total_keys_;
   std::unique_ptr<PartedSortIngest> ingest_;
   std::shared_ptr<JointRecord> joint_record_;
+  JobTicket ticket_;  // given back when the job goes
   // Called once, with the failure, when the job fails before the sort (PartedSorts remembers it).
   std::function<void(const absl::Status& for_others, uint32_t parts_to_come)> on_failed_;
   std::atomic<std::chrono::steady_clock::rep> last_moved_{0};
@@ -101,11 +108,12 @@ class PartedSorts {
   explicit PartedSorts(std::size_t max_jobs, std::function<void(const RequestRecord&)> record = {})
       : max_jobs_(max_jobs), record_(std::move(record)) {}
 
-  // The job `part` belongs to, started by whichever of its parts comes first. `caller_host` scopes job
-  // ids, so that callers on other hosts cannot join a job even if they learn its id.
+  // The job `part` belongs to, started by whichever of its parts comes first, which takes the job's
+  // ticket with `take_ticket` (its refusal refuses the part). `caller_host` scopes job ids, so that
+  // callers on other hosts cannot join a job even if they learn its id.
   absl::StatusOr<std::shared_ptr<PartedSort>> Join(const std::string& caller_host, const SortSpec& spec,
                                                    const PartRef& part, Backend& backend,
-                                                   std::size_t max_request_bytes);
+                                                   std::size_t max_request_bytes, const TakeJobTicket& take_ticket);
 
   // Part `part` failed before it could join its job (its first message was refused): the job fails, or
   // is remembered as failed if none of its parts has come yet.
@@ -119,7 +127,8 @@ class PartedSorts {
   };
   // With mutex_ held.
   absl::StatusOr<std::shared_ptr<PartedSort>> StartJob(const std::string& key, const SortSpec& spec,
-                                                       const PartRef& part, Backend& backend);
+                                                       const PartRef& part, Backend& backend,
+                                                       const TakeJobTicket& take_ticket);
   void RememberFailed(const std::string& key, const absl::Status& for_others, uint32_t parts_to_come);
   absl::Status TakeFailed(const std::string& key);
   void Sweep();

@@ -272,12 +272,22 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     working_ = false;
   }
 
+  // Whether the call's work holds its ticket of --max-inflight through a job it joins instead of the
+  // call itself (a part of a Sort in parts).
+  virtual bool TicketIsTheJobs(const Request&) const { return false; }
+
   // The caller sent a message or took a chunk of the answer.
   void Moved() { last_moved_ = Clock::now().time_since_epoch().count(); }
 
   // The first message is in: trade the waiting stream's ticket for one of --max-inflight.
   absl::Status AdmitOnFirstMessage() {
-    RETURN_IF_ERROR(core_.Admit(call_, *context_));
+    if (TicketIsTheJobs(request_)) {
+      // A part of a Sort in parts: the job holds the one ticket (sort_parts.h); the part gives back its
+      // waiting stream's ticket and joins, and the part that starts the job takes the job's.
+      RETURN_IF_ERROR(core_.AdmitIntoJob(call_, *context_));
+    } else {
+      RETURN_IF_ERROR(core_.Admit(call_, *context_));
+    }
     phase_ = Phase::kReading;
     // Only now: a refusal goes out Trailers-Only, which the caller's retry policy may retry.
     context_->AddInitialMetadata("x-request-id", call_.request_id);
@@ -497,6 +507,8 @@ class SortStreamCall final
     if (m.has_part()) core_.parted_sorts().Abandon(PeerHost(context_->peer()), PartRefOf(m.part()), status);
   }
 
+  bool TicketIsTheJobs(const v1::SortStreamRequest& m) const override { return m.has_part(); }
+
   static PartRef PartRefOf(const v1::StreamPart& part) {
     return PartRef{.job = part.job(), .index = part.index(), .count = part.count(), .total_keys = part.total_keys()};
   }
@@ -543,7 +555,8 @@ class SortStreamCall final
     const PartRef ref = PartRefOf(part);
     ASSIGN_OR_RETURN(std::shared_ptr<PartedSort> job,
                      core_.parted_sorts().Join(PeerHost(context_->peer()), spec_, ref, core_.backend(),
-                                               core_.config().max_request_bytes));
+                                               core_.config().max_request_bytes,
+                                               [this] { return core_.scheduler().AdmitJob(call_.caller); }));
     part_index_ = ref.index;
     part_first_ = job->Begin(ref.index);
     part_keys_ = job->Begin(ref.index + 1) - part_first_;

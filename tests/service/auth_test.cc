@@ -1,6 +1,7 @@
 // Bearer tokens (server/service/auth.h): the token file's format, the answers for no, a malformed, a
 // wrong and a right token, and the comparison itself.
 #include "server/service/auth.h"
+#include "server/service/caller_identity.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -52,6 +53,24 @@ TEST(TokenCheck, MissingIsUnauthenticatedWrongIsPermissionDenied) {
   }
   for (std::string_view right : {"Bearer s3cret", "bearer s3cret", "BEARER s3cret", "Bearer  s3cret "})
     EXPECT_TRUE(CheckHeader(**auth, right).ok()) << right;
+}
+
+// One caller whatever the spelling: the shares (CallerIdentity) key on the token as authentication reads
+// it, on gRPC and on the shared-memory socket alike (issue 41).
+TEST(TokenCheck, EverySpellingOfOneTokenIsOneCaller) {
+  const std::string identity = TokenCallerIdentity("Bearer s3cret");
+  EXPECT_THAT(identity, ::testing::MatchesRegex("token:[0-9a-f]{16}"));
+  for (std::string_view spelling : {"bearer s3cret", "BEARER s3cret", "Bearer  s3cret", "Bearer s3cret ",
+                                    "bEaReR \t s3cret\t ", "Bearer s3cret\r"}) {
+    EXPECT_EQ(TokenCallerIdentity(spelling), identity) << spelling;
+    EXPECT_EQ(BearerToken(spelling), std::optional<std::string_view>("s3cret")) << spelling;
+  }
+  EXPECT_NE(TokenCallerIdentity("Bearer S3cret"), identity);  // the token's bytes themselves still count
+  EXPECT_NE(TokenCallerIdentity("Bearer s3cret2"), identity);
+  for (std::string_view none : {"", "Basic s3cret", "Bearer", "Bearer   ", "Bearers3cret"}) {
+    EXPECT_EQ(BearerToken(none), std::nullopt) << none;
+    EXPECT_EQ(TokenCallerIdentity(none), "") << none;
+  }
 }
 
 TEST(ConstantTime, EqualsOnlyForTheSameBytes) {

@@ -269,7 +269,9 @@ TEST(IdleStreams, CallerThatStopsReadingTheAnswerIsEndedAndItsTicketComesBack) {
   stream->Finish();
 }
 
-// Per-caller shares: with tokens, each token is a caller; one of them cannot take every ticket.
+// Per-caller shares: with tokens, each token is a caller; one of them cannot take every ticket, however
+// it spells its token (issue 41: the share was keyed by the raw header, so "bearer", "BEARER" and padded
+// spellings of one token were as many callers, and took every ticket).
 TEST(IdleStreams, OneCallerCannotTakeEveryTicket) {
   const std::string tokens_path = ::testing::TempDir() + "/gpusort-share-tokens";
   std::ofstream(tokens_path) << "token-of-mallory\ntoken-of-alice\n";
@@ -282,9 +284,12 @@ TEST(IdleStreams, OneCallerCannotTakeEveryTicket) {
   std::vector<std::unique_ptr<grpc::ClientReaderWriter<v1::SortStreamRequest, v1::SortStreamResponse>>> streams;
   v1::SortStreamRequest first;
   *first.mutable_options() = SmallSort().options();
+  // Each of Mallory's streams spells the same token differently: authentication takes them all.
+  const std::vector<std::string> spellings = {"Bearer token-of-mallory", "bearer token-of-mallory",
+                                              "BEARER  token-of-mallory", "Bearer token-of-mallory  "};
   const auto open_stream = [&] {
     contexts.push_back(std::make_unique<grpc::ClientContext>());
-    contexts.back()->AddMetadata("authorization", "Bearer token-of-mallory");
+    contexts.back()->AddMetadata("authorization", spellings[contexts.size() - 1]);
     contexts.back()->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
     streams.push_back(server.stub().SortStream(contexts.back().get()));
     return streams.back()->Write(first);

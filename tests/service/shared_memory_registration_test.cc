@@ -98,9 +98,10 @@ TEST(SharedMemoryRegistration, OnlyASealedReadWriteMemfdOfTheAskedSizeIsTaken) {
   ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
   UniqueFd pipe_read(pipe_fds[0]), pipe_write(pipe_fds[1]);
   EXPECT_EQ(RegisterCode(server, pipe_write.get(), 4096, &why), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(why, HasSubstr("not a regular file"));
+  EXPECT_THAT(why, HasSubstr("not shared memory"));
   UniqueFd a_socket(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   EXPECT_EQ(RegisterCode(server, a_socket.get(), 4096, &why), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(why, HasSubstr("not shared memory"));
   const std::string disk = DiskDirectory();
   if (!disk.empty()) {
     const std::string path = disk + "/gpusort-test-file-" + std::to_string(getpid());

@@ -12,7 +12,9 @@ CUDA arrays (torch, CuPy, anything with __cuda_array_interface__) stay on their 
 answers come back as arrays of the same kind on the same GPU.
 
 The module-level functions use one client for $GPUSORT_SERVER (default 127.0.0.1:50051). Errors the
-service answers are GpusortError, carrying the gRPC status code.
+service answers are GpusortError, carrying the gRPC status code; an OK answer that breaks the protocol
+(wrong lengths, missing stream chunks, indices outside their rows) is BadAnswerError, a GpusortError
+with code DATA_LOSS, and none of it is returned.
 """
 import os
 import threading
@@ -20,10 +22,10 @@ import threading
 from ._client import DEFAULT_TARGET, NAN_ORDERS, Client
 from ._device import DeviceArray
 from ._dtypes import SUPPORTED as SUPPORTED_DTYPES
-from .errors import GpusortError
+from .errors import BadAnswerError, GpusortError
 
-__all__ = ["Client", "DeviceArray", "GpusortError", "sort", "argsort", "sort_with", "topk", "default_client",
-           "SUPPORTED_DTYPES", "NAN_ORDERS", "DEFAULT_TARGET"]
+__all__ = ["Client", "DeviceArray", "GpusortError", "BadAnswerError", "sort", "argsort", "sort_with", "topk",
+           "default_client", "SUPPORTED_DTYPES", "NAN_ORDERS", "DEFAULT_TARGET"]
 __version__ = "0.1.0"
 
 _lock = threading.Lock()

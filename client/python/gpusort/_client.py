@@ -10,9 +10,10 @@ import threading
 
 import grpc
 import numpy as np
+from google.protobuf.message import DecodeError
 
-from . import _arrays, _device, _device_calls, _dtypes, _region_calls, _shm, _sockets
-from .errors import GpusortError
+from . import _answers, _arrays, _device, _device_calls, _dtypes, _region_calls, _shm, _sockets
+from .errors import BadAnswerError, GpusortError
 from .v1 import sort_pb2 as pb
 from .v1 import sort_pb2_grpc as pb_grpc
 
@@ -180,6 +181,7 @@ class Client:
             values, indices = data.reshape(-1)[:0], np.zeros(0, dtype=np.int64)
         else:
             values, indices = self._call_topk(options, keys, results, data.dtype)
+            self._check_topk_indices(indices, offsets, m, k)
         if special is not None:  # the canonical NaN / +0.0 sent: the caller's own keys back
             flat = data.reshape(-1)
             if offsets is None:
@@ -264,6 +266,8 @@ class Client:
             sorted_keys, indices = data.reshape(-1), np.zeros(0, dtype=np.int64)
         else:
             sorted_keys, indices = self._call_sort(options, keys, data.dtype)
+            if indices is not None:  # before they gather anything (nan="numpy", values) or reach the caller
+                self._check_sort_indices(indices, offsets, m)
         flat = data.reshape(-1)
         if indices is not None and (special is not None or value_data is not None):
             base = self._segment_starts(offsets, n, m)
@@ -278,6 +282,22 @@ class Client:
         keys_out = _arrays.restore_axis(sorted_keys, shape, axis, array.ndim, array.dtype)
         positions = None if indices is None else _arrays.restore_axis(indices, shape, axis, array.ndim)
         return converted.back(keys_out), positions, moved
+
+    @staticmethod
+    def _check_sort_indices(indices, offsets, m):
+        """A Sort's indices each within their row (0 .. m-1) or segment."""
+        if offsets is None:
+            return _answers.check_indices(indices, m)
+        lengths = np.diff(np.asarray(offsets, dtype=np.int64))
+        return _answers.check_indices(indices, lengths, lengths)
+
+    @staticmethod
+    def _check_topk_indices(indices, offsets, m, k):
+        """A TopK's indices each within their row, or their segment (which gave min(k, length) of them)."""
+        if offsets is None:
+            return _answers.check_indices(indices, m)
+        lengths = np.diff(np.asarray(offsets, dtype=np.int64))
+        return _answers.check_indices(indices, lengths, np.minimum(lengths, k))
 
     @staticmethod
     def _segment_starts(offsets, n, m):
@@ -317,7 +337,10 @@ class Client:
         if self._region_calls is not None:
             answer = self._region_calls.call(method, request.SerializeToString(), self.timeout)
             if answer is not None:
-                reply = reply_type.FromString(answer)
+                try:
+                    reply = reply_type.FromString(answer)
+                except DecodeError:  # protobuf's own error is no GpusortError
+                    raise BadAnswerError("the server's answer on the shared-memory socket does not parse") from None
                 self.last_info = reply.info
                 return reply
         return self._unary(stub_method, request)
@@ -393,8 +416,10 @@ class Client:
                 reply = self._stub.Sort(pb.SortRequest(options=options, keys=keys.tobytes()),
                                         timeout=self.timeout, metadata=self._metadata)
                 self.last_info = reply.info
-                sorted_keys = np.frombuffer(reply.keys, dtype=keys.dtype.newbyteorder("<")).astype(key_dtype)
-                indices = np.frombuffer(reply.indices, dtype="<i8").astype(np.int64) if with_indices else None
+                sorted_keys = _answers.array_of(reply.keys, n, keys.dtype.newbyteorder("<"), "keys").astype(key_dtype)
+                indices = None
+                if with_indices:
+                    indices = _answers.array_of(reply.indices, n, "<i8", "indices").astype(np.int64)
                 return sorted_keys, indices
             return self._stream_sort(options, keys, key_dtype, with_indices)
         except grpc.RpcError as error:
@@ -418,14 +443,17 @@ class Client:
                     yield request_type(keys=bytes(chunk))
 
         wire = {name: np.dtype("<i8") if name == "indices" else keys.dtype.newbyteorder("<") for name in outputs}
-        for reply in call(requests(), timeout=self.timeout, metadata=self._metadata):
-            for name, out in outputs.items():
-                data = getattr(reply, name)
-                if data:
-                    chunk = np.frombuffer(data, dtype=wire[name])
-                    out[reply.offset:reply.offset + chunk.size] = chunk
-            if reply.HasField("info"):
-                self.last_info = reply.info
+        answer = _answers.StreamAnswer(outputs, wire)
+        replies = call(requests(), timeout=self.timeout, metadata=self._metadata)
+        try:
+            for reply in replies:
+                answer.take(reply)
+                if reply.HasField("info"):
+                    self.last_info = reply.info
+        except BadAnswerError:
+            replies.cancel()  # the rest of a broken answer is of no use: stop the server sending it
+            raise
+        answer.finish()  # the outputs are np.empty: an element no chunk wrote holds stale memory
 
     def _stream_sort(self, options, keys, key_dtype, with_indices):
         outputs = {"keys": np.empty(keys.size, dtype=keys.dtype)}
@@ -444,8 +472,9 @@ class Client:
                 reply = self._stub.TopK(pb.TopKRequest(options=options, keys=keys.tobytes()),
                                         timeout=self.timeout, metadata=self._metadata)
                 self.last_info = reply.info
-                values = np.frombuffer(reply.values, dtype=keys.dtype.newbyteorder("<")).astype(key_dtype)
-                return values, np.frombuffer(reply.indices, dtype="<i8").astype(np.int64)
+                values = _answers.array_of(reply.values, results, keys.dtype.newbyteorder("<"), "values")
+                indices = _answers.array_of(reply.indices, results, "<i8", "indices")
+                return values.astype(key_dtype), indices.astype(np.int64)
             return self._stream_topk(options, keys, results, key_dtype)
         except grpc.RpcError as error:
             raise self._fail(error) from None

@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from . import _cuda, _device, _dtypes, _region_calls
+from . import _answers, _cuda, _device, _dtypes, _region_calls
 from .v1 import sort_pb2 as pb
 
 
@@ -92,6 +92,17 @@ def _require_socket(client):
                          "shm_socket= (the server's --shm-socket) or set $GPUSORT_SHM_SOCKET")
 
 
+def _check_indices(keys, indices, limits, counts):
+    """The server's indices each in [0, limit) of their row (`limits` a number) or segment (`limits` per
+    group, `counts` entries each), checked on the GPU before anything is gathered with them. Where the
+    caller's library has no GPU operations (a plain __cuda_array_interface__ array) they are handed back
+    unchecked: the client never gathers with them there, and checking would copy them to the host."""
+    if not keys.ops.can_gather:
+        return
+    limit = limits if np.ndim(limits) == 0 else keys.ops.repeat_starts(limits, counts)
+    _answers.check_device_indices(indices, limit)
+
+
 def _out(keys, region, offset, count, np_dtype):
     """A new array of the caller's kind holding `count` elements copied from the region at `offset`."""
     out = keys.ops.empty(count, np_dtype)
@@ -135,6 +146,9 @@ def sort(client, a, axis, descending, stable, algorithm, dtype, nan, offsets, va
             client._region_call(_region_calls.SORT, client._stub.Sort, pb.SortResponse, request)
             sorted_keys = _out(keys, region, out_at, n, keys.np_dtype)
             indices = _out(keys, region, index_at, n, np.int64) if with_indices else None
+        if indices is not None:
+            lengths = None if offsets is None else np.diff(np.asarray(offsets, dtype=np.int64))
+            _check_indices(keys, indices, keys.m if offsets is None else lengths, lengths)
     moved = None
     if gather and n:
         positions = indices + _starts_of_sort(keys, offsets)
@@ -181,6 +195,7 @@ def topk(client, a, k, axis, largest, sorted, algorithm, dtype, nan, offsets):
         options.rows = max(1, n // m)
         group_starts = np.arange(n // m, dtype=np.int64) * m
         group_counts = np.full(n // m, int(k))
+    group_limits = m if offsets is None else np.diff(o)  # indices count from their row's or segment's start
     results = int(group_counts.sum())
     if n == 0 or results == 0:
         values, indices = keys.ops.empty(0, keys.np_dtype), keys.ops.empty(0, np.int64)
@@ -195,6 +210,7 @@ def topk(client, a, k, axis, largest, sorted, algorithm, dtype, nan, offsets):
             client._region_call(_region_calls.TOPK, client._stub.TopK, pb.TopKResponse, request)
             values = _out(keys, region, values_at, results, keys.np_dtype)
             indices = _out(keys, region, index_at, results, np.int64)
+        _check_indices(keys, indices, group_limits, group_counts)
         if keys.special is not None:  # the canonical NaN / +0.0 sent: the caller's own keys back
             positions = indices + keys.ops.repeat_starts(group_starts, group_counts)
             values = keys.ops.gather(keys.ops.flat(keys.wire), positions)

@@ -8,7 +8,7 @@ import threading
 import grpc
 import numpy as np
 
-from .errors import GpusortError
+from .errors import BadAnswerError, GpusortError
 from .v1 import sort_pb2 as pb
 
 _REQUEST = struct.Struct("<4sHHIIQ32sQ")  # magic, version, 0, index, 0, bytes, ticket, 0
@@ -49,14 +49,14 @@ def _run_part(host, port, ticket, index, keys_bytes, keys_out, indices_out, time
         _receive_into(conn, memoryview(header))
         magic, version, _, code, text_length, key_bytes, index_bytes = _REPLY.unpack(header)
         if magic != b"GSDR" or version != 1:
-            raise GpusortError(grpc.StatusCode.DATA_LOSS, "the data port answered something that is not a reply")
+            raise BadAnswerError("the data port answered something that is not a reply")
         if code != 0:
             reason = bytearray(min(text_length, 1024))
             _receive_into(conn, memoryview(reason))
             status = {c.value[0]: c for c in grpc.StatusCode}.get(code, grpc.StatusCode.UNKNOWN)
             raise GpusortError(status, "data port: " + reason.decode("ascii", "replace"))
         if key_bytes != keys_out.nbytes or index_bytes != (0 if indices_out is None else indices_out.nbytes):
-            raise GpusortError(grpc.StatusCode.DATA_LOSS, "the data port's answer does not have the part's size")
+            raise BadAnswerError("the data port's answer does not have the part's size")
         _receive_into(conn, memoryview(keys_out).cast("B"))
         if indices_out is not None:
             _receive_into(conn, memoryview(indices_out).cast("B"))
@@ -69,10 +69,12 @@ def sort(client, options, keys, with_indices):
     parts = max(1, min(client.socket_parts, _MAX_PARTS, len(raw) // _MIN_PART_BYTES))
     call = client._stub.SortOnSockets(pb.SocketSortRequest(options=options, total_keys=n, parts=parts),
                                       timeout=client.timeout, metadata=client._metadata)
-    first = next(call)
+    first = next(call, None)  # a stream that ends OK before its first event: None, not StopIteration
+    if first is None:
+        raise BadAnswerError("the server's SortOnSockets call ended without its first event")
     if len(first.ticket) != 32 or not 0 < first.port < 65536:
         call.cancel()
-        raise GpusortError(grpc.StatusCode.DATA_LOSS, "the server's SortOnSockets answer has no ticket and port")
+        raise BadAnswerError("the server's SortOnSockets answer has no ticket and port")
     keys_out = np.empty(n, dtype=keys.dtype)
     indices_out = np.empty(n, dtype="<i8") if with_indices else None
     failures = []  # in the order they came: the first is the cause, later ones may follow from cancel()

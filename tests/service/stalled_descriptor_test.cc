@@ -1,0 +1,161 @@
+// A caller's descriptor that blocks whoever touches it (issue 41): a file on a FUSE mount whose daemon
+// withholds its replies blocks fstat and close; a TCP socket with SO_LINGER whose peer reads nothing
+// blocks its last close. The registration listener serves every user's registrations on one thread, so
+// one such descriptor froze them all, and the server's shutdown with them. Each test hands the server
+// such a descriptor and checks that everyone else is still served at once and that the server still
+// stops at once. (The stand-in is the lingering socket: it needs no FUSE mount, which CI may not allow.)
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <memory>
+#include <span>
+
+#include "server/service/caller_descriptor.h"
+#include "tests/service/shm_test_support.h"
+#include "tests/support/inputs.h"
+#include "tests/support/reference.h"
+
+namespace gpusort::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+
+// A TCP socket whose last close blocks for `linger`: its send queue is full, its peer (a listener that
+// never accepts) reads nothing, and SO_LINGER makes close wait for the queue to drain.
+struct LingeringSocket {
+  UniqueFd peer_listener;
+  UniqueFd socket;
+
+  explicit LingeringSocket(std::chrono::seconds linger_for) {
+    peer_listener = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (bind(peer_listener.get(), reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+        listen(peer_listener.get(), 1) != 0 ||
+        getsockname(peer_listener.get(), reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      return;
+    }
+    socket = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (connect(socket.get(), reinterpret_cast<sockaddr*>(&address), length) != 0 && errno != EINPROGRESS) return;
+    pollfd writable{socket.get(), POLLOUT, 0};
+    (void)poll(&writable, 1, 5000);
+    const std::vector<char> chunk(1 << 16, 'x');
+    while (send(socket.get(), chunk.data(), chunk.size(), MSG_NOSIGNAL) > 0) {
+    }
+    const struct linger on{.l_onoff = 1, .l_linger = static_cast<int>(linger_for.count())};
+    setsockopt(socket.get(), SOL_SOCKET, SO_LINGER, &on, sizeof(on));
+  }
+};
+
+// Sends a registration carrying `fd` and lets go of the test's own copy at once, so that the server's
+// copy is the last one (its close is the one that blocks); returns the reply.
+std::optional<v1::region_socket::Reply> RegisterAndLetGo(const TestServer& server, UniqueFd fd,
+                                                         std::uint16_t kind = 1) {
+  UniqueFd connection = ConnectTo(server.shm_socket());
+  if (!connection.valid()) return std::nullopt;
+  const std::vector<std::byte> record = RequestRecord({.kind = kind, .size = 4096});
+  iovec iov{const_cast<std::byte*>(record.data()), record.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  const int raw = fd.get();
+  std::memcpy(CMSG_DATA(c), &raw, sizeof(int));
+  if (sendmsg(connection.get(), &msg, MSG_NOSIGNAL) < 0) return std::nullopt;
+  fd.reset();
+  timeval timeout{10, 0};
+  setsockopt(connection.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  std::array<std::byte, v1::region_socket::kReplyBytes> reply{};
+  const ssize_t n = recv(connection.get(), reply.data(), reply.size(), 0);
+  if (n <= 0) return std::nullopt;
+  return v1::region_socket::DecodeReply(std::span(reply.data(), static_cast<std::size_t>(n)));
+}
+
+void ExpectRegistersAndSorts(TestServer& server) {
+  Client client = ShmClientFor(server);
+  auto region = client.CreateSharedMemory(4000);
+  ASSERT_TRUE(region.ok()) << region.status();
+  const std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 1000, 7);
+  Put(**region, 0, keys);
+  SortOptions o;
+  o.algorithm = ClientTestAlgorithm();
+  auto info = client.SortInRegion(client::DType::kUint32, o, client::Payload::kNone, (*region)->Ref(0, 4000),
+                                  (*region)->Ref(0, 4000));
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(Get<uint32_t>(**region, 0, 1000), ReferenceSort(keys, SortOrder::kAscending));
+}
+
+TEST(StalledDescriptors, ADescriptorWhoseCloseBlocksHoldsUpNoOtherCallerNorTheShutdown) {
+  auto server = std::make_unique<TestServer>(ShmConfig());
+  LingeringSocket stall(std::chrono::seconds(20));
+  ASSERT_TRUE(stall.socket.valid());
+  const std::size_t closing_before = DescriptorsClosingAside();
+
+  const auto reply = RegisterAndLetGo(*server, std::move(stall.socket));
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->code, static_cast<uint32_t>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(reply->text, HasSubstr("not shared memory"));
+
+  // Another user's registration and call, while the refused descriptor's close is still blocked.
+  const auto start = Clock::now();
+  ExpectRegistersAndSorts(*server);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5)) << "the listener waited on the caller's descriptor";
+  // The stand-in did block: its close is still under way, on the closing thread.
+  EXPECT_GT(DescriptorsClosingAside(), closing_before);
+
+  // The server stops (as on SIGTERM) without waiting for that close.
+  const auto stop = Clock::now();
+  server.reset();
+  EXPECT_LT(Clock::now() - stop, std::chrono::seconds(5)) << "shutdown waited on the caller's descriptor";
+}
+
+// The same descriptor passed as device memory: it never reaches the backend (whose import would look at
+// it), and nothing waits on its close either.
+TEST(StalledDescriptors, AsDeviceMemoryItIsRefusedUnlookedAt) {
+  TestServer server(ShmConfig());
+  LingeringSocket stall(std::chrono::seconds(20));
+  ASSERT_TRUE(stall.socket.valid());
+  const auto reply = RegisterAndLetGo(server, std::move(stall.socket), /*kind=*/2);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->code, static_cast<uint32_t>(absl::StatusCode::kInvalidArgument)) << reply->text;
+  EXPECT_THAT(reply->text, HasSubstr("not CUDA device memory"));
+  const auto start = Clock::now();
+  ExpectRegistersAndSorts(server);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+}
+
+// What the listener classifies without touching a file's file system.
+TEST(StalledDescriptors, KindsAreToldApartWithoutBlockingCalls) {
+  UniqueFd memory = Memfd(4096);
+  EXPECT_EQ(KindOfCallerDescriptor(memory.get()), CallerDescriptorKind::kSharedMemory);
+  UniqueFd unsealed(memfd_create("gpusort-test", MFD_CLOEXEC));  // tmpfs all the same: nothing blocks on it
+  EXPECT_EQ(KindOfCallerDescriptor(unsealed.get()), CallerDescriptorKind::kSharedMemory);
+  int pipe_fds[2];
+  ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
+  UniqueFd pipe_read(pipe_fds[0]), pipe_write(pipe_fds[1]);
+  EXPECT_EQ(KindOfCallerDescriptor(pipe_read.get()), CallerDescriptorKind::kOther);
+  UniqueFd a_socket(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  EXPECT_EQ(KindOfCallerDescriptor(a_socket.get()), CallerDescriptorKind::kOther);
+  UniqueFd file(open("/proc/self/status", O_RDONLY | O_CLOEXEC));
+  EXPECT_EQ(KindOfCallerDescriptor(file.get()), CallerDescriptorKind::kOther);
+  EXPECT_EQ(KindOfCallerDescriptor(-1), CallerDescriptorKind::kOther);
+  UniqueFd event(eventfd(0, EFD_CLOEXEC));  // anon_inode: what a driver's exported handle looks like
+  EXPECT_EQ(KindOfCallerDescriptor(event.get()), CallerDescriptorKind::kDeviceMemoryHandle);
+}
+
+}  // namespace
+}  // namespace gpusort::testing
