@@ -22,21 +22,6 @@ namespace {
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 
-// The server still registers and sorts: a fresh region, a sort in it, the right answer.
-void ExpectStillServing(TestServer& server) {
-  Client client = ShmClientFor(server);
-  auto region = client.CreateSharedMemory(4000);
-  ASSERT_TRUE(region.ok()) << region.status();
-  const std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 1000, 4);
-  Put(**region, 0, keys);
-  SortOptions o;
-  o.algorithm = ClientTestAlgorithm();
-  auto info = client.SortInRegion(client::DType::kUint32, o, client::Payload::kNone, (*region)->Ref(0, 4000),
-                                  (*region)->Ref(0, 4000));
-  ASSERT_TRUE(info.ok()) << info.status();
-  EXPECT_EQ(Get<uint32_t>(**region, 0, 1000), ReferenceSort(keys, SortOrder::kAscending));
-}
-
 // A directory on a disk file system (not tmpfs) for a regular file, or empty when there is none.
 std::string DiskDirectory() {
   for (const char* dir : {".", "/var/tmp", "/tmp"}) {

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,8 @@
 #include "gpusort/v1/region_socket.h"
 #include "server/core/unique_fd.h"
 #include "tests/service/test_server.h"
+#include "tests/support/inputs.h"
+#include "tests/support/reference.h"
 
 namespace gpusort::testing {
 
@@ -75,8 +78,11 @@ inline UniqueFd ConnectTo(const std::string& path) {
 
 // Sends `bytes` with `fds` attached on `connection` and reads the reply record (nullopt: none within 10 s,
 // or the connection closed without one).
+// `after_send` runs once the message is sent, before the reply is read (a test that must let go of its
+// copies of the descriptors first).
 inline std::optional<v1::region_socket::Reply> SendRaw(int connection, const std::vector<std::byte>& bytes,
-                                                       const std::vector<int>& fds) {
+                                                       const std::vector<int>& fds,
+                                                       const std::function<void()>& after_send = {}) {
   std::vector<char> control(fds.empty() ? 0 : CMSG_SPACE(sizeof(int) * fds.size()));
   iovec iov{const_cast<std::byte*>(bytes.data()), bytes.size()};
   msghdr msg{};
@@ -92,12 +98,30 @@ inline std::optional<v1::region_socket::Reply> SendRaw(int connection, const std
     std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
   }
   if (sendmsg(connection, &msg, MSG_NOSIGNAL) < 0) return std::nullopt;
+  if (after_send) after_send();
   timeval timeout{10, 0};
   setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   std::array<std::byte, v1::region_socket::kReplyBytes> reply{};
   const ssize_t n = recv(connection, reply.data(), reply.size(), 0);
   if (n <= 0) return std::nullopt;
   return v1::region_socket::DecodeReply(std::span(reply.data(), static_cast<std::size_t>(n)));
+}
+
+// The server still registers and sorts: a fresh region, a sort in it, the right answer.
+inline void ExpectStillServing(const TestServer& server) {
+  Client client = ShmClientFor(server);
+  auto region = client.CreateSharedMemory(4000);
+  ASSERT_TRUE(region.ok()) << region.status();
+  const std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 1000, 4);
+  std::memcpy((*region)->data(), keys.data(), keys.size() * sizeof(uint32_t));
+  SortOptions o;
+  o.algorithm = ClientTestAlgorithm();
+  auto info = client.SortInRegion(client::DType::kUint32, o, client::Payload::kNone, (*region)->Ref(0, 4000),
+                                  (*region)->Ref(0, 4000));
+  ASSERT_TRUE(info.ok()) << info.status();
+  std::vector<uint32_t> sorted(keys.size());
+  std::memcpy(sorted.data(), (*region)->data(), sorted.size() * sizeof(uint32_t));
+  EXPECT_EQ(sorted, ReferenceSort(keys, SortOrder::kAscending));
 }
 
 inline std::vector<std::byte> RequestRecord(const v1::region_socket::Request& request) {
