@@ -4,7 +4,7 @@
 #   here:  scripts/edge-device.sh bundle [ROWS_DIR...]   # CUDA build in build-cuda, bundled into build/device
 #          (ROWS_DIR: bundles of other builds of comparison_bench to run beside this one, carried as they are)
 #   GPU:   scripts/edge-device.sh device OUT [--no-ncu] [--no-network] [--no-shm] [--mixed] [--rows-only]
-#          [--engine-tests] [--net-probe] [--bdp] [--sockets] [--spin-ab] [--probe] [--wake] [--client-spin]
+#          [--engine-tests] [--net-probe] [--sockets] [--spin-ab] [--probe] [--wake] [--client-spin]
 #          [--shm-calls] [--no-tests]
 #          [--no-rows] [--no-duplex]
 #          (run(command='scripts/edge-device.sh device $OUT', carry=['build/device.tar.xz']))
@@ -18,8 +18,7 @@
 # engine's other suites (sort_ingest_test, device_region_test, the fault tests, gpu_job_source_test (the
 # pipeline's stage times among them), cuda_backend_test's
 # CudaBackend.* and pinned sorts); with --net-probe, service-bench.sh's probe (gRPC echoes of 64 MiB split
-# in different ways); with --bdp, service-bench.sh's bdp (the 64 MiB rows and small sorts on servers with
-# gRPC's BDP probe on and off); with --sockets, service-bench.sh's sockets (the sorts over the data port,
+# in different ways); with --sockets, service-bench.sh's sockets (the sorts over the data port,
 # SortOnSockets, beside gRPC's parted sort and the plain-TCP floor); with --spin-ab, the shared-memory rows and the mixed load (arrays in
 # regions) on CUDA servers whose waits for GPU events poll first (--cuda-wait-spin-us 2000, the default)
 # and sleep at once (0), three alternating rounds, and a CPU server's mixed load beside them; with
@@ -46,12 +45,12 @@ bundle() {
 
 device() {
   local out=$1; shift
-  local ncu=1 network=1 shm=1 mixed="" tests=1 engine_tests="" probe="" bdp="" rows=1 duplex=1 spin_ab="" split_probe=""
+  local ncu=1 network=1 shm=1 mixed="" tests=1 engine_tests="" probe="" rows=1 duplex=1 spin_ab="" split_probe=""
   local wake="" client_spin="" sockets="" shm_calls=""
   for a in "$@"; do
     case $a in
       --no-ncu) ncu="" ;; --no-network) network="" ;; --no-shm) shm="" ;; --mixed) mixed=1 ;;
-      --engine-tests) engine_tests=1 ;; --net-probe) probe=1 ;; --bdp) bdp=1 ;; --sockets) sockets=1 ;;
+      --engine-tests) engine_tests=1 ;; --net-probe) probe=1 ;; --sockets) sockets=1 ;;
       --spin-ab) spin_ab=1 ;; --probe) split_probe=1 ;; --wake) wake=1 ;; --client-spin) client_spin=1 ;;
       --no-tests) tests="" ;; --no-rows) rows="" ;; --no-duplex) duplex="" ;; --shm-calls) shm_calls=1 ;;
       --rows-only) network="" shm="" tests="" ;;
@@ -118,9 +117,6 @@ device() {
   fi
   if [ -n "$sockets" ]; then
     step service_sockets env LD_LIBRARY_PATH="$PWD/build/device/lib" scripts/service-bench.sh build/device "$logs/sockets" sockets
-  fi
-  if [ -n "$bdp" ]; then
-    step service_bdp env LD_LIBRARY_PATH="$PWD/build/device/lib" scripts/service-bench.sh build/device "$logs/bdp" bdp
   fi
   cat "$summary"
   grep -h "GB/s" "$logs"/duplex_*.log 2> /dev/null

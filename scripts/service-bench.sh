@@ -3,13 +3,12 @@
 # (BENCHMARKS.md "Service"). Starts CUDA servers on loopback and writes one JSON file per measurement
 # into OUT_DIR; bench/service_report.py turns them into the tables.
 #
-#   scripts/service-bench.sh BIN_DIR OUT_DIR [--quick] [sizes] [chunks] [small] [stream16] [split] [probe] [bdp] [sockets]
+#   scripts/service-bench.sh BIN_DIR OUT_DIR [--quick] [sizes] [chunks] [small] [stream16] [split] [probe] [sockets]
 #
 # BIN_DIR holds gpusort-server and gpusort (build/bin here, build/device on the GPU machine). The named
 # parts run (sizes, chunks and small when none is named; stream16 repeats the 16M streaming figures with
 # more requests; split measures where a streamed sort's time goes; probe the 16M parted sort and echo
-# with reused and fresh answer memory, on servers with different malloc settings; bdp the same 64 MiB and
-# small sorts on servers with gRPC's BDP probe on and off, --http2-bdp-probe; sockets the sorts over the
+# with reused and fresh answer memory, on servers with different malloc settings; sockets the sorts over the
 # data port, SortOnSockets, beside the same sorts through gRPC and the plain-TCP floor). After each
 # measurement OUT_DIR/service-json.tar.gz holds every JSON so far, so that a run cut short still brings
 # back what it measured.
@@ -17,7 +16,7 @@ set -uo pipefail
 bin=$1 out=$2; shift 2
 quick="" parts=""
 for a in "$@"; do
-  case $a in --quick) quick=1 ;; sizes|chunks|small|stream16|split|probe|bdp|sockets) parts="$parts $a" ;; *) echo "unknown: $a" >&2; exit 2 ;; esac
+  case $a in --quick) quick=1 ;; sizes|chunks|small|stream16|split|probe|sockets) parts="$parts $a" ;; *) echo "unknown: $a" >&2; exit 2 ;; esac
 done
 [ -z "$parts" ] && parts=" sizes chunks small"
 want() { [[ " $parts " == *" $1 "* ]]; }
@@ -156,26 +155,6 @@ if want probe; then
   floor "probe-x8" $((64 << 20)) 8 20
 fi
 
-# 1e. gRPC's BDP probe on (its default) and off (--http2-bdp-probe false), in alternating rounds: the 64 MiB
-# echo and sort in 8 parts and on one stream, and 1000-key sorts 64 in flight (do the probe's PINGs cost
-# small calls anything?), beside the TCP floor. Off took 30-40% less time for the echo on a 2-core
-# machine's loopback; whether a 16-core host sees it is what this measures.
-if want bdp; then
-  for round in 1 2 3; do
-    for probe in true false; do
-      start_server "bdp-$probe-r$round" --http2-bdp-probe "$probe"
-      common=(--transport stream --count 16M --requests 10 --warmup 0.5 --payloads 2)
-      run "bdp-r$round-$probe-echo-p8" --method echo --stream-parts 8 "${common[@]}"
-      run "bdp-r$round-$probe-sort-p8" --method sort --stream-parts 8 "${common[@]}"
-      run "bdp-r$round-$probe-echo-p1" --method echo "${common[@]}"
-      run "bdp-r$round-$probe-sort-p1" --method sort --stream-parts 1 "${common[@]}"
-      run "bdp-r$round-$probe-small-c64" --method sort --count 1000 --concurrency 64 --connections 8 --duration 3 --warmup 1
-      kill "$(jobs -p | tail -1)" 2>/dev/null
-    done
-    floor "bdp-r$round-x8" $((64 << 20)) 8 10
-  done
-fi
-
 # 1c. Where a streamed 16M sort's time goes. A TopK with k = 1 streams the same 64 MiB up and answers
 # with one key, so it is the upload alone; the sort is upload + device + download; the echo overlaps its
 # upload with its download. Then the same 64 MiB split over 4 and 8 streamed echoes in flight at once,
@@ -196,14 +175,6 @@ if [ -z "$quick" ] && want chunks; then
     run "chunk-$chunk-sort" --method sort --transport stream --count 16M --chunk-bytes "$chunk" --requests 10 --warmup 0.5 --payloads 2
     run "chunk-$chunk-echo" --method echo --transport stream --count 16M --chunk-bytes "$chunk" --requests 10 --warmup 0.5 --payloads 2
   done
-fi
-
-# 2b. A larger HTTP/2 receive window per stream (--http2-lookahead-bytes) at the default chunk size.
-if [ -z "$quick" ] && want chunks; then
-  start_server lookahead --http2-lookahead-bytes 16777216
-  run "window-16M-sort" --method sort --transport stream --count 16M --requests 10 --warmup 0.5 --payloads 2
-  run "window-16M-echo" --method echo --transport stream --count 16M --requests 10 --warmup 0.5 --payloads 2
-  start_server main2
 fi
 
 # 3. Many small requests: 1000 u32 keys, 64 in flight, on 1 and 8 connections; then with batching.

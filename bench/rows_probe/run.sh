@@ -5,7 +5,7 @@
 # variant with nvcc, prints each one's SASS instruction counts for the 256- and 1024-key row kernels
 # (cuobjdump), and times them alternating, two rounds: 65536 x 256 and 16384 x 1024 u32 rows, events
 # around the kernel, median of 30 after 3 warm-ups with the L2 flushed, every row checked against
-# std::sort. How the rows kernel of issue 18's sixth step was chosen (BENCHMARKS.md).
+# std::sort. How the rows kernel of issue 18's sixth step was chosen (docs/benchmarks-log.md).
 #
 #   mkdir -p v0 vA && cp kernels/src/bitonic_network.cuh v0/ && cp kernels/src/bitonic_network.cuh vA/  # edit vA
 #   run(command="bench/rows_probe/run.sh /tmp/rp $PWD/v0 $PWD/vA")

@@ -7,7 +7,7 @@
 // the whole of the server's work: with wait_spin it polls the call's completion queue (epoll with a zero
 // timeout, yielding the core between polls) for that long before it sleeps. Measured with it (5 ms): a
 // 16M top-k from shared memory 1.74-1.83 ms against 1.88-1.96, and a 16M sort unchanged, whose wait
-// outside the server is on the server's side (BENCHMARKS.md, issue 18, sixth step).
+// outside the server is on the server's side (docs/benchmarks-log.md, issue 18, sixth step).
 #pragma once
 
 #include <chrono>

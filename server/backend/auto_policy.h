@@ -62,7 +62,7 @@ std::string_view AutoRoutingName(AutoRouting routing);
 // at 64K, not at the size rule's 16K: at 16K the two engines tie one request at a time on the grid, and
 // a closed loop of 4 often finds nothing else in flight between an answer and its next call, which sent
 // a share of those 16K sorts to the GPU, where the CPU is faster at 4 in flight. GPU machine
-// (H200 host, 16 cores, 2026-11-26; BENCHMARKS.md "AUTO under load, a second grid"), u32 sorts over gRPC
+// (H200 host, 16 cores, 2026-11-26; docs/benchmarks-log.md "AUTO under load, a second grid"), u32 sorts over gRPC
 // on 4 connections, a CPU-only server beside GPU-only routing: one request at a time, they tie at 16K
 // keys (1,505 vs 1,552 req/s) and the GPU wins at 64K (1,047 vs 577); at 4 in flight the CPU wins at 16K
 // (6,799 vs 6,148) and the GPU at 64K (3,693 vs 2,482); at 16 and 64 in flight the CPU wins at 64K
@@ -72,7 +72,7 @@ std::string_view AutoRoutingName(AutoRouting routing);
 // the same crossings: 16K at 4 in flight 6,274 vs 5,836; 64K 2,222 vs 2,913 at 4 and 4,863 vs 4,401 at
 // 16; 256K at 16 1,080 vs 1,727.
 // Where the step lies, in what the router sees: the server's admitted calls, not the callers' (issue
-// 18's 64K row, H100, 2026-11-27, BENCHMARKS.md "Issue 18, ninth step"). Over gRPC most
+// 18's 64K row, H100, 2026-11-27, docs/benchmarks-log.md "Issue 18, ninth step"). Over gRPC most
 // of a 64K call is spent in the transport, outside any ticket: at 16 in flight on a CPU-only server a
 // call took 2.8 ms (p50) of which the server held it 1.08, so about 16 x 1.08 / 2.8 = 6 calls were
 // admitted at a time; at 64 in flight 64 x 1.25 / 11 = 7; at 4 in flight on the GPU 4 x 0.39 / 1.13 =

@@ -40,7 +40,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice
     }
     if (parsed.ok()) devices = std::move(*parsed);
   }
-  auto cuda = MakeCudaBackend({.engine = {.device = choice.cuda_device,
+  auto cuda = MakeCudaBackend({.engine = {.device = 0,
                                           .streams = choice.cuda_streams,
                                           .staging_bytes = choice.cuda_staging_bytes,
                                           .memory_limit_bytes = choice.cuda_memory_limit_bytes,

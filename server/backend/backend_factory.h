@@ -13,8 +13,7 @@ namespace gpusort {
 struct BackendChoice {
   std::string backend = "auto";  // auto: CUDA when a GPU is usable, else CPU (logged either way)
   int cpu_threads = 0;
-  int cuda_device = 0;
-  std::string cuda_devices;            // "all" or "0,1": one engine per GPU (gpu_set.h); empty: cuda_device
+  std::string cuda_devices;            // "all" or "0,1": one engine per GPU (gpu_set.h); empty: GPU 0
   std::size_t split_from_keys = 0;     // arrays this large split across the GPUs (0: only what one cannot take)
   std::size_t max_request_bytes = 0;   // the server's --max-request-bytes (gpu_set.h: where streams go)
   int cuda_streams = 4;

@@ -79,12 +79,9 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
                  "alone), gpu (every AUTO call to the GPU)")
       ->check(CLI::IsMember({"size", "load", "gpu"}))
       ->capture_default_str();
-  app.add_option("--cuda-device", c.cuda_device, "GPU ordinal the CUDA backend uses")
-      ->check(CLI::Range(0, 255))
-      ->capture_default_str();
   app.add_option("--cuda-devices", c.cuda_devices,
                  "GPUs to serve from, each with its own engine, requests placed by load: all, or a list such as "
-                 "0,1 (overrides --cuda-device; --cuda-streams, --cuda-staging-bytes, --cuda-stream-memory-bytes and "
+                 "0,1 (empty: GPU 0; --cuda-streams, --cuda-staging-bytes, --cuda-stream-memory-bytes and "
                  "--cuda-memory-limit-bytes apply to each)")
       ->capture_default_str();
   app.add_option("--split-from-keys", c.split_from_keys,
@@ -127,15 +124,6 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
                  "how many threads may poll GPU events at once (--cuda-wait-spin-us); a waiter past them sleeps at "
                  "once. 0: one for each GPU served")
       ->check(CLI::Range(0, 4096))
-      ->capture_default_str();
-  app.add_option("--http2-lookahead-bytes", c.http2_lookahead_bytes,
-                 "HTTP/2 receive window per stream (0: gRPC's default); larger lets a streamed upload run ahead")
-      ->check(CLI::Range(0, 1 << 30))
-      ->capture_default_str();
-  app.add_option("--http2-bdp-probe", c.http2_bdp_probe,
-                 "gRPC's bandwidth-delay-product probe, which sizes HTTP/2 receive windows from PINGs sent while data "
-                 "arrives (false: windows stay at --http2-lookahead-bytes; on loopback a 64 MiB echo in parts ran faster "
-                 "without it, a sort of those bytes no faster: BENCHMARKS.md)")
       ->capture_default_str();
   app.add_option("--stream-chunk-bytes", c.stream_chunk_bytes,
                  "default size of response chunks in the streaming RPCs")

@@ -25,8 +25,7 @@ struct ServerConfig {
   double connection_idle_timeout_seconds = 300;  // a connection with no call this long is closed (GOAWAY)
   int workers = 0;                               // threads running jobs; 0 = one per core
   int cpu_threads = 0;                           // threads the CPU backend may use; 0 = all cores
-  int cuda_device = 0;                           // which GPU the CUDA backend uses
-  std::string cuda_devices;                      // "all" or "0,1": serve from each (overrides cuda_device)
+  std::string cuda_devices;                      // "all" or "0,1": serve from each; empty: GPU 0
   std::size_t split_from_keys = 0;               // arrays this large split across the GPUs; 0 = only when too big for one
   std::string auto_routing = "load";             // AUTO between CPU and GPU: size | load | gpu (auto_policy.h)
   int cuda_streams = 4;                          // jobs on the GPU at once (one stream each)
@@ -36,11 +35,6 @@ struct ServerConfig {
   int cuda_stream_depth = 1;                     // jobs a stream holds at once: the next queues behind one ending
   int cuda_wait_spin_us = 2000;                  // a thread waiting for the GPU polls this long, then sleeps
   int cuda_wait_pollers = 0;                     // at most this many poll at once (0: one a GPU served)
-  int http2_lookahead_bytes = 0;                 // per-stream HTTP/2 receive window; 0 = gRPC's own
-  // gRPC's bandwidth-delay-product probe (PINGs while data arrives, to size the receive windows). On by
-  // default, as in gRPC: it is what lets windows grow across a long round trip. Off, loopback echoes of
-  // 64 MiB took 0.5-0.7x the time on a 2-core machine (BENCHMARKS.md, "gRPC's BDP probe").
-  bool http2_bdp_probe = true;
   std::size_t stream_chunk_bytes = 1u << 20;     // default response chunk of the streaming RPCs
   std::size_t inline_max_keys = 4096;            // AUTO/CPU calls this small run on gRPC's thread; 0 = never
   int batch_delay_us = 0;                        // dynamic batching of small Sorts: wait this long; 0 = off

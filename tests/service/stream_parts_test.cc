@@ -342,7 +342,7 @@ TEST_F(StreamParts, ABrokenSortInPartsCountsOnceUnderTheBreakingPartsCode) {
   auto first_stub = server_.NewStub();
   auto first = std::async(std::launch::async, [&] { return SendPart(*first_stub, options, Part(job, 0, 2, 20), half, 40, 4); });
   // The first part must have joined before the second breaks the job: a part that comes after its job
-  // failed never joins it and counts on its own (README, gpusort_requests_total).
+  // failed never joins it and counts on its own (docs/deployment.md, gpusort_requests_total).
   ASSERT_TRUE(WaitForInflight(1));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   PartAnswer second = SendPart(*server_.NewStub(), options, Part(job, 1, 2, 20), half + "xxxx", 44, 4);

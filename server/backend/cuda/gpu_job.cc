@@ -40,7 +40,7 @@ absl::Status QueueSteps(const GpuJobEnv& env, GpuJob& job, JobEvents& events, co
   // "h2d" is the host's time in the ingest. An ingest that needs nothing back from the GPU (a small sort,
   // a top-k, a row sort: GpuKeySource::IngestKeysOnly) returns with its copies queued, and their GPU time
   // then falls in no stage (kernel_start completes after them). An event to time them cost issue 18's mix
-  // 3-5% on one GPU and on two (BENCHMARKS.md, "fewer host waits"; why was not measured).
+  // 3-5% on one GPU and on two (docs/benchmarks-log.md, "fewer host waits"; why was not measured).
   StageClock h2d;
   RETURN_IF_ERROR(job.Ingest(env));
   report.AddStage(Stage::kH2d, h2d.Seconds());
@@ -60,7 +60,7 @@ absl::Status FinishSteps(const JobEvents& events, ExecutionReport& report) {
   // The job's end is egress_stop, the stream's last work: waiting on the event (not the stream) honours
   // --cuda-wait-spin-us. cudaStreamSynchronize spins under CUDA's own policy (fewer contexts than cores:
   // spin) whatever the flag says; with every waiter asleep, the two-GPU mix served 42.6-46.5K req/s
-  // against 36.4-39.0K polling (BENCHMARKS.md, "waits that sleep").
+  // against 36.4-39.0K polling (docs/benchmarks-log.md, "waits that sleep").
   GPUSORT_RETURN_IF_KERNEL_ERROR(events.egress_stop.Synchronize(), "finishing the job");
   double kernel_seconds = 0;
   (void)events.kernel_stop.SecondsSince(events.kernel_start, &kernel_seconds);
