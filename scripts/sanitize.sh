@@ -2,7 +2,7 @@
 # The test suite under sanitizers, built with gcc, CUDA and benchmarks off (GPU tests skip without a GPU
 # anyway; nvcc cannot instrument host code for the sanitizers).
 #   scripts/sanitize.sh asan   build-asan/: AddressSanitizer + UndefinedBehaviorSanitizer, the whole ctest suite
-#   scripts/sanitize.sh tsan   build-tsan/: ThreadSanitizer, service_tests, client_tests and slot_leases_test
+#   scripts/sanitize.sh tsan   build-tsan/: ThreadSanitizer, service_tests and client_tests
 # Any finding fails the run. Library noise is suppressed, a reason per line, in tests/sanitizers/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +37,7 @@ case "$mode" in
     # suppressions); second_deadlock_stack: both stacks of a lock-order report. halt_on_error stays off
     # so that one run lists every race; exit code 66 still fails the test that saw one.
     export TSAN_OPTIONS="suppressions=$supp/tsan.supp:second_deadlock_stack=1:history_size=7:print_suppressions=0"
-    targets=(service_tests client_tests slot_leases_test)
+    targets=(service_tests client_tests)
     # Too slow under TSan for their deadlines or the CI's time, each still run in the plain and ASan
     # suites: the CPU sorts of 64 MiB and more (5-15x slower: past 170-300 s each on 2 cores; the caller
     # that stops reading a 64 MiB answer took 218 s), and the
@@ -63,7 +63,7 @@ cd "$build"
 args=(--output-on-failure --timeout 900 -j "$jobs")
 [ -n "$exclude" ] && args+=(-E "$exclude")
 if [ "$mode" = tsan ]; then
-  args+=(-L '^(service|client|threads)$')  # service_tests, client_tests and slot_leases_test
+  args+=(-L '^(service|client)$')  # service_tests and client_tests
 fi
 status=0
 ctest "${args[@]}" || status=$?

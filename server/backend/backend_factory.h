@@ -20,7 +20,6 @@ struct BackendChoice {
   std::size_t cuda_staging_bytes = std::size_t{16} << 20;
   std::size_t cuda_memory_limit_bytes = 0;
   std::size_t cuda_stream_memory_bytes = std::size_t{64} << 20;
-  int cuda_stream_depth = 1;
   int cuda_wait_spin_us = 2000;  // kernels::SetEventWaitSpin: polling before a wait for the GPU sleeps
   int cuda_wait_pollers = 0;     // kernels::SetMostEventPollers: how many may poll at once (0: one a GPU)
   std::string auto_routing = "load";  // size | load | gpu (auto_policy.h's AutoRouting)

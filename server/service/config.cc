@@ -102,12 +102,6 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
                  "--cuda-memory-limit-bytes)")
       ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 34))
       ->capture_default_str();
-  app.add_option("--cuda-stream-depth", c.cuda_stream_depth,
-                 "jobs each stream holds at once (1-4): above 1, a job whose work is all queued lets the next one "
-                 "queue behind it on its stream while it waits for its end, so the GPU need not idle while the host "
-                 "wakes (BENCHMARKS.md, issue 19)")
-      ->check(CLI::Range(1, 4))
-      ->capture_default_str();
   app.add_option("--cuda-memory-limit-bytes", c.cuda_memory_limit_bytes,
                  "device memory requests may hold at once on each GPU (0: all the GPU has); beyond it RESOURCE_EXHAUSTED, "
                  "except a whole-array Sort or one-row TopK too large for it, which is sorted in runs that fit and "

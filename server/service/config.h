@@ -32,7 +32,6 @@ struct ServerConfig {
   std::size_t cuda_staging_bytes = 16u << 20;    // each of a stream's two pinned staging buffers
   std::size_t cuda_memory_limit_bytes = 0;       // device memory requests may hold at once; 0 = all
   std::size_t cuda_stream_memory_bytes = 64u << 20;  // device memory each stream keeps for its jobs; 0 = none
-  int cuda_stream_depth = 1;                     // jobs a stream holds at once: the next queues behind one ending
   int cuda_wait_spin_us = 2000;                  // a thread waiting for the GPU polls this long, then sleeps
   int cuda_wait_pollers = 0;                     // at most this many poll at once (0: one a GPU served)
   std::size_t stream_chunk_bytes = 1u << 20;     // default response chunk of the streaming RPCs

@@ -93,7 +93,6 @@ absl::StatusOr<std::unique_ptr<GpusortServer>> GpusortServer::Start(const Server
                               .cuda_staging_bytes = config.cuda_staging_bytes,
                               .cuda_memory_limit_bytes = config.cuda_memory_limit_bytes,
                               .cuda_stream_memory_bytes = config.cuda_stream_memory_bytes,
-                              .cuda_stream_depth = config.cuda_stream_depth,
                               .cuda_wait_spin_us = config.cuda_wait_spin_us,
                               .cuda_wait_pollers = config.cuda_wait_pollers,
                               .auto_routing = config.auto_routing});

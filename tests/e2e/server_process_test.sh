@@ -11,7 +11,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # stops reading at the first match and the server's next write gets SIGPIPE).
 "$bin/gpusort-server" --help >"$work/help.txt" || fail "--help did not exit 0"
 for flag in --max-inflight --shm-socket --shm-max-regions-per-user --shm-registration-timeout --cuda-wait-spin-us \
-  --cuda-wait-pollers --cuda-stream-depth; do
+  --cuda-wait-pollers; do
   grep -q -- "$flag" "$work/help.txt" || fail "--help does not list $flag"
 done
 if "$bin/gpusort-server" --backend gpu >"$work/bad.log" 2>&1; then fail "a bad --backend was accepted"; fi
@@ -27,12 +27,6 @@ for pollers in -1 4097 many; do
     fail "--cuda-wait-pollers $pollers was accepted"
   fi
   grep -q -- "--cuda-wait-pollers" "$work/bad.log" || fail "a bad --cuda-wait-pollers got no message naming it"
-done
-for depth in 0 5 deep; do
-  if "$bin/gpusort-server" --backend cpu --cuda-stream-depth "$depth" >"$work/bad.log" 2>&1; then
-    fail "--cuda-stream-depth $depth was accepted"
-  fi
-  grep -q -- "--cuda-stream-depth" "$work/bad.log" || fail "a bad --cuda-stream-depth got no message naming it"
 done
 
 for signal in TERM INT; do

@@ -2,8 +2,6 @@
 // buffers are borrowed from its slot's block where they fit, the block grows between jobs, a job that
 // outgrows it mid-way or is larger than the cap takes the pool's memory, none is kept under a memory
 // limit, and answers stay exact while many threads reuse the blocks with sizes that force every case.
-// At a stream depth of 2 (--cuda-stream-depth), answers stay exact with jobs queued behind others
-// (tests/cpu/slot_leases_test.cc checks which job may queue where).
 // Skips when no GPU is usable.
 #include <gtest/gtest.h>
 
@@ -15,9 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "gpusort/kernels/memory.h"
 #include "gpusort/kernels/runtime.h"
-#include "gpusort/kernels/shared_device_memory.h"
 #include "server/backend/cuda/cuda_engine.h"
 #include "server/backend/cuda/device_context.h"
 #include "tests/gpu/backends.h"
@@ -136,9 +132,10 @@ TEST(StreamMemory, PoolUsedLeavesOutTheKeptBlocks) {
 }
 
 // Many threads, few streams, a small cap: jobs borrow, grow the blocks, outgrow them mid-way and go past
-// the cap, each answer checked against the CPU engine (AnswersStayExactWhileThreadsReuseTheBlocks).
-void ExpectExactAnswersFromThreads(int depth) {
-  auto engine = MakeCudaEngine({.streams = 3, .stream_memory_bytes = std::size_t{4} << 20, .stream_depth = depth});
+// the cap, each answer checked against the CPU engine.
+TEST(StreamMemory, AnswersStayExactWhileThreadsReuseTheBlocks) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeCudaEngine({.streams = 3, .stream_memory_bytes = std::size_t{4} << 20});
   ASSERT_TRUE(engine.ok());
   std::vector<std::thread> threads;
   std::vector<int> wrong(6, 0), failed(6, 0);
@@ -185,81 +182,6 @@ void ExpectExactAnswersFromThreads(int depth) {
   }
   for (std::thread& t : threads) t.join();
   for (int t = 0; t < 6; ++t) {
-    EXPECT_EQ(failed[t], 0) << "thread " << t;
-    EXPECT_EQ(wrong[t], 0) << "thread " << t;
-  }
-}
-
-// At stream depth 1 and 2.
-TEST(StreamMemory, AnswersStayExactWhileThreadsReuseTheBlocks) {
-  SKIP_WITHOUT_GPU();
-  for (const int depth : {1, 2}) {
-    SCOPED_TRACE("--cuda-stream-depth " + std::to_string(depth));
-    ExpectExactAnswersFromThreads(depth);
-  }
-}
-
-
-// The mix's kind of calls: keys and answers in device memory, sorts and top-k of 16 to 1M keys from
-// eight threads on two streams of depth 2, so that most jobs queue behind another and reuse the memory
-// it borrowed; each answer checked against std::sort and the CPU engine.
-TEST(StreamMemory, AnswersInDeviceMemoryStayExactWhenJobsQueueBehindOthers) {
-  SKIP_WITHOUT_GPU();
-  auto engine = MakeCudaEngine({.streams = 2, .stream_memory_bytes = std::size_t{4} << 20, .stream_depth = 2});
-  ASSERT_TRUE(engine.ok());
-  constexpr int kThreads = 8;
-  constexpr std::size_t kMost = std::size_t{1} << 20;
-  std::vector<std::thread> threads;
-  std::vector<int> wrong(kThreads, 0), failed(kThreads, 0);
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      kernels::ExportableDeviceMemory in, out;
-      kernels::Stream stream;
-      if (!kernels::UseDevice(0).ok() || !kernels::Stream::Create(&stream).ok() ||
-          !kernels::ExportableDeviceMemory::Allocate(kMost * 4, 0, &in).ok() ||
-          !kernels::ExportableDeviceMemory::Allocate(kMost * 4, 0, &out).ok()) {
-        ++failed[t];
-        return;
-      }
-      auto copy = [&](void* to, const void* from, std::size_t bytes) {
-        return kernels::CopyAnyAsync(to, from, bytes, stream).ok() && stream.Synchronize().ok();
-      };
-      std::mt19937_64 rng(100 + t);
-      for (int i = 0; i < 60; ++i) {
-        const std::size_t count = std::size_t{16} << std::uniform_int_distribution<int>(0, 16)(rng);
-        std::vector<std::uint32_t> keys(count);
-        for (std::uint32_t& k : keys) k = static_cast<std::uint32_t>(rng());
-        if (!copy(in.data(), keys.data(), count * 4)) ++failed[t];
-        const std::span<std::byte> in_bytes(static_cast<std::byte*>(in.data()), count * 4);
-        const std::span<std::byte> out_bytes(static_cast<std::byte*>(out.data()), count * 4);
-        ExecutionReport report, cpu_report;
-        if (i % 2 == 0) {
-          SortBuffers buffers;
-          buffers.count = count;
-          buffers.keys = out_bytes;
-          if (!(*engine)->SortInDeviceMemory(SortSpec{}, in_bytes, buffers, Cancellation(), report).ok()) ++failed[t];
-          std::vector<std::uint32_t> got(count);
-          if (!copy(got.data(), out.data(), count * 4)) ++failed[t];
-          std::sort(keys.begin(), keys.end());
-          if (got != keys) ++wrong[t];
-        } else {
-          const std::size_t k = std::min<std::size_t>(100, count);
-          const TopKSpec spec{.dtype = DType::kUInt32, .k = k, .largest = true, .output = TopKOutput::kValues};
-          std::vector<std::byte> expected(k * 4), got(k * 4);
-          const TopKBuffers buffers{.count = count, .keys = in_bytes, .values_out = out_bytes.first(k * 4)};
-          if (!(*engine)->TopKInDeviceMemory(spec, buffers, Cancellation(), report).ok() ||
-              !Cpu()->TopK(spec, {.count = count, .keys = Bytes(keys), .values_out = expected}, Cancellation(),
-                           cpu_report).ok()) {
-            ++failed[t];
-          }
-          if (!copy(got.data(), out.data(), k * 4)) ++failed[t];
-          if (got != expected) ++wrong[t];
-        }
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (int t = 0; t < kThreads; ++t) {
     EXPECT_EQ(failed[t], 0) << "thread " << t;
     EXPECT_EQ(wrong[t], 0) << "thread " << t;
   }

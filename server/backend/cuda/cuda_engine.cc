@@ -368,8 +368,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaEngine(const CudaEngineOptions&
       .streams = options.streams,
       .staging_bytes = options.staging_bytes,
       .memory_limit_bytes = options.memory_limit_bytes,
-      .kept_block_bytes = options.stream_memory_bytes,
-      .stream_depth = options.stream_depth};
+      .kept_block_bytes = options.stream_memory_bytes};
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceContext> context, DeviceContext::Create(context_options));
   return std::unique_ptr<Backend>(new CudaEngine(std::move(context)));
 }

@@ -19,7 +19,6 @@ struct CudaEngineOptions {
   std::size_t staging_bytes = std::size_t{16} << 20;  // per pinned staging buffer (two per stream)
   std::size_t memory_limit_bytes = 0;                 // device memory requests may hold at once; 0: all
   std::size_t stream_memory_bytes = std::size_t{64} << 20;  // kept per stream for its jobs (StreamSlot::kept)
-  int stream_depth = 1;  // jobs a stream holds at once (DeviceContextOptions::stream_depth)
 };
 
 // UNAVAILABLE (with the reason) when no GPU is usable, so that --backend auto can fall back.

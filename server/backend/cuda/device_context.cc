@@ -10,35 +10,25 @@
 
 namespace gpusort {
 
-DeviceContext::DeviceContext(const DeviceContextOptions& options)
-    : ordinal_(options.ordinal),
-      memory_limit_bytes_(options.memory_limit_bytes),
-      kept_block_bytes_(options.memory_limit_bytes > 0 ? 0 : options.kept_block_bytes),
-      leases_(options.streams, options.stream_depth) {}
-
 absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(const DeviceContextOptions& options) {
-  if (options.streams < 1) return absl::InvalidArgumentError("--cuda-streams must be at least 1");
-  if (options.stream_depth < 1 || options.stream_depth > 4) {
-    return absl::InvalidArgumentError("--cuda-stream-depth must be 1 to 4");
-  }
-  std::unique_ptr<DeviceContext> context(new DeviceContext(options));
+  std::unique_ptr<DeviceContext> context(new DeviceContext());
+  context->ordinal_ = options.ordinal;
+  context->memory_limit_bytes_ = options.memory_limit_bytes;
+  context->kept_block_bytes_ = options.memory_limit_bytes > 0 ? 0 : options.kept_block_bytes;
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(options.ordinal), "selecting the GPU");
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::GetDeviceProperties(options.ordinal, &context->properties_),
                                  "reading the GPU's properties");
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::DeviceMemoryPool::Create(options.ordinal, &context->pool_),
                                  "setting up the device memory pool");
+  if (options.streams < 1) return absl::InvalidArgumentError("--cuda-streams must be at least 1");
   for (int i = 0; i < options.streams; ++i) {
     auto slot = std::make_unique<StreamSlot>();
     GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::Stream::Create(&slot->stream), "creating a stream");
     GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::Stream::Create(&slot->side), "creating a stream");
-    slot->job_events.resize(static_cast<std::size_t>(options.stream_depth));
-    for (JobEvents& job : slot->job_events) {
-      for (kernels::Event* e : {&job.kernel_start, &job.kernel_stop}) {
-        GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::Event::CreateForTiming(e), "creating an event");
-      }
-      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::Event::Create(&job.egress_stop), "creating an event");
+    for (kernels::Event* e : {&slot->kernel_start, &slot->kernel_stop}) {
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::Event::CreateForTiming(e), "creating an event");
     }
-    for (kernels::Event* e : {&slot->staging_free[0], &slot->staging_free[1], &slot->side_done[0],
+    for (kernels::Event* e : {&slot->egress_stop, &slot->staging_free[0], &slot->staging_free[1], &slot->side_done[0],
                               &slot->side_done[1], &slot->side_done[2]}) {
       GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::Event::Create(e), "creating an event");
     }
@@ -49,6 +39,7 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(const Devic
       // Recorded once so that the first wait on it returns at once.
       GPUSORT_RETURN_IF_KERNEL_ERROR(slot->staging_free[b].Record(slot->stream), "recording an event");
     }
+    context->free_slots_.push_back(slot.get());
     context->slots_.push_back(std::move(slot));
   }
   return context;
@@ -59,9 +50,12 @@ DeviceContext::~DeviceContext() {
 }
 
 DeviceContext::Lease DeviceContext::Acquire() {
-  Lease lease(*this, leases_.Acquire());
-  lease.slot().kept_lent = 0;  // what the last lease borrowed is free again (its work is ordered before ours)
-  return lease;
+  std::unique_lock lock(mutex_);
+  slot_returned_.wait(lock, [&] { return !free_slots_.empty(); });
+  StreamSlot* slot = free_slots_.back();
+  free_slots_.pop_back();
+  slot->kept_lent = 0;  // what the last lease borrowed is free again (its work is ordered before ours)
+  return Lease(*this, *slot);
 }
 
 namespace {
@@ -131,14 +125,20 @@ bool DeviceContext::GrowKeptBlock(StreamSlot& slot, std::size_t bytes) {
 }
 
 void DeviceContext::ReleaseIdleKeptBlocks() {
-  // No lease queues on these slots, and none can take them meanwhile; a job still waiting for its end on
-  // one no longer uses its block, and the free is ordered after its work.
-  leases_.ForEachTakable([&](int s) {
-    StreamSlot& slot = *slots_[static_cast<std::size_t>(s)];
-    CountKept(-static_cast<std::ptrdiff_t>(slot.kept.size()));
-    slot.kept.Reset();
-    slot.kept_wanted = 0;
-  });
+  std::lock_guard lock(mutex_);
+  for (StreamSlot* slot : free_slots_) {
+    CountKept(-static_cast<std::ptrdiff_t>(slot->kept.size()));
+    slot->kept.Reset();
+    slot->kept_wanted = 0;
+  }
+}
+
+void DeviceContext::Return(StreamSlot* slot) {
+  {
+    std::lock_guard lock(mutex_);
+    free_slots_.push_back(slot);
+  }
+  slot_returned_.notify_one();
 }
 
 absl::Status DeviceContext::AllocateAll(const kernels::Stream& stream, const std::vector<std::size_t>& sizes,

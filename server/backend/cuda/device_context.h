@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -15,22 +16,15 @@
 #include "gpusort/kernels/memory.h"
 #include "gpusort/kernels/runtime.h"
 #include "server/backend/cuda/pinned_pool.h"
-#include "server/backend/slot_leases.h"
 
 namespace gpusort {
 
-// Around a job's kernels, and after its results are in place: "kernel" and "d2h" are the GPU's time
-// between them (gpu_job.cc). The job's end waits on egress_stop; the other two only time
-// (Event::CreateForTiming).
-struct JobEvents {
-  kernels::Event kernel_start, kernel_stop, egress_stop;
-};
-
 struct StreamSlot {
   kernels::Stream stream;
-  // One set for each job the slot may hold at once (DeviceContextOptions::stream_depth): a job that has
-  // queued all its work waits on its own set while the next one records into another.
-  std::vector<JobEvents> job_events;
+  // Around the job's kernels, and after its results are in place: "kernel" and "d2h" are the GPU's time
+  // between them (gpu_job.cc). The job's end waits on egress_stop; the other two only time
+  // (Event::CreateForTiming).
+  kernels::Event kernel_start, kernel_stop, egress_stop;
   kernels::PinnedBuffer staging[2];  // double-buffered: the host fills one while the other copies
   kernels::Event staging_free[2];    // recorded after the copy that last used staging[i]
   // A second stream, for a job that copies while it computes (split_upload_sort_job.h: the keys' second
@@ -42,10 +36,9 @@ struct StreamSlot {
   // warm request of up to kept_block_bytes never calls the driver's pool. Its allocations and frees
   // take a lock that every GPU of the process shares: with two GPUs, 64 callers and 16 streams each,
   // gdb found 19-27 of the 64 call threads waiting on it, and the mix ran slower than on one GPU.
-  // Lending needs no lock: only the lease that queues work on the slot borrows, and every use of the
-  // block is ordered on `stream` (a job's side copies join it, or are waited for), so the next lease's
-  // kernels run after the last one's. A job's borrowed buffers must not be used once its lease has let
-  // the next job queue (Lease::LetNextJobQueue) or been returned.
+  // Lending needs no lock: the lease is the slot's only user, and every use of the block is ordered on
+  // `stream` (a job's side copies join it, or are waited for), so the next lease's kernels run after
+  // the last one's. A job's borrowed buffers must not be used once its lease is returned.
   kernels::DeviceAllocation kept;
   std::size_t kept_lent = 0;    // bytes lent to the current lease's jobs (0 at each Acquire)
   std::size_t kept_wanted = 0;  // what a job of this slot would have borrowed: the block grows to it
@@ -61,10 +54,6 @@ struct DeviceContextOptions {
   // Most device memory each stream keeps for its jobs' buffers (StreamSlot::kept); 0: none, every
   // buffer from the pool. Never kept under a memory limit, where idle memory would count against it.
   std::size_t kept_block_bytes = std::size_t{64} << 20;
-  // Jobs a stream may hold at once (1-4): with more than one, a job that has queued all its work lets
-  // the next one queue behind it on the same stream while it waits for its end, so the GPU need not
-  // idle while the host wakes (--cuda-stream-depth).
-  int stream_depth = 1;
 };
 
 class DeviceContext {
@@ -78,32 +67,17 @@ class DeviceContext {
   std::size_t memory_limit_bytes() const { return memory_limit_bytes_; }  // 0: no limit
 
   // A slot for the duration of one job; waits while every slot is busy (admission bounds the wait).
-  // Slots no job holds go first; at a stream depth over 1, then one whose jobs have all queued their work
-  // (SlotLeases).
   class Lease {
    public:
-    Lease(DeviceContext& context, SlotLeases::Grant grant) : context_(&context), grant_(grant) {}
-    Lease(Lease&& other) noexcept : context_(other.context_), grant_(other.grant_), queuing_(other.queuing_) {
-      other.context_ = nullptr;
-    }
+    Lease(DeviceContext& context, StreamSlot& slot) : context_(&context), slot_(&slot) {}
+    Lease(Lease&& other) noexcept : context_(other.context_), slot_(other.slot_) { other.slot_ = nullptr; }
     Lease(const Lease&) = delete;
-    ~Lease() {
-      if (context_) context_->leases_.Return(grant_, queuing_);
-    }
-    StreamSlot& slot() const { return *context_->slots_[static_cast<std::size_t>(grant_.slot)]; }
-    JobEvents& events() const { return slot().job_events[static_cast<std::size_t>(grant_.events)]; }
-    // The job has queued all its work and now only waits on events(): the next job may queue behind it
-    // on the same stream (where the stream depth allows). Nothing of the slot but events() may be used
-    // after this, and the stream only to wait for it.
-    void LetNextJobQueue() {
-      if (queuing_) context_->leases_.StopQueuing(grant_);
-      queuing_ = false;
-    }
+    ~Lease() { if (slot_) context_->Return(slot_); }
+    StreamSlot& slot() const { return *slot_; }
 
    private:
     DeviceContext* context_;
-    SlotLeases::Grant grant_;
-    bool queuing_ = true;
+    StreamSlot* slot_;
   };
   Lease Acquire();
 
@@ -134,7 +108,8 @@ class DeviceContext {
   PinnedPool& pinned_pool() { return pinned_pool_; }
 
  private:
-  explicit DeviceContext(const DeviceContextOptions& options);
+  DeviceContext() = default;
+  void Return(StreamSlot* slot);
   // Frees the kept blocks of the slots no lease holds (stream-ordered), before the pool is trimmed.
   void ReleaseIdleKeptBlocks();
   void CountKept(std::ptrdiff_t bytes);  // its GPU's kept bytes (KeptOnDevice), up or down
@@ -148,7 +123,9 @@ class DeviceContext {
   kernels::DeviceProperties properties_;
   kernels::DeviceMemoryPool pool_;
   std::vector<std::unique_ptr<StreamSlot>> slots_;
-  SlotLeases leases_;  // of slots_, by index
+  std::mutex mutex_;
+  std::condition_variable slot_returned_;
+  std::vector<StreamSlot*> free_slots_;
   std::mutex trim_mutex_;
   std::atomic<bool> lost_{false};  // set once, after lost_message_
   mutable std::mutex lost_mutex_;

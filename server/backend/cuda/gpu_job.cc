@@ -31,9 +31,8 @@ absl::Status AllocateJobMemory(const GpuJobEnv& env, const std::vector<std::size
 
 namespace {
 
-// The job's steps on its leased slot up to the last one queued, the host's stage timed into `report`.
-absl::Status QueueSteps(const GpuJobEnv& env, GpuJob& job, JobEvents& events, const Cancellation& cancellation,
-                        ExecutionReport& report) {
+// The job's steps on its leased slot, each stage timed into `report`.
+absl::Status RunSteps(const GpuJobEnv& env, GpuJob& job, const Cancellation& cancellation, ExecutionReport& report) {
   StreamSlot& slot = env.slot;
   RETURN_IF_ERROR(job.Allocate(env));
 
@@ -46,24 +45,19 @@ absl::Status QueueSteps(const GpuJobEnv& env, GpuJob& job, JobEvents& events, co
   report.AddStage(Stage::kH2d, h2d.Seconds());
   RETURN_IF_ERROR(cancellation.Check());
 
-  GPUSORT_RETURN_IF_KERNEL_ERROR(events.kernel_start.Record(slot.stream), "recording an event");
+  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.kernel_start.Record(slot.stream), "recording an event");
   RETURN_IF_ERROR(job.Launch(env));
-  GPUSORT_RETURN_IF_KERNEL_ERROR(events.kernel_stop.Record(slot.stream), "recording an event");
+  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.kernel_stop.Record(slot.stream), "recording an event");
 
   RETURN_IF_ERROR(job.Egress(env));
-  GPUSORT_RETURN_IF_KERNEL_ERROR(events.egress_stop.Record(slot.stream), "recording an event");
-  return absl::OkStatus();
-}
-
-// The wait for the job's end and the GPU's stages, from its events alone.
-absl::Status FinishSteps(const JobEvents& events, ExecutionReport& report) {
+  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.egress_stop.Record(slot.stream), "recording an event");
   // The job's end is egress_stop, the stream's last work: waiting on the event (not the stream) honours
   // --cuda-wait-spin-us. cudaStreamSynchronize spins under CUDA's own policy (fewer contexts than cores:
   // spin) whatever the flag says; with every waiter asleep, the two-GPU mix served 42.6-46.5K req/s
   // against 36.4-39.0K polling (docs/benchmarks-log.md, "waits that sleep").
-  GPUSORT_RETURN_IF_KERNEL_ERROR(events.egress_stop.Synchronize(), "finishing the job");
+  GPUSORT_RETURN_IF_KERNEL_ERROR(slot.egress_stop.Synchronize(), "finishing the job");
   double kernel_seconds = 0;
-  (void)events.kernel_stop.SecondsSince(events.kernel_start, &kernel_seconds);
+  (void)slot.kernel_stop.SecondsSince(slot.kernel_start, &kernel_seconds);
   report.AddStage(Stage::kKernel, kernel_seconds);
   // "d2h" from the kernels' end, not from when the host queued the egress behind them: the host's clock
   // counted the kernels' tail twice (a 16M shared-memory sort read "kernel 0.25, d2h 1.47 ms", as if the
@@ -71,7 +65,7 @@ absl::Status FinishSteps(const JobEvents& events, ExecutionReport& report) {
   // recorded after Egress returns, so an egress that waits on the host (staged copies) is counted to its
   // end as well.
   double egress_seconds = 0;
-  (void)events.egress_stop.SecondsSince(events.kernel_stop, &egress_seconds);
+  (void)slot.egress_stop.SecondsSince(slot.kernel_stop, &egress_seconds);
   report.AddStage(Stage::kD2h, egress_seconds);
   return absl::OkStatus();
 }
@@ -85,8 +79,7 @@ absl::Status RunGpuJob(DeviceContext& context, GpuJob& job, const Cancellation& 
   StreamSlot& slot = lease.slot();
   report.AddStage(Stage::kStreamWait, wait.Seconds());
   RETURN_IF_ERROR(cancellation.Check());
-  JobEvents& events = lease.events();
-  absl::Status status = QueueSteps(GpuJobEnv{context, slot, buffers}, job, events, cancellation, report);
+  const absl::Status status = RunSteps(GpuJobEnv{context, slot, buffers}, job, cancellation, report);
   // A job may queue copies on the slot's side stream (split_upload_sort_job.h), and the pool orders the
   // job's frees after its stream only: whatever step stopped the job, those copies end before its
   // buffers go back and before the slot does. (A job that ends well has joined them to its stream.)
@@ -95,14 +88,7 @@ absl::Status RunGpuJob(DeviceContext& context, GpuJob& job, const Cancellation& 
   if (!status.ok()) {
     (void)slot.side.Synchronize();
     (void)slot.stream.Synchronize();
-    return status;
   }
-  // Every step is queued and no step reads the slot again (staged copies drain inside Egress): at a
-  // stream depth over 1 the next job may queue behind this one while it waits for its end. Its buffers
-  // borrowed from the slot's block are then the next job's too, used only after this one's work.
-  lease.LetNextJobQueue();
-  status = FinishSteps(events, report);
-  if (!status.ok()) (void)slot.stream.Synchronize();  // the caller's memory: as above
   return status;
 }
 

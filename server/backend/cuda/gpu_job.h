@@ -8,8 +8,6 @@
 //   launch: the kernels, between the slot's       stage "kernel" (CUDA events, device time)
 //           timing events
 //   egress: device -> the job's sink              stage "d2h" (until the stream is done)
-//   (at --cuda-stream-depth over 1, the next job may now queue on the slot behind this one)
-//   wait for the job's end, on its own events
 //
 // with the cancellation checked after the lease and after the ingest. A kind of job (sort_job.h,
 // top_k_jobs.h, batch_jobs.h) says only what differs: which buffers, which kernels; where its keys come
