@@ -21,7 +21,7 @@
 # the server's CPU by thread name (scripts/thread-cpu.py), the CPU time of the server and of the benchmark,
 # each GPU's busy time (nvidia-smi dmon) and the calls' time by stage (scripts/stage-load.py, from the
 # server's /metrics) over its timed part (mix_probe.txt).
-# MIX_PROBE_SPECS="LIST SPIN IN_FLIGHT [STREAMS [KEPT [POLLERS]]];..." runs other servers and loads instead.
+# MIX_PROBE_SPECS="LIST SPIN IN_FLIGHT [STREAMS [KEPT]];..." runs other servers and loads instead.
 # Each run also samples what the server's threads wait in (scripts/thread-syscalls.py, 100 times a second:
 # 0.12 of a core for 75 threads on the dev VM). For a profile (perf, gdb stacks) see scripts/mix-contention-device.sh.
 # Logs go to OUT: summary.txt (a line per step) and one log per step.
@@ -127,23 +127,22 @@ device() {
   done
   if [ -n "$mix_probe" ]; then
     local probe=$out/mix_probe.txt list spin inflight
-    # LIST SPIN IN_FLIGHT [STREAMS [KEPT [POLLERS]]]: the GPUs, --cuda-wait-spin-us, the calls in flight,
-    # --cuda-streams (4 unless given: whether small calls queue for a GPU's streams behind large ones),
-    # --cuda-stream-memory-bytes and --cuda-wait-pollers (the server's defaults unless given; - for KEPT
-    # keeps its default and gives POLLERS).
+    # LIST SPIN IN_FLIGHT [STREAMS [KEPT]]: the GPUs, --cuda-wait-spin-us, the calls in flight,
+    # --cuda-streams (4 unless given: whether small calls queue for a GPU's streams behind large ones) and
+    # --cuda-stream-memory-bytes (the server's default unless given).
     # MIX_PROBE_SPECS (specs separated by ";") replaces the list.
     local specs="0 2000 64;0,1 2000 64;0 0 64;0,1 0 64;0,1 2000 128;0 2000 64 8;0,1 2000 64 8"
     local -a spec_list
     IFS=';' read -r -a spec_list <<< "${MIX_PROBE_SPECS:-$specs}"
     for spec in "${spec_list[@]}"; do
-      read -r list spin inflight streams kept pollers <<< "$spec"
+      read -r list spin inflight streams kept <<< "$spec"
       streams=${streams:-4}
       [ "$kept" = - ] && kept=""
       local sock=/tmp/gpusort-probe-$$.sock n_gpus=$(( ${#list} / 2 + 1 ))
-      local tag="${list/,/_}_spin${spin}_c${inflight}_s$streams${kept:+_kept$kept}${pollers:+_p$pollers}"
+      local tag="${list/,/_}_spin${spin}_c${inflight}_s$streams${kept:+_kept$kept}"
       $run gpusort-server --listen 127.0.0.1:50151 --metrics-listen 127.0.0.1:9464 --backend cuda --cuda-devices $list \
         --cuda-wait-spin-us "$spin" --cuda-streams "$streams" ${kept:+--cuda-stream-memory-bytes $kept} \
-        ${pollers:+--cuda-wait-pollers $pollers} --max-inflight 1024 --max-inflight-per-caller 1024 --shm-socket $sock \
+        --max-inflight 1024 --max-inflight-per-caller 1024 --shm-socket $sock \
         --shm-max-regions 1024 --shm-max-regions-per-user 1024 --shm-max-bytes 137438953472 \
         --shm-max-bytes-per-user 137438953472 > "$out/server_probe_$tag.log" 2>&1 &
       local pid=$!

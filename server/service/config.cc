@@ -110,18 +110,9 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
   app.add_option("--cuda-wait-spin-us", c.cuda_wait_spin_us,
                  "microseconds a thread waiting for a GPU event polls it (yielding its core between polls) before it "
                  "sleeps until the GPU wakes it; 0: sleep at once. A sleeper wakes about 0.1 ms late, which a sort "
-                 "that waits several times pays each time. At most --cuda-wait-pollers poll at once. A server "
+                 "that waits several times pays each time. At most one thread a GPU polls at once. A server "
                  "kept busy on several GPUs serves 2-4% more with 0 (BENCHMARKS.md, issue 19)")
       ->check(CLI::Range(0, 1000000))
-      ->capture_default_str();
-  app.add_option("--cuda-wait-pollers", c.cuda_wait_pollers,
-                 "how many threads may poll GPU events at once (--cuda-wait-spin-us); a waiter past them sleeps at "
-                 "once. 0: one for each GPU served")
-      ->check(CLI::Range(0, 4096))
-      ->capture_default_str();
-  app.add_option("--stream-chunk-bytes", c.stream_chunk_bytes,
-                 "default size of response chunks in the streaming RPCs")
-      ->check(CLI::Range(std::size_t{64}, std::size_t{1} << 30))
       ->capture_default_str();
   app.add_option("--inline-max-keys", c.inline_max_keys,
                  "AUTO or CPU Sort/TopK calls of at most this many keys run on the gRPC thread, skipping the "

@@ -33,8 +33,6 @@ struct ServerConfig {
   std::size_t cuda_memory_limit_bytes = 0;       // device memory requests may hold at once; 0 = all
   std::size_t cuda_stream_memory_bytes = 64u << 20;  // device memory each stream keeps for its jobs; 0 = none
   int cuda_wait_spin_us = 2000;                  // a thread waiting for the GPU polls this long, then sleeps
-  int cuda_wait_pollers = 0;                     // at most this many poll at once (0: one a GPU served)
-  std::size_t stream_chunk_bytes = 1u << 20;     // default response chunk of the streaming RPCs
   std::size_t inline_max_keys = 4096;            // AUTO/CPU calls this small run on gRPC's thread; 0 = never
   int batch_delay_us = 0;                        // dynamic batching of small Sorts: wait this long; 0 = off
   int batch_max_requests = 64;                   // requests per batch

@@ -94,7 +94,6 @@ absl::StatusOr<std::unique_ptr<GpusortServer>> GpusortServer::Start(const Server
                               .cuda_memory_limit_bytes = config.cuda_memory_limit_bytes,
                               .cuda_stream_memory_bytes = config.cuda_stream_memory_bytes,
                               .cuda_wait_spin_us = config.cuda_wait_spin_us,
-                              .cuda_wait_pollers = config.cuda_wait_pollers,
                               .auto_routing = config.auto_routing});
   if (!backend.ok()) return backend.status();
   return Start(config, std::move(*backend));

@@ -159,10 +159,13 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
                                         " bytes");
   }
 
-  // Response chunk size: the caller's choice within the message limit, else the server's default.
+  // Response chunk size: the caller's choice within the message limit, else 1 MiB. Not a flag (issue 42):
+  // no chunk size from 256 KiB to 16 MiB made a streamed 16M sort faster (BENCHMARKS.md, "Streaming chunk
+  // size and HTTP/2 window" in docs/benchmarks-log.md).
+  static constexpr std::size_t kDefaultChunkBytes = 1u << 20;
   std::size_t ChunkBytes(uint32_t asked) const {
     const std::size_t limit = core_.config().max_message_bytes / 2;
-    return std::min<std::size_t>(asked != 0 ? asked : core_.config().stream_chunk_bytes, limit);
+    return std::min<std::size_t>(asked != 0 ? asked : kDefaultChunkBytes, limit);
   }
 
   ServiceCore& core_;
