@@ -32,7 +32,7 @@ struct CudaBackendOptions {
   // How long a thread waiting for a GPU event polls before it sleeps, for the whole process
   // (kernels::SetEventWaitSpin; --cuda-wait-spin-us).
   std::chrono::microseconds wait_spin = kernels::kDefaultEventWaitSpin;
-  // How many of those threads may poll at once (kernels::SetMostEventPollers; --cuda-wait-pollers).
+  // How many of those threads may poll at once (kernels::SetMostEventPollers; 0: one a GPU served).
   // 0: one for each GPU served.
   unsigned wait_pollers = 0;
   AutoRouting auto_routing = AutoRouting::kSize;  // how AUTO picks an engine

@@ -291,7 +291,7 @@ TEST(MultiGpu, EveryGpuIsListedServingAndItsMemoryRead) {
   EXPECT_GT(total1, 0);
 }
 
-// --cuda-wait-pollers 0 (the default) lets one thread a GPU served poll its events; a number is kept.
+// wait_pollers 0 (the default) lets one thread a GPU served poll its events; a number is kept.
 TEST(MultiGpu, EventPollersDefaultToOneForEachGpuServed) {
   SKIP_WITHOUT_GPUS(2);
   for (const std::vector<int>& devices : {std::vector<int>{0}, std::vector<int>{0, 1}}) {
