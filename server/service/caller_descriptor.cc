@@ -5,8 +5,10 @@
 
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <thread>
 
@@ -22,6 +24,42 @@ std::string_view LinkText(int fd, char (&buffer)[256]) {
   std::snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
   const ssize_t n = readlink(path, buffer, sizeof(buffer) - 1);
   return n <= 0 ? std::string_view{} : std::string_view(buffer, static_cast<std::size_t>(n));
+}
+
+// The whole of a /proc file ("" when it cannot be read: no descriptor to spare, say).
+std::string ReadProcFile(const char* path) {
+  UniqueFd fd(open(path, O_RDONLY | O_CLOEXEC));
+  std::string text;
+  if (!fd.valid()) return text;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fd.get(), buffer, sizeof(buffer))) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+  return text;
+}
+
+// The file system type of the mount `fd`'s file lives on, from /proc/self/fdinfo ("mnt_id:") and
+// /proc/self/mountinfo: the kernel's own records, read without asking the file's file system. Empty when
+// the mount is none of this process's: a kernel-internal one (pipes, sockets, anonymous inodes) or one
+// of another mount namespace, such as a FUSE mount a caller made in its own namespace over "/dev".
+std::string MountTypeOf(int fd) {
+  char path[48];
+  std::snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+  const std::string info = ReadProcFile(path);
+  const std::size_t at = info.find("mnt_id:");
+  if (at == std::string::npos) return {};
+  const std::string mount_id = std::to_string(std::strtol(info.c_str() + at + 7, nullptr, 10));
+  const std::string mounts = ReadProcFile("/proc/self/mountinfo");
+  for (std::size_t line = 0; line < mounts.size();) {
+    std::size_t end = mounts.find('\n', line);
+    if (end == std::string::npos) end = mounts.size();
+    const std::string_view entry(mounts.data() + line, end - line);
+    line = end + 1;
+    if (!entry.starts_with(mount_id + " ")) continue;
+    const std::size_t dash = entry.find(" - ");
+    if (dash == std::string_view::npos) return {};
+    const std::string_view rest = entry.substr(dash + 3);
+    return std::string(rest.substr(0, rest.find(' ')));
+  }
+  return {};
 }
 
 // One thread, started on first use and never joined: a close it is blocked in must not hold the server's
@@ -77,8 +115,14 @@ CallerDescriptorKind KindOfCallerDescriptor(int fd) {
   char buffer[256];
   const std::string_view link = LinkText(fd, buffer);
   // What CUDA exports device memory as (cuMemExportToShareableHandle): a descriptor of the NVIDIA driver.
-  if (link.starts_with("/dev/nvidia") || link.starts_with("anon_inode:")) {
-    return CallerDescriptorKind::kDeviceMemoryHandle;
+  // "anon_inode:..." is text only the kernel's pseudo file systems write (no FUSE file can). A path is the
+  // caller's to choose, though: a FUSE mount over "/dev" in the caller's own mount namespace reads
+  // "/dev/nvidia0" from here (found in issue 41's second attack session), so a path counts only on a
+  // device file system of this process's own mounts.
+  if (link.starts_with("anon_inode:")) return CallerDescriptorKind::kDeviceMemoryHandle;
+  if (link.starts_with("/dev/nvidia")) {
+    const std::string type = MountTypeOf(fd);
+    if (type == "devtmpfs" || type == "tmpfs") return CallerDescriptorKind::kDeviceMemoryHandle;
   }
   return CallerDescriptorKind::kOther;
 }

@@ -3,8 +3,9 @@
 // waits for the FUSE daemon, which a local user runs; close of a TCP socket with SO_LINGER waits for its
 // unsent data. A thread that serves more than one caller (the registration listener) must never make
 // such a call (issue 41). So a descriptor is classified on arrival with calls that cannot block on it
-// (fcntl F_GET_SEALS and the /proc link's text), and one that is neither shared memory nor a CUDA memory
-// handle is never looked at again: it is closed on a thread of its own (CloseAside).
+// (fcntl F_GET_SEALS, the /proc link's text and the kernel's record of its mount), and one that is neither
+// shared memory nor a CUDA memory handle is never looked at again: it is closed on a thread of its own
+// (CloseAside).
 #pragma once
 
 #include <cstddef>
@@ -15,7 +16,8 @@ namespace gpusort {
 
 enum class CallerDescriptorKind {
   kSharedMemory,        // a file that takes seals (memfd, tmpfs, hugetlbfs): nothing on it blocks
-  kDeviceMemoryHandle,  // a driver object (/dev/nvidia*, anon_inode:...): what CUDA exports memory as
+  kDeviceMemoryHandle,  // a driver object (/dev/nvidia* on devtmpfs or tmpfs, anon_inode:...): what CUDA
+                        // exports memory as
   kOther,               // anything else: a file on any other file system, a socket, a pipe
 };
 
