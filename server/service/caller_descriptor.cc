@@ -12,19 +12,11 @@
 #include <string_view>
 #include <thread>
 
+#include "server/core/descriptor_link.h"
 #include "server/core/thread_name.h"
 
 namespace gpusort {
 namespace {
-
-// The link text of /proc/self/fd/N: the kernel writes it from its own records (d_path), without asking
-// the file's file system, so it cannot block on a FUSE daemon as fstat can.
-std::string_view LinkText(int fd, char (&buffer)[256]) {
-  char path[40];
-  std::snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-  const ssize_t n = readlink(path, buffer, sizeof(buffer) - 1);
-  return n <= 0 ? std::string_view{} : std::string_view(buffer, static_cast<std::size_t>(n));
-}
 
 // The whole of a /proc file ("" when it cannot be read: no descriptor to spare, say).
 std::string ReadProcFile(const char* path) {
@@ -113,7 +105,7 @@ CallerDescriptorKind KindOfCallerDescriptor(int fd) {
   // Only shmem and hugetlbfs files take seals: for any other file F_GET_SEALS fails at once (EINVAL).
   if (fcntl(fd, F_GET_SEALS) >= 0) return CallerDescriptorKind::kSharedMemory;
   char buffer[256];
-  const std::string_view link = LinkText(fd, buffer);
+  const std::string_view link = DescriptorLinkText(fd, buffer);
   // What CUDA exports device memory as (cuMemExportToShareableHandle): a descriptor of the NVIDIA driver.
   // "anon_inode:..." is text only the kernel's pseudo file systems write (no FUSE file can). A path is the
   // caller's to choose, though: a FUSE mount over "/dev" in the caller's own mount namespace reads

@@ -16,6 +16,7 @@
 #include "gpusort/v1/data_socket.h"
 #include "server/core/thread_name.h"
 #include "server/service/data_socket_io.h"
+#include "server/service/listen_address.h"
 
 namespace gpusort {
 namespace {
@@ -30,16 +31,6 @@ constexpr std::size_t kMaxRefused = 64;
 constexpr std::chrono::milliseconds kAcceptPause{100};
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
-
-// The host of a gRPC listen address ("0.0.0.0:50051", "[::]:50051", "localhost:0"); loopback for a Unix
-// socket's, whose callers are on this host.
-std::string ListenHost(const std::string& listen) {
-  if (listen.starts_with("unix:")) return "127.0.0.1";
-  const std::size_t colon = listen.rfind(':');
-  std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  return host.empty() ? "0.0.0.0" : host;
-}
 
 absl::StatusOr<UniqueFd> Listen(const std::string& host, int port, int* bound_port) {
   addrinfo hints{};

@@ -18,6 +18,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/core/descriptor_link.h"
+
 namespace gpusort {
 namespace {
 
@@ -61,17 +63,12 @@ std::shared_ptr<GrpcAcceptGuard> GuardFor(int listen_fd) {
   return it == r.by_port.end() ? nullptr : it->second.lock();
 }
 
-// The inode of the socket `fd` names now, from its /proc link ("socket:[123]"): read without a descriptor
-// to spare, and without asking any file system. 0 when it names no socket.
+// The inode of the socket `fd` names now, from its /proc link ("socket:[123]"). 0 when it names no socket.
 std::uint64_t SocketInode(int fd) {
-  char path[40], link[64];
-  std::snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-  const ssize_t n = readlink(path, link, sizeof(link) - 1);
-  if (n <= 0) return 0;
-  link[n] = '\0';
-  const std::string_view text(link, static_cast<std::size_t>(n));
+  char link[64];
+  const std::string_view text = DescriptorLinkText(fd, link);
   if (!text.starts_with("socket:[")) return 0;
-  return std::strtoull(link + 8, nullptr, 10);
+  return std::strtoull(std::string(text.substr(8)).c_str(), nullptr, 10);
 }
 
 // At most a line a second for the accept failures of listeners without a guard of their own.

@@ -16,15 +16,6 @@ constexpr std::chrono::milliseconds kConnectWait{500};
 
 }  // namespace
 
-std::string ProbeHostOf(const std::string& listen) {
-  const std::size_t colon = listen.rfind(':');
-  std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  if (host.empty() || host == "0.0.0.0") return "127.0.0.1";
-  if (host == "::") return "::1";
-  return host;
-}
-
 PortProbe::PortProbe(std::string host, std::shared_ptr<GrpcAcceptGuard> guard, std::function<void(bool)> changed,
                      std::chrono::milliseconds period)
     : host_(std::move(host)), guard_(std::move(guard)), changed_(std::move(changed)), period_(period) {

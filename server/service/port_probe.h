@@ -43,7 +43,4 @@ class PortProbe {
   std::thread thread_;
 };
 
-// The address to connect to for a listen address's host: loopback for a wildcard ("0.0.0.0", "::", "").
-std::string ProbeHostOf(const std::string& listen);
-
 }  // namespace gpusort

@@ -20,6 +20,7 @@
 #include "server/service/data_socket_listener.h"
 #include "server/service/descriptor_limit.h"
 #include "server/service/grpc_accept_guard.h"
+#include "server/service/listen_address.h"
 #include "server/service/port_probe.h"
 #include "server/service/region_socket_listener.h"
 #include "server/service/tls.h"
@@ -135,7 +136,9 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
   // this process: health says so, so that balancing callers leave and Kubernetes' liveness probe
   // restarts the pod, while new calls are refused with UNAVAILABLE (ServiceCore::Admit).
   // On several GPUs, one that fails leaves the others serving: health then names the one lost.
-  CapConnectionsByDescriptors();
+  const std::size_t descriptor_limit = DescriptorLimit();
+  const DescriptorShares shares = SharesOf(descriptor_limit);
+  CapConnectionsByDescriptors(shares, descriptor_limit);
   core_ = std::make_unique<ServiceCore>(
       config_, *backend_, *metrics_, [this](const absl::Status&) { SetServing(false); },
       [this] { UpdateServing(); });
@@ -177,7 +180,7 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
     if (health_server_ == nullptr || health_port_ == 0)
       return absl::UnavailableError("cannot listen for health checks on " + config_.health_listen);
   }
-  GuardGrpcPorts();
+  GuardGrpcPorts(shares);
   SetServing(true);
   spdlog::info("gpusort-server {} listening on port {} ({}{}), metrics port {}{}, backend {} on {}",
                GPUSORT_VERSION, grpc_port_, tls->description, auth_ ? ", bearer tokens" : "", metrics_port_,
@@ -186,9 +189,7 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
   return absl::OkStatus();
 }
 
-void GpusortServer::CapConnectionsByDescriptors() {
-  const std::size_t limit = DescriptorLimit();
-  const DescriptorShares shares = SharesOf(limit);
+void GpusortServer::CapConnectionsByDescriptors(const DescriptorShares& shares, std::size_t limit) {
   const auto cap = [limit](std::size_t& flag, std::size_t share, const char* name) {
     if (flag <= share) return;
     spdlog::warn("{} {} is more than this process's {} descriptors leave it; serving {}", name, flag, limit, share);
@@ -199,12 +200,11 @@ void GpusortServer::CapConnectionsByDescriptors() {
   cap(config_.shm_max_pending, shares.shm_pending_connections, "--shm-max-pending");
 }
 
-void GpusortServer::GuardGrpcPorts() {
-  const DescriptorShares shares = SharesOf(DescriptorLimit());
+void GpusortServer::GuardGrpcPorts(const DescriptorShares& shares) {
   if (!config_.listen.starts_with("unix:")) {
     grpc_guard_ = GrpcAcceptGuard::Guard(grpc_port_, "gRPC port " + std::to_string(grpc_port_),
                                          shares.grpc_connections);
-    port_probe_ = std::make_unique<PortProbe>(ProbeHostOf(config_.listen), grpc_guard_, [this](bool accepting) {
+    port_probe_ = std::make_unique<PortProbe>(ConnectHost(config_.listen), grpc_guard_, [this](bool accepting) {
       port_accepting_.store(accepting);
       spdlog::warn("gRPC port {} {}", grpc_port_,
                    accepting ? "accepts connections again: health SERVING"

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "server/backend/backend.h"
 #include "server/service/config.h"
+#include "server/service/descriptor_limit.h"
 
 namespace grpc {
 class CallbackGenericService;
@@ -67,9 +68,9 @@ class GpusortServer {
   void SetServing(bool serving);
   void UpdateServing();
   // Each listener's connections capped at its share of the descriptor limit (descriptor_limit.h).
-  void CapConnectionsByDescriptors();
+  void CapConnectionsByDescriptors(const DescriptorShares& shares, std::size_t limit);
   // The gRPC ports' accept guards and the gRPC port's probe (grpc_accept_guard.h, port_probe.h).
-  void GuardGrpcPorts();
+  void GuardGrpcPorts(const DescriptorShares& shares);
 
   ServerConfig config_;
   std::unique_ptr<Backend> backend_;

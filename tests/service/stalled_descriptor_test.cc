@@ -149,20 +149,8 @@ TEST(StalledDescriptors, APathThatOnlyReadsLikeTheDriversIsNoDeviceHandle) {
     }
     // Seen from outside the namespace, the link names the path from the mount's root: "/dev/nvidia0".
     const int fd = mkdir("/dev/dev", 0700) == 0 ? open("/dev/dev/nvidia0", O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    char byte = 'x';
-    iovec iov{&byte, 1};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    _exit(fd >= 0 && sendmsg(child_end.get(), &msg, 0) == 1 ? 0 : 1);
+    if (fd >= 0) (void)SendRaw(child_end.get(), {std::byte{'x'}}, {fd}, [] { _exit(0); });
+    _exit(1);
   }
   child_end.reset();
   int status = 0;
