@@ -1,15 +1,19 @@
 #include "server/service/caller_descriptor.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
-#include <condition_variable>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 
 #include "server/core/descriptor_link.h"
@@ -54,49 +58,107 @@ std::string MountTypeOf(int fd) {
   return {};
 }
 
-// One thread, started on first use and never joined: a close it is blocked in must not hold the server's
-// shutdown. Its state is never freed, for the same reason (the thread may outlive every other object).
-class Closer {
- public:
-  static Closer& Get() {
-    static Closer* closer = new Closer;
-    return *closer;
-  }
-  void Add(UniqueFd fd) {
-    {
-      std::lock_guard lock(mutex_);
-      queue_.push_back(std::move(fd));
+// Reads out what `connection` still holds and closes each descriptor that came in it, here, one by one;
+// stops at its end, an error, or when the queue is empty (the caller can send no more once SHUT_RD is
+// done: its sends fail with EPIPE).
+void DrainConnection(int connection) {
+  shutdown(connection, SHUT_RD);
+  constexpr std::size_t kMaxFds = 253;  // SCM_MAX_FD: a message's every descriptor, none left to the kernel
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
+  char byte;
+  for (;;) {
+    iovec iov{&byte, 1};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    const ssize_t n = recvmsg(connection, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return;
+    bool had_fds = false;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (std::size_t i = 0; i < count; ++i) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        close(fd);  // may block: this is the owner's thread
+        had_fds = true;
+      }
     }
-    wake_.notify_one();
+    if (n == 0 && !had_fds) return;  // its end
   }
-  std::size_t pending() {
+}
+
+// One closing thread per user with something to close, started on demand and ended when its queue is
+// empty, never joined: a close it is blocked in must not hold the server's shutdown. The state is never
+// freed, for the same reason (a thread may outlive every other object).
+class Closers {
+ public:
+  static Closers& Get() {
+    static Closers* closers = new Closers;
+    return *closers;
+  }
+  void Add(uid_t owner, UniqueFd fd, bool connection) {
     std::lock_guard lock(mutex_);
-    return queue_.size() + (closing_ ? 1 : 0);
+    User& user = users_[owner];
+    user.queue.push_back({std::move(fd), connection});
+    ++user.held;
+    ++held_;
+    if (!user.running) {
+      try {
+        std::thread([this, owner] { Run(owner); }).detach();
+        user.running = true;
+      } catch (const std::system_error&) {
+        // No thread to be had now: the descriptor waits, counted against its user, for the next one.
+      }
+    }
+  }
+  std::size_t held() {
+    std::lock_guard lock(mutex_);
+    return held_;
+  }
+  std::size_t held(uid_t owner) {
+    std::lock_guard lock(mutex_);
+    const auto it = users_.find(owner);
+    return it == users_.end() ? 0 : it->second.held;
   }
 
  private:
-  Closer() {
-    std::thread([this] { Run(); }).detach();
-  }
-  void Run() {
+  struct Item {
+    UniqueFd fd;
+    bool connection = false;
+  };
+  struct User {
+    std::deque<Item> queue;
+    std::size_t held = 0;  // queued, and the one being closed
+    bool running = false;
+  };
+
+  void Run(uid_t owner) {
     NameThisThread("gs-fd-closer");
     std::unique_lock lock(mutex_);
     for (;;) {
-      wake_.wait(lock, [this] { return !queue_.empty(); });
-      UniqueFd fd = std::move(queue_.front());
-      queue_.pop_front();
-      closing_ = true;
+      User& user = users_.at(owner);  // std::map: the entry stays where it is while others come and go
+      if (user.queue.empty()) {
+        users_.erase(owner);  // nothing held: the next descriptor starts a new thread
+        return;
+      }
+      Item item = std::move(user.queue.front());
+      user.queue.pop_front();
       lock.unlock();
-      fd.reset();  // may block: nobody waits for it
+      if (item.connection) DrainConnection(item.fd.get());
+      item.fd.reset();  // may block: nobody waits for it
       lock.lock();
-      closing_ = false;
+      --users_.at(owner).held;
+      --held_;
     }
   }
 
   std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<UniqueFd> queue_;
-  bool closing_ = false;
+  std::map<uid_t, User> users_;
+  std::size_t held_ = 0;
 };
 
 }  // namespace
@@ -119,10 +181,15 @@ CallerDescriptorKind KindOfCallerDescriptor(int fd) {
   return CallerDescriptorKind::kOther;
 }
 
-void CloseAside(UniqueFd fd) {
-  if (fd.valid()) Closer::Get().Add(std::move(fd));
+void CloseAside(uid_t owner, UniqueFd fd) {
+  if (fd.valid()) Closers::Get().Add(owner, std::move(fd), /*connection=*/false);
 }
 
-std::size_t DescriptorsClosingAside() { return Closer::Get().pending(); }
+void CloseConnectionAside(uid_t owner, UniqueFd connection) {
+  if (connection.valid()) Closers::Get().Add(owner, std::move(connection), /*connection=*/true);
+}
+
+std::size_t DescriptorsClosingAside() { return Closers::Get().held(); }
+std::size_t DescriptorsClosingAside(uid_t owner) { return Closers::Get().held(owner); }
 
 }  // namespace gpusort

@@ -4,9 +4,18 @@
 // unsent data. A thread that serves more than one caller (the registration listener) must never make
 // such a call (issue 41). So a descriptor is classified on arrival with calls that cannot block on it
 // (fcntl F_GET_SEALS, the /proc link's text and the kernel's record of its mount), and one that is neither
-// shared memory nor a CUDA memory handle is never looked at again: it is closed on a thread of its own
-// (CloseAside).
+// shared memory nor a CUDA memory handle is never looked at again: it is closed on a thread of its
+// user's own (CloseAside). So are the users' connections to the socket: closing one with unread
+// messages makes the kernel release the descriptors in them, on the closing thread.
+//
+// A close that blocks holds up only its user's later closes, and what waits behind it is counted per
+// user, so that the listener stops reading (and accepting) a user's descriptors while that user's
+// count is past its share: a user who parks one lingering socket and then sends thousands of cheap
+// descriptors fills its own share, not the process's descriptor table (issue 41's second attack
+// session filled 8191 of 8192 so behind one closing thread).
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstddef>
 
@@ -24,12 +33,18 @@ enum class CallerDescriptorKind {
 // Which kind `fd` is. Makes no call that can wait on the descriptor's file system or its peer.
 CallerDescriptorKind KindOfCallerDescriptor(int fd);
 
-// Closes `fd` on the server's closing thread, not on the caller's: the close may block (FUSE flush,
-// SO_LINGER), and that thread is never waited for, at shutdown either. Closes queue behind a blocked
-// one; they only free descriptors, which the callers' limits already bound.
-void CloseAside(UniqueFd fd);
+// Closes `fd`, which user `owner` handed over, on that user's closing thread, not on the caller's: the
+// close may block (FUSE flush, SO_LINGER). The thread is started when the user has something to close
+// and ends when it has closed it all; it is never waited for, at shutdown either.
+void CloseAside(uid_t owner, UniqueFd fd);
 
-// Descriptors handed to CloseAside and not yet closed (tests).
+// Closes `owner`'s connection to the shared-memory socket the same way, after reading out whatever
+// messages it still holds and closing the descriptors in them there (the reply sent just before is
+// then read by the caller rather than lost to a reset).
+void CloseConnectionAside(uid_t owner, UniqueFd connection);
+
+// Descriptors handed to CloseAside or CloseConnectionAside and not yet closed: all users', and one's.
 std::size_t DescriptorsClosingAside();
+std::size_t DescriptorsClosingAside(uid_t owner);
 
 }  // namespace gpusort

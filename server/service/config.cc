@@ -22,14 +22,6 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
   app.add_option("--metrics-listen", c.metrics_listen,
                  "Prometheus /metrics address (host:port; empty disables)")
       ->capture_default_str();
-  app.add_option("--metrics-threads", c.metrics_threads,
-                 "HTTP connections /metrics serves at once (idle ones are dropped after --metrics-request-timeout)")
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
-  app.add_option("--metrics-request-timeout", c.metrics_request_timeout_seconds,
-                 "seconds a /metrics connection may take to send its request before it is closed")
-      ->check(CLI::Range(0.1, 600.0))
-      ->capture_default_str();
   app.add_option("--backend", c.backend, "auto picks CUDA when a GPU is usable, else CPU")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();

@@ -12,8 +12,6 @@ namespace gpusort {
 struct ServerConfig {
   std::string listen = "0.0.0.0:50051";          // gRPC address; port 0 picks a free port
   std::string metrics_listen = "0.0.0.0:9464";   // Prometheus /metrics; empty disables
-  int metrics_threads = 8;                       // connections /metrics serves at once
-  double metrics_request_timeout_seconds = 3;    // a /metrics connection must send its request this soon
   std::string backend = "auto";                  // auto | cpu | cuda
   std::size_t max_message_bytes = 64u << 20;     // one gRPC message, either direction
   std::size_t max_request_bytes = 4ull << 30;    // one request's keys + values, streamed or not
@@ -44,6 +42,9 @@ struct ServerConfig {
   std::size_t shm_max_regions_per_user = 16;     // regions one user id may hold at once
   std::size_t shm_max_bytes_per_user = std::size_t{4} << 30;  // bytes one user id's regions may map
   std::size_t shm_max_pending = 64;              // socket connections that have not registered yet
+  // Not a flag: descriptors callers handed over that may wait to be closed, the server's share of its
+  // descriptor limit (descriptor_limit.h, set at start).
+  std::size_t shm_max_closing_aside = 512;
   double shm_registration_timeout_seconds = 5;   // for a connection to send its registration
   std::size_t shm_max_call_connections = 256;    // connections carrying calls (one thread each)
   std::size_t shm_max_call_connections_per_user = 64;

@@ -31,12 +31,14 @@ std::size_t RaiseDescriptorLimit() {
 }
 
 DescriptorShares SharesOf(std::size_t limit) {
-  const auto share = [limit](std::size_t parts) { return std::max<std::size_t>(8, limit / parts); };
-  return {.grpc_connections = share(2),
-          .health_connections = share(64),
+  const auto share = [limit](std::size_t parts) { return std::max<std::size_t>(16, limit / parts); };
+  return {.grpc_connections = std::max<std::size_t>(16, limit / 8 * 3),
+          .health_connections = share(32),
           .data_connections = share(8),
           .shm_call_connections = share(8),
-          .shm_pending_connections = share(16)};
+          .shm_pending_connections = share(16),
+          .caller_descriptors_closing = share(16),
+          .metrics_connections = share(64)};
 }
 
 }  // namespace gpusort

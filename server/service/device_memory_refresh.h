@@ -1,7 +1,7 @@
 // Reads the backend's device memory into gpusort_device_memory_bytes, and which GPUs serve into
 // gpusort_device_serving, as /metrics is scraped, so that the gauges say what is held now. (They used to be set as each call ended, from inside that call, so
 // after the load stopped pool_used still showed the last call's own memory: the GPU soak read 128 MiB
-// "held" with nothing running.) Registered with the exposer before the registry it fills.
+// "held" with nothing running.) /metrics calls it before it collects the registry it fills.
 #pragma once
 
 #include <vector>

@@ -71,9 +71,6 @@ std::uint64_t SocketInode(int fd) {
   return std::strtoull(std::string(text.substr(8)).c_str(), nullptr, 10);
 }
 
-// At most a line a second for the accept failures of listeners without a guard of their own.
-std::atomic<std::int64_t> last_unguarded_log{0};
-
 // One descriptor kept open for Shed: when the process has none left, closing it lets one waiting
 // connection be accepted and closed.
 std::mutex reserve_mutex;
@@ -187,28 +184,4 @@ extern "C" int accept4(int fd, struct sockaddr* __restrict address, socklen_t* _
   const std::shared_ptr<gpusort::GrpcAcceptGuard> guard = gpusort::GuardFor(fd);
   if (guard == nullptr) return gpusort::NextAccept4(fd, address, length, flags);
   return guard->Accept(fd, address, length, flags);
-}
-
-// civetweb's (/metrics) accept loop: after accept fails its listening socket is still readable, so its
-// poll returns at once and it spins a core for as long as no descriptor is left. accept() is called in
-// this process by civetweb's listening thread alone (gRPC and our listeners call accept4), so a failure
-// for want of descriptors or memory waits here before it is returned, as our own listeners pause.
-extern "C" int accept(int fd, struct sockaddr* __restrict address, socklen_t* __restrict length) {
-  using Fn = int (*)(int, sockaddr*, socklen_t*);
-  static const Fn next = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "accept"));
-  const int connection =
-      next != nullptr ? next(fd, address, length) : static_cast<int>(syscall(SYS_accept, fd, address, length));
-  if (connection >= 0) return connection;
-  const int error = errno;
-  if (error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM) {
-    const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
-    std::int64_t last = gpusort::last_unguarded_log.load();
-    if (now - last >= std::chrono::steady_clock::duration(std::chrono::seconds(1)).count() &&
-        gpusort::last_unguarded_log.compare_exchange_strong(last, now)) {
-      spdlog::warn("metrics port {}: accept: {}; accepting again in 100 ms", gpusort::LocalPort(fd), std::strerror(error));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  errno = error;
-  return -1;
 }

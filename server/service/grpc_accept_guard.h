@@ -9,7 +9,7 @@
 //     for this), so that their callers are told at once and retry;
 //   - keeps the port's open connections at most `max_connections`, closing newer ones as they come;
 //   - remembers whether the port could accept its last connection (GpusortServer's health uses it).
-// Any other listener (ours, civetweb's) is passed straight through.
+// Any other listener (ours) is passed straight through.
 #pragma once
 
 #include <atomic>

@@ -94,7 +94,8 @@ void RegionCalls::Adopt(UniqueFd fd, uid_t uid, pid_t pid, IncomingMessage first
   if (!refusal.empty()) {
     spdlog::info("shared-memory calls: connection of user {} (pid {}) refused: {}", uid, pid, refusal);
     (void)TrySend(fd.get(), Refusal(absl::StatusCode::kResourceExhausted, refusal, wire::kFlagClosedNotRun));
-    return;  // closed here
+    CloseConnectionAside(uid, std::move(fd));  // what it still holds may block its close
+    return;
   }
   Connection& c = connections_.emplace_back();
   c.fd = std::move(fd);
@@ -127,7 +128,8 @@ void RegionCalls::Serve(Connection& c, IncomingMessage message) {
   }
   std::lock_guard lock(mutex_);
   epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
-  c.fd.reset();
+  // Not closed here, under the lock every connection takes: what it still holds may block its close.
+  CloseConnectionAside(c.uid, std::move(c.fd));
   if (--per_user_[c.uid] == 0) per_user_.erase(c.uid);
   c.finished = true;
 }
@@ -159,7 +161,7 @@ std::optional<IncomingMessage> RegionCalls::NextCall(Connection& c) {
       CloseIdle(c);
       return std::nullopt;
     }
-    absl::StatusOr<std::optional<IncomingMessage>> received = ReceiveMessage(c.fd.get(), wire::kMaxCallBytes);
+    absl::StatusOr<std::optional<IncomingMessage>> received = ReceiveMessage(c.fd.get(), c.uid, wire::kMaxCallBytes);
     if (!received.ok()) return std::nullopt;
     if (!received->has_value()) {
       if ((fds[0].revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) return std::nullopt;
@@ -177,7 +179,7 @@ void RegionCalls::CloseIdle(Connection& c) {
   const std::string why = "the calls connection was idle for " + std::to_string(options_.idle_timeout.count()) +
                           " ms and is closed; this call did not run: send it again on a new connection";
   for (;;) {
-    absl::StatusOr<std::optional<IncomingMessage>> queued = ReceiveMessage(c.fd.get(), wire::kMaxCallBytes);
+    absl::StatusOr<std::optional<IncomingMessage>> queued = ReceiveMessage(c.fd.get(), c.uid, wire::kMaxCallBytes);
     if (!queued.ok() || !queued->has_value() || (*queued)->closed) return;
     (void)TrySend(c.fd.get(), Refusal(absl::StatusCode::kUnavailable, why, wire::kFlagClosedNotRun));
   }

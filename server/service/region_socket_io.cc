@@ -32,7 +32,7 @@ std::byte* ReceiveRoom(std::size_t bytes) {
 
 }  // namespace
 
-absl::StatusOr<std::optional<IncomingMessage>> ReceiveMessage(int connection, std::size_t max_bytes) {
+absl::StatusOr<std::optional<IncomingMessage>> ReceiveMessage(int connection, uid_t sender, std::size_t max_bytes) {
   IncomingMessage in;
   std::byte* const room = ReceiveRoom(max_bytes);
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsRead)];
@@ -59,7 +59,7 @@ absl::StatusOr<std::optional<IncomingMessage>> ReceiveMessage(int connection, st
       std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
       UniqueFd owned(fd);
       const CallerDescriptorKind kind = KindOfCallerDescriptor(fd);
-      if (kind == CallerDescriptorKind::kOther) CloseAside(std::move(owned));
+      if (kind == CallerDescriptorKind::kOther) CloseAside(sender, std::move(owned));
       in.fds.push_back(std::move(owned));
       in.fd_kinds.push_back(kind);
     }

@@ -2,6 +2,8 @@
 // a whole SOCK_SEQPACKET message with every descriptor that came with it, and the fixed-size reply.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <optional>
 #include <string_view>
@@ -19,17 +21,17 @@ struct IncomingMessage {
   std::vector<std::byte> bytes;    // at most the max_bytes asked for
   bool truncated = false;          // the message was longer than that
   // Every descriptor attached, in order, with its kind. Only shared memory and device memory handles
-  // are kept (closed when this goes); any other kind is already on its way to CloseAside, its entry in
-  // `fds` invalid, so that nothing on this thread can block on it.
+  // are kept (closed when this goes); any other kind is already on its way to CloseAside (its sender's
+  // closing thread), its entry in `fds` invalid, so that nothing on this thread can block on it.
   std::vector<UniqueFd> fds;
   std::vector<CallerDescriptorKind> fd_kinds;
   bool fds_truncated = false;      // more descriptors came than one message can carry (never on Linux)
 };
 
-// One message from `connection` (non-blocking): nullopt when none is there yet, closed = true at end of
+// One message from `connection`, a connection of user `sender`'s (non-blocking): nullopt when none is there yet, closed = true at end of
 // file, UNAVAILABLE when the socket failed (the connection is then of no more use). At most `max_bytes`
 // of it are kept; a longer one is `truncated`.
-absl::StatusOr<std::optional<IncomingMessage>> ReceiveMessage(int connection,
+absl::StatusOr<std::optional<IncomingMessage>> ReceiveMessage(int connection, uid_t sender,
                                                               std::size_t max_bytes = v1::region_socket::kRequestBytes);
 
 // The reply record: `code` a gRPC status code, `text` the region id or the reason. Never blocks and

@@ -15,6 +15,7 @@
 
 #include "gpusort/v1/region_calls.h"
 #include "server/core/thread_name.h"
+#include "server/service/caller_descriptor.h"
 #include "server/service/region_id.h"
 #include "server/service/region_registration.h"
 #include "server/service/region_socket_io.h"
@@ -133,7 +134,11 @@ void RegionSocketListener::Run() {
     fds.push_back({accepting ? listen_fd_.get() : -1, POLLIN, 0});
     Clock::time_point wake_at = accepting ? Clock::time_point::max() : accept_paused_until_;
     for (const Connection& c : connections_) {
-      fds.push_back({c.fd.get(), POLLIN, 0});
+      // A user whose closes are behind is not read (poll skips a negative descriptor); looked at again
+      // shortly, as its closing thread catches up.
+      const bool waits = UserWaitsForItsCloses(c.uid);
+      fds.push_back({waits ? -1 : c.fd.get(), POLLIN, 0});
+      if (waits) wake_at = std::min(wake_at, now + kAcceptPause);
       if (c.region_id.empty()) wake_at = std::min(wake_at, c.deadline);
     }
     int timeout_ms = -1;
@@ -167,35 +172,39 @@ void RegionSocketListener::Run() {
 
 void RegionSocketListener::AcceptAll() {
   for (;;) {
+    if (DescriptorsClosingAside() >= options_.max_closing_aside) {
+      PauseAccepting(std::to_string(DescriptorsClosingAside()) +
+                     " descriptors that callers handed over are still being closed");
+      return;
+    }
     UniqueFd fd(accept4(listen_fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd.valid()) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        const Clock::time_point now = Clock::now();
-        if (now - last_pause_log_ >= std::chrono::seconds(1)) {  // at most a line a second
-          spdlog::warn("shared-memory socket: {}; accepting again in {} ms", Errno("accept"), kAcceptPause.count());
-          last_pause_log_ = now;
-        }
-        accept_paused_until_ = now + kAcceptPause;
-      }
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) PauseAccepting(Errno("accept"));
       return;  // EAGAIN: all taken
-    }
-    if (pending() >= options_.max_pending) {
-      SendReply(fd.get(), absl::StatusCode::kResourceExhausted,
-                "the server already has " + std::to_string(options_.max_pending) +
-                    " connections waiting to register (--shm-max-pending); try again");
-      // Read what the caller sent already (closing any descriptor in it): a socket closed with unread
-      // data resets the caller's end instead of letting it read the answer first.
-      while (true) {
-        absl::StatusOr<std::optional<IncomingMessage>> unread = ReceiveMessage(fd.get());
-        if (!unread.ok() || !unread->has_value() || (*unread)->closed) break;
-      }
-      continue;  // closed here
     }
     ucred peer{};
     socklen_t length = sizeof(peer);
     if (getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0) {
       spdlog::warn("shared-memory socket: {}", Errno("SO_PEERCRED"));
+      // A socket the kernel gave no peer to has carried nothing: closing it releases nothing of a caller's.
+      continue;
+    }
+    std::string refusal;
+    if (pending() >= options_.max_pending) {
+      refusal = "the server already has " + std::to_string(options_.max_pending) +
+                " connections waiting to register (--shm-max-pending); try again";
+    } else if (UserWaitsForItsCloses(peer.uid)) {
+      refusal = "user " + std::to_string(peer.uid) + " has " + std::to_string(DescriptorsClosingAside(peer.uid)) +
+                " descriptors it handed over still being closed (a close that blocks: a lingering socket, a "
+                "FUSE file); try again once they are";
+    }
+    if (!refusal.empty()) {
+      SendReply(fd.get(), absl::StatusCode::kResourceExhausted, refusal);
+      // On the user's closing thread, which first reads what the caller sent already (closing any
+      // descriptor in it): a socket closed with unread data resets the caller's end instead of letting it
+      // read the answer first, and the descriptors in it would be released on this thread.
+      CloseConnectionAside(peer.uid, std::move(fd));
       continue;
     }
     Connection c;
@@ -207,11 +216,29 @@ void RegionSocketListener::AcceptAll() {
   }
 }
 
+bool RegionSocketListener::UserWaitsForItsCloses(uid_t uid) const {
+  // An eighth of the share, but at least 16: one close that blocks parks two descriptors (the one
+  // handed over and the connection it came on) and must not refuse its user's next registration.
+  const std::size_t users_share =
+      std::min(options_.max_closing_aside, std::max<std::size_t>(16, options_.max_closing_aside / 8));
+  return DescriptorsClosingAside(uid) >= users_share;
+}
+
+void RegionSocketListener::PauseAccepting(const std::string& why) {
+  const Clock::time_point now = Clock::now();
+  if (now - last_pause_log_ >= std::chrono::seconds(1)) {  // at most a line a second
+    spdlog::warn("shared-memory socket: {}; accepting again in {} ms", why, kAcceptPause.count());
+    last_pause_log_ = now;
+  }
+  accept_paused_until_ = now + kAcceptPause;
+}
+
 void RegionSocketListener::Serve(Connection& c, short revents) {
   if (c.done) return;
   // Read as long as a call record may be: a shorter registration is judged by its own size.
   absl::StatusOr<std::optional<IncomingMessage>> received =
-      ReceiveMessage(c.fd.get(), c.region_id.empty() ? v1::region_calls::kMaxCallBytes : v1::region_socket::kRequestBytes);
+      ReceiveMessage(c.fd.get(), c.uid,
+                     c.region_id.empty() ? v1::region_calls::kMaxCallBytes : v1::region_socket::kRequestBytes);
   if (!received.ok() || (!received->has_value() && (revents & (POLLERR | POLLHUP | POLLNVAL)) != 0)) {
     Close(c);  // the socket failed: of no more use
     return;
@@ -253,7 +280,7 @@ void RegionSocketListener::Close(Connection& c) {
   if (c.done) return;
   c.done = true;
   if (!c.region_id.empty()) regions_.Unregister(c.region_id);
-  c.fd.reset();
+  CloseConnectionAside(c.uid, std::move(c.fd));  // what it still holds may block its close
 }
 
 RegionCallsOptions RegionCallsOptionsFrom(const ServerConfig& config) {
@@ -275,7 +302,8 @@ absl::StatusOr<std::unique_ptr<RegionSocketListener>> StartRegionSocket(const Se
        .registration_timeout = std::chrono::milliseconds(
            static_cast<long long>(std::ceil(config.shm_registration_timeout_seconds * 1000))),
        .max_regions_per_user = config.shm_max_regions_per_user,
-       .max_bytes_per_user = config.shm_max_bytes_per_user},
+       .max_bytes_per_user = config.shm_max_bytes_per_user,
+       .max_closing_aside = config.shm_max_closing_aside},
       regions, calls);
 }
 

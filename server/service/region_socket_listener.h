@@ -8,6 +8,11 @@
 // request (at most `max_pending`, each for at most `registration_timeout`), and the registered ones,
 // whose end unregisters their region. A connection whose first message is a call record goes to
 // RegionCalls (region_calls.h), which serves its calls from then on.
+//
+// The thread never closes what a caller handed over, nor a caller's connection: each user's closing
+// thread does (caller_descriptor.h). While a user has more than its share of descriptors waiting there
+// (a close that blocks, and more behind it), none of its connections is read and its new ones are
+// refused; while all users together have more than `max_closing_aside`, no connection is accepted.
 #pragma once
 
 #include <sys/types.h>
@@ -33,6 +38,9 @@ struct RegionSocketOptions {
   std::chrono::milliseconds registration_timeout{5000};  // for a connection to send its request
   std::size_t max_regions_per_user = 16;
   std::size_t max_bytes_per_user = std::size_t{4} << 30;
+  // Descriptors waiting to be closed on the users' closing threads: past this, accepting pauses; past
+  // an eighth of it (at least 16), the user's connections wait.
+  std::size_t max_closing_aside = 512;
 };
 
 class RegionSocketListener {
@@ -68,6 +76,10 @@ class RegionSocketListener {
   void Serve(Connection& c, short revents);
   void Close(Connection& c);
   std::size_t pending() const;
+  // The user has more descriptors waiting on its closing thread than its share: leave its connections.
+  bool UserWaitsForItsCloses(uid_t uid) const;
+  // Out of descriptors, or too many waiting to be closed: no accept for a while, said at most once a second.
+  void PauseAccepting(const std::string& why);
 
   const RegionSocketOptions options_;
   SharedRegions& regions_;

@@ -10,7 +10,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/impl/server_builder_option.h>
-#include <prometheus/exposer.h>
+#include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 
 #include "server/backend/backend_factory.h"
@@ -67,19 +67,6 @@ class HealthOnly final : public grpc::CallbackGenericService {
   }
 };
 
-// civetweb's options for /metrics. Each of its threads serves one connection at a time and waits up to
-// request_timeout_ms for a request on it, 30 s by default: two idle TCP connections to the 2 threads
-// prometheus-cpp asks for by default held a scrape for 29.5 s. More threads, and a short wait for the
-// request, keep a scrape answered while idle connections come and go.
-std::vector<std::string> MetricsServerOptions(const ServerConfig& config) {
-  const auto timeout_ms = static_cast<long>(config.metrics_request_timeout_seconds * 1000);
-  return {"listening_ports",    config.metrics_listen,
-          "num_threads",        std::to_string(config.metrics_threads),
-          "request_timeout_ms", std::to_string(timeout_ms),
-          // A scraper that keeps its connection open between scrapes must not hold a thread meanwhile.
-          "enable_keep_alive",  "no"};
-}
-
 }  // namespace
 
 GpusortServer::GpusortServer(const ServerConfig& config) : config_(config) {}
@@ -119,26 +106,27 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
   }
   backend_ = std::move(backend);
   metrics_ = std::make_unique<Metrics>(GPUSORT_VERSION, BackendKindName(backend_->kind()));
+  const std::size_t descriptor_limit = DescriptorLimit();
+  const DescriptorShares shares = SharesOf(descriptor_limit);
+  CapConnectionsByDescriptors(shares, descriptor_limit);
   if (!config_.metrics_listen.empty()) {
-    try {
-      exposer_ = std::make_unique<prometheus::Exposer>(MetricsServerOptions(config_));
-    } catch (const std::exception& e) {
+    device_memory_refresh_ = std::make_unique<DeviceMemoryRefresh>(*backend_, *metrics_);
+    absl::StatusOr<std::unique_ptr<MetricsListener>> listener = MetricsListener::Start(
+        {.listen = config_.metrics_listen, .max_connections = shares.metrics_connections}, [this] {
+          device_memory_refresh_->Collect();  // first: it fills the registry's gauges
+          return prometheus::TextSerializer().Serialize(metrics_->registry()->Collect());
+        });
+    if (!listener.ok()) {
       return absl::UnavailableError("cannot serve metrics on " + config_.metrics_listen + ": " +
-                                    e.what());
+                                    std::string(listener.status().message()));
     }
-    device_memory_refresh_ = std::make_shared<DeviceMemoryRefresh>(*backend_, *metrics_);
-    exposer_->RegisterCollectable(device_memory_refresh_);  // first: it fills the registry's gauges
-    exposer_->RegisterCollectable(metrics_->registry());
-    const auto ports = exposer_->GetListeningPorts();
-    metrics_port_ = ports.empty() ? 0 : ports.front();
+    metrics_listener_ = std::move(*listener);
+    metrics_port_ = metrics_listener_->port();
   }
   // A backend that fails for good (a GPU whose context a sticky CUDA error ruined) cannot come back in
   // this process: health says so, so that balancing callers leave and Kubernetes' liveness probe
   // restarts the pod, while new calls are refused with UNAVAILABLE (ServiceCore::Admit).
   // On several GPUs, one that fails leaves the others serving: health then names the one lost.
-  const std::size_t descriptor_limit = DescriptorLimit();
-  const DescriptorShares shares = SharesOf(descriptor_limit);
-  CapConnectionsByDescriptors(shares, descriptor_limit);
   core_ = std::make_unique<ServiceCore>(
       config_, *backend_, *metrics_, [this](const absl::Status&) { SetServing(false); },
       [this] { UpdateServing(); });
@@ -176,6 +164,11 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
     health_fallback_ = std::make_unique<HealthOnly>();
     health.RegisterCallbackGenericService(health_fallback_.get());
     health.AddListeningPort(config_.health_listen, grpc::InsecureServerCredentials(), &health_port_);
+    // A probe connects, asks and goes: a connection that has not sent its HTTP/2 preface after 2 s, or
+    // carried no call for 5 s, is closed, so that connections held open and silent (issue 41's second
+    // attack session: 8 filled the port's share at a limit of 256) keep no probe out for long.
+    health.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 2000);
+    health.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 5000);
     health_server_ = health.BuildAndStart();
     if (health_server_ == nullptr || health_port_ == 0)
       return absl::UnavailableError("cannot listen for health checks on " + config_.health_listen);
@@ -198,6 +191,7 @@ void GpusortServer::CapConnectionsByDescriptors(const DescriptorShares& shares, 
   cap(config_.data_max_connections, shares.data_connections, "--data-max-connections");
   cap(config_.shm_max_call_connections, shares.shm_call_connections, "--shm-max-call-connections");
   cap(config_.shm_max_pending, shares.shm_pending_connections, "--shm-max-pending");
+  config_.shm_max_closing_aside = shares.caller_descriptors_closing;
 }
 
 void GpusortServer::GuardGrpcPorts(const DescriptorShares& shares) {
@@ -309,7 +303,7 @@ GpusortServer::~GpusortServer() {
   server_.reset();
   service_.reset();
   echo_service_.reset();
-  exposer_.reset();  // civetweb takes up to 2 s to stop its threads
+  metrics_listener_.reset();
 }
 
 }  // namespace gpusort

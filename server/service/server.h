@@ -11,12 +11,12 @@
 #include "server/backend/backend.h"
 #include "server/service/config.h"
 #include "server/service/descriptor_limit.h"
+#include "server/service/metrics_listener.h"
 
 namespace grpc {
 class CallbackGenericService;
 class Server;
 }  // namespace grpc
-namespace prometheus { class Exposer; }
 
 namespace gpusort {
 
@@ -75,8 +75,8 @@ class GpusortServer {
   ServerConfig config_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Metrics> metrics_;
-  std::shared_ptr<DeviceMemoryRefresh> device_memory_refresh_;  // the exposer holds it weakly
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<DeviceMemoryRefresh> device_memory_refresh_;
+  std::unique_ptr<MetricsListener> metrics_listener_;
   std::unique_ptr<ServiceCore> core_;
   std::unique_ptr<RegionCalls> region_calls_;            // calls on --shm-socket; null without it
   std::unique_ptr<RegionSocketListener> region_socket_;  // --shm-socket; null without it

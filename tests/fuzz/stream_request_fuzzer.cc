@@ -38,6 +38,10 @@ Backend& Cpu() {
   return *backend;
 }
 
+// The job's one ticket of --max-inflight (the scheduler is not under test here): any non-null token,
+// so that a job keeps the same kind of ticket the server's do.
+absl::StatusOr<JobTicket> TakeTicket() { return JobTicket(std::make_shared<int>(0)); }
+
 bool CpuRuns(Algorithm a) { return a == Algorithm::kAuto || a == Algorithm::kCpu; }
 
 // One parted job as the calls saw it: the keys each part wrote, and which parts were resumed.
@@ -129,7 +133,7 @@ class SortStream {
  private:
   absl::Status JoinParts(const v1::StreamPart& part) {
     const PartRef ref{.job = part.job(), .index = part.index(), .count = part.count(), .total_keys = part.total_keys()};
-    ASSIGN_OR_RETURN(std::shared_ptr<PartedSort> job, streams_.parted.Join(host_, spec_, ref, Cpu(), kMaxRequestBytes));
+    ASSIGN_OR_RETURN(std::shared_ptr<PartedSort> job, streams_.parted.Join(host_, spec_, ref, Cpu(), kMaxRequestBytes, TakeTicket));
     FUZZ_CHECK(ref.index < job->count() && job->total_keys() * ElementSize(spec_.dtype) <= kMaxRequestBytes);
     part_index_ = ref.index;
     part_first_ = job->Begin(ref.index);

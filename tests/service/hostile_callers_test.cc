@@ -347,16 +347,16 @@ TEST(IdleConnections, AConnectionWithNoCallIsClosed) {
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(4));
 }
 
-// Item 6: civetweb's 2 threads each waited 30 s on an idle connection, so two of them held a scrape.
+// Item 6: civetweb's 2 threads each waited 30 s on an idle connection, so two of them held a scrape; with 8
+// threads and a 3 s wait, 60 held it 16 s (issue 41's second attack session). The server's own listener
+// (metrics_listener.h) holds 300 idle connections and answers at once.
 TEST(MetricsEndpoint, IdleConnectionsDoNotHoldAScrape) {
   ServerConfig config = LoopbackConfig();
   config.metrics_listen = "127.0.0.1:0";
-  config.metrics_threads = 4;
-  config.metrics_request_timeout_seconds = 1;
   TestServer server(config);
   const int port = server.server().metrics_port();
   std::vector<int> idle;
-  for (int i = 0; i < 12; ++i) {  // three times the threads, sending nothing
+  for (int i = 0; i < 300; ++i) {  // sending nothing
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -370,7 +370,7 @@ TEST(MetricsEndpoint, IdleConnectionsDoNotHoldAScrape) {
   const std::string text = HttpGet(port, "/metrics");
   const auto took = Clock::now() - start;
   EXPECT_THAT(text, HasSubstr("gpusort_build_info"));
-  EXPECT_LT(took, std::chrono::seconds(5)) << "a scrape waited behind idle connections";
+  EXPECT_LT(took, std::chrono::seconds(1)) << "a scrape waited behind idle connections";
   for (int fd : idle) ::close(fd);
 }
 

@@ -9,9 +9,12 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -19,6 +22,7 @@
 #include <memory>
 
 #include "server/service/caller_descriptor.h"
+#include "server/service/descriptor_limit.h"
 #include "tests/service/shm_test_support.h"
 #include "tests/support/inputs.h"
 #include "tests/support/reference.h"
@@ -94,6 +98,137 @@ TEST(StalledDescriptors, ADescriptorWhoseCloseBlocksHoldsUpNoOtherCallerNorTheSh
   const auto stop = Clock::now();
   server.reset();
   EXPECT_LT(Clock::now() - stop, std::chrono::seconds(5)) << "shutdown waited on the caller's descriptor";
+}
+
+// Descriptors this process has open now.
+std::size_t OpenDescriptors() {
+  std::size_t n = 0;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (readdir(dir) != nullptr) ++n;
+    closedir(dir);
+  }
+  return n;
+}
+
+// Parks a descriptor whose close blocks (for `linger`) on the closing thread of the test's user, and
+// returns what keeps it blocked (its peer: closing that ends the wait); null when the server read and
+// closed it before the test let go of its own copy, three times over.
+std::unique_ptr<LingeringSocket> ParkABlockedClose(const TestServer& server, std::chrono::seconds linger) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto stall = std::make_unique<LingeringSocket>(linger);
+    if (!stall->socket.valid()) return nullptr;
+    const std::size_t closing_before = DescriptorsClosingAside(geteuid());
+    const auto reply = RegisterAndLetGo(server, std::move(stall->socket));
+    if (reply.has_value() && DescriptorsClosingAside(geteuid()) > closing_before) return stall;
+  }
+  return nullptr;
+}
+
+// In a child process of user `uid`: registers a sealed memfd on `path`; its exit code is the reply's
+// status code (or 100 and up for what failed before). Only system calls after fork: the test is
+// multi-threaded.
+int RegisterAsUser(uid_t uid, const std::string& path) {
+  UniqueFd memory = Memfd(4096);
+  const std::vector<std::byte> record = RequestRecord({.kind = 1, .size = 4096});
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.data(), path.size());
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  const pid_t child = fork();
+  if (child < 0) return 100;
+  if (child == 0) {
+    if (setresgid(uid, uid, uid) != 0 || setresuid(uid, uid, uid) != 0) _exit(101);
+    const int connection = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (connect(connection, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) _exit(102);
+    iovec iov{const_cast<std::byte*>(record.data()), record.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    const int fd = memory.get();
+    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    if (sendmsg(connection, &msg, MSG_NOSIGNAL) < 0) _exit(103);
+    pollfd readable{connection, POLLIN, 0};
+    if (poll(&readable, 1, 5000) != 1) _exit(104);  // no reply within 5 s
+    unsigned char reply[512];
+    if (recv(connection, reply, sizeof(reply), 0) < 12) _exit(105);
+    std::uint32_t code;  // the reply's status code, after its 4-byte magic and 4-byte version
+    std::memcpy(&code, reply + 8, sizeof(code));
+    _exit(static_cast<int>(code));
+  }
+  int status = 0;
+  if (waitpid(child, &status, 0) != child || !WIFEXITED(status)) return 106;
+  return WEXITSTATUS(status);
+}
+
+// Issue 41's second attack session: a user parked one lingering socket on the one closing thread, then
+// sent messages of 253 cheap descriptors each, which all waited behind that close and filled the
+// process's descriptor table (8191 of 8192 in 0.1 s): health, gRPC and every user's registrations failed
+// with it. Now they wait on that user's own closing thread, the listener stops taking the user's
+// descriptors past its share, and the user's further connections are refused saying why.
+TEST(StalledDescriptors, WhatWaitsBehindABlockedCloseStaysWithinItsUsersShare) {
+  rlimit before{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &before), 0);
+  constexpr rlim_t kLimit = 16384;  // shares of 1024 descriptors closing aside, 128 a user
+  if (before.rlim_max < kLimit) GTEST_SKIP() << "the hard descriptor limit is below " << kLimit;
+  rlimit test_limit = before;
+  test_limit.rlim_cur = kLimit;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &test_limit), 0);
+  auto server = std::make_unique<TestServer>(ShmConfig());
+  const std::size_t user_share = SharesOf(kLimit).caller_descriptors_closing / 8;  // over 16 here
+  const std::unique_ptr<LingeringSocket> parked = ParkABlockedClose(*server, std::chrono::seconds(10));
+  if (parked == nullptr) {
+    setrlimit(RLIMIT_NOFILE, &before);
+    GTEST_SKIP() << "the server's copy was never the last one: nothing shown";
+  }
+
+  // 40 messages of 253 descriptors (one pipe's, repeated: each arrives as a descriptor of its own).
+  int pipe_fds[2];
+  ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
+  UniqueFd pipe_read(pipe_fds[0]), pipe_write(pipe_fds[1]);
+  const std::vector<int> many(253, pipe_read.get());
+  const std::size_t open_before = OpenDescriptors();
+  constexpr int kMessages = 40;
+  int refused_for_closes = 0;
+  for (int i = 0; i < kMessages; ++i) {
+    UniqueFd connection = ConnectTo(server->shm_socket());
+    ASSERT_TRUE(connection.valid());
+    const auto reply = SendRaw(connection.get(), RequestRecord({.kind = 1, .size = 4096}), many);
+    if (reply.has_value() && reply->code == static_cast<uint32_t>(absl::StatusCode::kResourceExhausted) &&
+        reply->text.find("still being closed") != std::string::npos) {
+      ++refused_for_closes;
+    }
+  }
+  const std::size_t grew = OpenDescriptors() - open_before;
+  // What the user could still hand over: its share, the one message that crossed it, and a connection
+  // for each refusal (closed on its thread too). Before, all 10,120 descriptors stayed open.
+  EXPECT_LT(grew, user_share + 253 + kMessages + 32) << "the user's descriptors were taken past its share";
+  EXPECT_GE(refused_for_closes, kMessages - 2) << "the user's connections were not refused while its closes wait";
+
+  // Other users and other transports are served meanwhile.
+  if (geteuid() == 0) {
+    EXPECT_EQ(RegisterAsUser(65534, server->shm_socket()), 0) << "another user's registration was not accepted";
+  }
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::SortRequest request;
+  *request.mutable_options() = TestSortOptions(v1::DTYPE_UINT32);
+  const std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 1000, 7);
+  request.set_keys(ToBytes(keys));
+  v1::SortResponse response;
+  const grpc::Status status = server->stub().Sort(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(FromBytes<uint32_t>(response.keys()), ReferenceSort(keys, SortOrder::kAscending));
+
+  const auto stop = Clock::now();
+  server.reset();
+  EXPECT_LT(Clock::now() - stop, std::chrono::seconds(5)) << "shutdown waited on the caller's descriptors";
+  setrlimit(RLIMIT_NOFILE, &before);
 }
 
 // The same descriptor passed as device memory: it never reaches the backend (whose import would look at
