@@ -11,7 +11,7 @@
 #                       for its table come from a kernel_bench run's kernel.json)
 #                       --comparison (comparison_bench, comparison_anchor.py, comparison_report.py only)
 #                       --topk (top_k_bench, top_k_anchor.py, top_k_report.py only; issue 7)
-#                       --kernels (the kernel tests, cuda_backend_test, batch_sort_test and the fault tests
+#                       --kernels (the kernel tests, cuda_backend_test and the fault tests
 #                       gpu_oom_test and gpu_fault_test only)
 #                       --sanitize (the kernel tests under compute-sanitizer: memcheck, racecheck, synccheck)
 #
@@ -27,15 +27,15 @@ bundle() {
   local exes=()
   # Everything fits no longer in the 64 MiB a device call carries (working tree included): GPUSORT_BUNDLE
   # names a subset, and the device steps skip what is not there. kernels: the kernel tests with
-  # cuda_backend_test, batch_sort_test, sort_ingest_test and the fault tests gpu_oom_test and
+  # cuda_backend_test, sort_ingest_test and the fault tests gpu_oom_test and
   # gpu_fault_test (in-process servers, which bring gRPC's libraries along: ~61 MiB, near the limit);
   # service: the server, CLI, service and client tests, which the e2e scripts also use (~55 MiB); bench:
   # the benchmarks.
   local kernels="merge_sort_test bitonic_sort_test odd_even_sort_test quicksort_test top_k_radix_select_test
-                 top_k_small_test top_k_thread_lists_test cuda_backend_test batch_sort_test sort_ingest_test gpu_job_source_test
+                 top_k_small_test top_k_thread_lists_test cuda_backend_test sort_ingest_test gpu_job_source_test
                  stream_memory_test event_wait_test gpu_oom_test gpu_fault_test"
   local service="service_tests client_tests"
-  local benches="kernel_bench sort_rpc_bench backend_crossover_bench comparison_bench batch_forms_bench top_k_bench"
+  local benches="kernel_bench sort_rpc_bench backend_crossover_bench comparison_bench top_k_bench"
   local chosen="$kernels $service $benches" base="gpusort-server gpusort"
   case ${GPUSORT_BUNDLE:-all} in
     kernels) chosen=$kernels; base="" ;; service) chosen=$service ;; bench) chosen=$benches ;;
@@ -83,7 +83,7 @@ device() {
     return
   fi
   if [ -z "$only_bench" ]; then
-    for t in merge_sort_test bitonic_sort_test odd_even_sort_test quicksort_test batch_sort_test \
+    for t in merge_sort_test bitonic_sort_test odd_even_sort_test quicksort_test \
              top_k_radix_select_test top_k_small_test top_k_thread_lists_test; do
       step "$t" "$bin/$t" --gtest_brief=1
     done
@@ -120,8 +120,6 @@ device() {
     step comparison_report python3 bench/comparison_report.py --bench "$out/comparison.json" \
       --torch "$out/comparison_torch.json"
     cp "$logs/comparison_report.log" "$out/comparison.md"
-    step batch_forms_bench "$bin/batch_forms_bench"  # the server batch's row form beside its radix form
-    cp "$logs/batch_forms_bench.log" "$out/batch_forms.md"
   elif [ -z "$skip_bench" ]; then
     local max=""; [ -n "$quick" ] && max="--quick"
     step kernel_bench "$bin/kernel_bench" $max --json "$out/kernel.json"
@@ -163,11 +161,8 @@ SANITIZE_SECONDS=${SANITIZE_SECONDS:-540}
 sanitize_plan() {
   cat <<'PLAN'
 racecheck odd_even_sort_test 257 3
-racecheck batch_sort_test 16385 6
-memcheck batch_sort_test 4194304 6
 memcheck quicksort_test 1048576 4
 racecheck top_k_radix_select_test 16385 4
-synccheck batch_sort_test 16385 4
 racecheck top_k_small_test 16385 2
 racecheck merge_sort_test 16385 2
 memcheck top_k_radix_select_test 4194304 2
@@ -201,7 +196,7 @@ sanitize_steps() {
   "$cs" --version | tail -n 1 | tee -a "$out/summary.txt"
   local tools=${GPUSORT_SANITIZE_TOOLS:-"memcheck racecheck synccheck"}
   local tests=${GPUSORT_SANITIZE_TESTS:-"merge_sort_test bitonic_sort_test odd_even_sort_test quicksort_test
-               batch_sort_test top_k_radix_select_test top_k_small_test top_k_thread_lists_test"}
+               top_k_radix_select_test top_k_small_test top_k_thread_lists_test"}
   local deadline=$((SECONDS + SANITIZE_SECONDS)) jobs=${GPUSORT_SANITIZE_JOBS:-12}
   local tool t keys shards shard args
   while read -r tool t keys shards; do

@@ -177,7 +177,7 @@ if [ -z "$quick" ] && want chunks; then
   done
 fi
 
-# 3. Many small requests: 1000 u32 keys, 64 in flight, on 1 and 8 connections; then with batching.
+# 3. Many small requests: 1000 u32 keys, 64 in flight, on 1 and 8 connections.
 want small || exit 0
 for conns in 1 8; do
   run "small-c64-x$conns-echo" --method echo --count 1000 --concurrency 64 --connections "$conns" --duration 5 --warmup 1
@@ -187,9 +187,4 @@ floor small 4000 1 2000  # one request at a time: each call's floor, not 64 in f
 start_server inline --inline-max-keys 4096
 for conns in 1 8; do
   run "small-c64-x$conns-sort-inline" --method sort --count 1000 --concurrency 64 --connections "$conns" --duration 5 --warmup 1 --check
-done
-start_server batching --batch-delay-us 200 --batch-max-requests 64
-for conns in 1 8; do
-  run "small-c64-x$conns-sort-batched" --method sort --count 1000 --concurrency 64 --connections "$conns" --duration 5 --warmup 1 --check
-  run "small-c64-x$conns-sort-batched-radix" --method sort --algorithm radix --count 1000 --concurrency 64 --connections "$conns" --duration 5 --warmup 1 --check
 done

@@ -182,20 +182,6 @@ class AutoRouter final : public Backend {
     return placed.engine->Sort(spec, buffers, cancellation, report);
   }
 
-  absl::Status SortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation) override {
-    std::size_t total = 0;
-    for (const BatchItem& item : items) total += item.buffers.count;
-    ASSIGN_OR_RETURN(Backend* const engine, ForSort(spec, total));
-    // A batch goes whole to an engine that sorts it together, or to the CPU when the whole of it is
-    // small; otherwise each request goes where its own size takes it.
-    if (engine == cpu_.get() || engine->SortsBatchTogether(spec, std::span<const BatchItem>(items))) {
-      const InFlight::Charge charge(InFlightOf(engine), static_cast<int>(items.size()));
-      for (BatchItem& item : items) Stamp(*engine, *item.report);
-      return engine->SortBatch(spec, items, cancellation);
-    }
-    return Backend::SortBatch(spec, items, cancellation);
-  }
-
   absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(std::span<std::byte> memory) override {
     return gpu_->PinHostMemory(memory);  // the CPU engine needs none
   }

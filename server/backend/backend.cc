@@ -93,15 +93,6 @@ absl::Status Backend::TopKPinned(const TopKSpec& spec, const TopKBuffers& buffer
   return absl::OkStatus();
 }
 
-absl::Status Backend::SortBatch(const SortSpec& spec, std::span<BatchItem> items,
-                                const Cancellation& cancellation) {
-  for (BatchItem& item : items) {
-    absl::Status s = Sort(spec, item.buffers, cancellation, *item.report);
-    if (!s.ok()) return s;
-  }
-  return absl::OkStatus();
-}
-
 absl::Status AlgorithmUnavailable(std::string_view method, Algorithm asked,
                                   const std::vector<Algorithm>& available,
                                   std::string_view backend) {

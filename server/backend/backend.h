@@ -84,12 +84,6 @@ class DeviceMemoryImport {
   virtual std::span<std::byte> bytes() const = 0;
 };
 
-// One request of a batch (Backend::SortBatch): its own buffers and report.
-struct BatchItem {
-  SortBuffers buffers;
-  ExecutionReport* report = nullptr;
-};
-
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -144,14 +138,6 @@ class Backend {
   // Sorts buffers.keys in place and fills values_out / indices_out as spec.payload asks.
   virtual absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers,
                             const Cancellation& cancellation, ExecutionReport& report) = 0;
-  // Sorts several requests of one spec together (the server's dynamic batching); each item's keys stay
-  // its own. Never kValues. The default sorts them one by one; the CUDA backend sorts 32-bit keys of a
-  // whole batch in one launch. An error fails every item.
-  virtual absl::Status SortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation);
-  // Whether SortBatch sorts these items together, in a batched form (one launch), rather than one at a
-  // time. The router (auto_router.h) hands such a batch over whole, and otherwise sends each request
-  // where its own size takes it. False by default.
-  virtual bool SortsBatchTogether(const SortSpec&, std::span<const BatchItem>) const { return false; }
   // Registers host memory the server mapped from a shared-memory region, once, so that requests on it
   // can copy to and from the device without staging. nullptr: this backend needs nothing of the kind.
   virtual absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(std::span<std::byte>) {

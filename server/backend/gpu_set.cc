@@ -203,18 +203,6 @@ class GpuSet final : public Backend {
     return gpu->engine->Sort(spec, buffers, cancellation, report);
   }
 
-  absl::Status SortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation) override {
-    std::size_t total = 0;
-    for (const BatchItem& item : items) total += item.buffers.count;
-    ASSIGN_OR_RETURN(Gpu* const gpu, Place());
-    const Charge charge(gpu, Weight(total, spec.dtype));
-    for (BatchItem& item : items) item.report->device = gpu->engine->device();
-    return gpu->engine->SortBatch(spec, items, cancellation);
-  }
-  bool SortsBatchTogether(const SortSpec& spec, std::span<const BatchItem> items) const override {
-    return first().SortsBatchTogether(spec, items);
-  }
-
   // One registration serves every GPU: cudaHostRegister's memory is portable to every context of the
   // process where addressing is unified (every 64-bit Linux system), and a second registration of the
   // same memory would be refused.

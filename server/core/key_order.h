@@ -44,7 +44,7 @@ constexpr T FromOrderedBits(OrderedBitsType<T> ordered) {
 }
 
 // The bits that sort ascending when the keys sort in `descending` order or not: the ordered bits,
-// complemented for a descending sort (the GPU batch paths build their rows and composite keys of them).
+// complemented for a descending sort (the CPU merge of sorted runs compares them).
 template <typename T>
 constexpr OrderedBitsType<T> ToSortBits(T key, bool descending) {
   const OrderedBitsType<T> bits = ToOrderedBits(key);

@@ -13,8 +13,6 @@ enum class Stage {
   kReceive,       // a stream's messages taken in (SortStream, TopKStream)
   kValidate,      // the request decoded and checked
   kPartsWait,     // a part of a parted Sort waiting for its sibling parts
-  kBatchWait,     // a small request waiting for others to batch with
-  kBatchPrepare,  // a batch's requests laid out together
   kQueue,         // waiting for a worker thread
   kSnapshot,      // shared-memory keys copied into private memory before a CPU sort
   kStreamWait,    // waiting for one of the GPU's streams
@@ -34,9 +32,9 @@ enum class Stage {
 inline constexpr std::size_t kStageCount = static_cast<std::size_t>(Stage::kSend) + 1;
 
 inline constexpr std::array<std::string_view, kStageCount> kStageNames = {
-    "receive", "validate",     "parts_wait", "batch_wait", "batch_prepare", "queue",  "snapshot",
-    "stream_wait", "prepare",  "h2d",        "kernel",     "d2h",           "sort",   "select",
-    "gather",  "merge",        "device_merge", "write_back", "send",
+    "receive", "validate", "parts_wait", "queue",        "snapshot",   "stream_wait", "prepare",
+    "h2d",     "kernel",   "d2h",        "sort",         "select",     "gather",      "merge",
+    "device_merge", "write_back", "send",
 };
 
 constexpr std::string_view StageName(Stage stage) { return kStageNames[static_cast<std::size_t>(stage)]; }

@@ -73,20 +73,12 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
       ->capture_default_str();
   app.add_option("--cuda-devices", c.cuda_devices,
                  "GPUs to serve from, each with its own engine, requests placed by load: all, or a list such as "
-                 "0,1 (empty: GPU 0; --cuda-streams, --cuda-staging-bytes, --cuda-stream-memory-bytes and "
-                 "--cuda-memory-limit-bytes apply to each)")
-      ->capture_default_str();
-  app.add_option("--split-from-keys", c.split_from_keys,
-                 "a whole-array Sort or one-row TopK of at least this many keys is split across every GPU serving "
-                 "and merged on the host (0: only an array too large for one GPU's memory, or over 2^31-1 keys)")
+                 "0,1 (empty: GPU 0; --cuda-streams, --cuda-stream-memory-bytes and --cuda-memory-limit-bytes apply "
+                 "to each); an array is split across them only when one GPU cannot take it")
       ->capture_default_str();
   app.add_option("--cuda-streams", c.cuda_streams,
                  "CUDA streams, each with two pinned staging buffers: jobs on the GPU at once")
       ->check(CLI::Range(1, 256))
-      ->capture_default_str();
-  app.add_option("--cuda-staging-bytes", c.cuda_staging_bytes,
-                 "size of each pinned staging buffer (two per stream)")
-      ->check(CLI::Range(std::size_t{1} << 16, std::size_t{1} << 30))
       ->capture_default_str();
   app.add_option("--cuda-stream-memory-bytes", c.cuda_stream_memory_bytes,
                  "device memory each stream keeps for its jobs' buffers, so that a request needing no more never "
@@ -109,16 +101,6 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
   app.add_option("--inline-max-keys", c.inline_max_keys,
                  "AUTO or CPU Sort/TopK calls of at most this many keys run on the gRPC thread, skipping the "
                  "hop to a worker (0: never)")
-      ->capture_default_str();
-  app.add_option("--batch-delay-us", c.batch_delay_us,
-                 "dynamic batching: small Sorts of the same options arriving within this many microseconds "
-                 "of the first run as one launch (0: off)")
-      ->check(CLI::Range(0, 1000000))
-      ->capture_default_str();
-  app.add_option("--batch-max-requests", c.batch_max_requests, "requests per batch at most")
-      ->check(CLI::Range(1, 4096))
-      ->capture_default_str();
-  app.add_option("--batch-max-keys", c.batch_max_keys, "Sorts of more keys than this are never batched")
       ->capture_default_str();
   app.add_option("--data-port", c.data_port,
                  "TCP port, on --listen's host, for the keys of SortOnSockets calls (sort.proto, \"Sockets "
@@ -156,11 +138,6 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
                  "bytes one user id's shared-memory regions may map together")
       ->group("Shared memory")
       ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--shm-max-pending", c.shm_max_pending,
-                 "connections to --shm-socket that have not sent their registration yet; more are refused")
-      ->group("Shared memory")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{65536}))
       ->capture_default_str();
   app.add_option("--shm-registration-timeout", c.shm_registration_timeout_seconds,
                  "seconds a connection to --shm-socket has to send its registration before it is closed")

@@ -1,6 +1,5 @@
 #include "server/service/data_socket_listener.h"
 
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -17,6 +16,7 @@
 #include "server/core/thread_name.h"
 #include "server/service/data_socket_io.h"
 #include "server/service/listen_address.h"
+#include "server/service/tcp_listen.h"
 
 namespace gpusort {
 namespace {
@@ -32,40 +32,15 @@ constexpr std::chrono::milliseconds kAcceptPause{100};
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
-absl::StatusOr<UniqueFd> Listen(const std::string& host, int port, int* bound_port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  if (const int e = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); e != 0) {
-    return absl::InvalidArgumentError("cannot resolve the data port's host " + host + ": " + gai_strerror(e));
-  }
-  std::unique_ptr<addrinfo, void (*)(addrinfo*)> addresses(found, freeaddrinfo);
-  UniqueFd fd(socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return absl::UnavailableError(Errno("socket"));
-  const int one = 1;
-  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(fd.get(), found->ai_addr, found->ai_addrlen) != 0 || listen(fd.get(), kListenBacklog) != 0) {
-    return absl::UnavailableError(Errno("cannot listen on the data port " + host + ":" + service));
-  }
-  sockaddr_storage address{};
-  socklen_t length = sizeof(address);
-  getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address), &length);
-  *bound_port = ntohs(address.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&address)->sin6_port
-                                                    : reinterpret_cast<sockaddr_in*>(&address)->sin_port);
-  return fd;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DataSocketListener>> DataSocketListener::Start(const DataPortOptions& options,
                                                                               SocketSorts& sorts) {
   std::unique_ptr<DataSocketListener> listener(new DataSocketListener(options, sorts));
-  absl::StatusOr<UniqueFd> fd = Listen(options.host, options.port, &listener->port_);
-  if (!fd.ok()) return fd.status();
-  listener->listen_fd_ = std::move(*fd);
+  absl::StatusOr<TcpListener> tcp = ListenTcp(options.host, options.port, kListenBacklog, "the data port");
+  if (!tcp.ok()) return tcp.status();
+  listener->listen_fd_ = std::move(tcp->fd);
+  listener->port_ = tcp->port;
   listener->wake_fd_ = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!listener->wake_fd_.valid()) return absl::UnavailableError(Errno("eventfd"));
   sorts.set_port(listener->port_);

@@ -27,12 +27,18 @@ std::size_t RaiseDescriptorLimit() {
   } else {
     spdlog::info("descriptor limit {} (the hard limit)", limit.rlim_cur);
   }
+  if (DescriptorLimit() < kDescriptorsForThePromises) {
+    spdlog::warn("a descriptor limit of {} is below {}: callers holding connections open can leave too few "
+                 "descriptors for the server's own work (SECURITY.md, \"Running out of descriptors\")",
+                 DescriptorLimit(), kDescriptorsForThePromises);
+  }
   return DescriptorLimit();
 }
 
 DescriptorShares SharesOf(std::size_t limit) {
-  const auto share = [limit](std::size_t parts) { return std::max<std::size_t>(16, limit / parts); };
-  return {.grpc_connections = std::max<std::size_t>(16, limit / 8 * 3),
+  const std::size_t usable = limit > kDescriptorReserve ? limit - kDescriptorReserve : 0;
+  const auto share = [usable](std::size_t parts) { return std::max<std::size_t>(16, usable / parts); };
+  return {.grpc_connections = std::max<std::size_t>(16, usable / 8 * 3),
           .health_connections = share(32),
           .data_connections = share(8),
           .shm_call_connections = share(8),

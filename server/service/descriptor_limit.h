@@ -14,11 +14,21 @@ std::size_t RaiseDescriptorLimit();
 // The soft RLIMIT_NOFILE in force now.
 std::size_t DescriptorLimit();
 
-// Each listener's share of `limit`: the gRPC port three eighths of it, the data port and the
+// Descriptors kept out of every share: room for one message's 253 descriptors (SCM_MAX_FD) to arrive
+// whole however full the listeners are, for what waits to be closed past its share (a user's last
+// message), the regions and the server's own files. When the kernel cannot install every descriptor of
+// a message it releases the rest itself, on the receiving thread, and a caller's lingering socket
+// among them froze the registration socket and held SIGTERM (issue 41's third attack session, at a
+// limit of 256 with the listeners' shares full).
+inline constexpr std::size_t kDescriptorReserve = 768;
+// Below this limit the shares are too small to keep the promises (SECURITY.md); the server says so.
+inline constexpr std::size_t kDescriptorsForThePromises = 2048;
+
+// Each listener's share of `limit` less the reserve: the gRPC port three eighths of it, the data port and the
 // shared-memory socket's call connections an eighth each, connections waiting to register and the
 // descriptors callers handed over that wait to be closed (caller_descriptor.h) a sixteenth each, the
-// health port a thirty-second, /metrics a sixty-fourth (at least 16 each). What is left (a fifth) is
-// for regions, the GPU driver, files and the server's own sockets.
+// health port a thirty-second, /metrics a sixty-fourth (at least 16 each). What is left (a fifth, and
+// the reserve) is for regions, the GPU driver, files and the server's own sockets.
 struct DescriptorShares {
   std::size_t grpc_connections;
   std::size_t health_connections;

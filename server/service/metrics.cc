@@ -52,21 +52,6 @@ Metrics::Metrics(std::string_view version, std::string_view backend)
                       .Help("Jobs waiting for a worker thread")
                       .Register(*registry_)
                       .Add({});
-  batch_size_ = &prometheus::BuildHistogram()
-                     .Name("gpusort_batch_size")
-                     .Help("Requests per launched batch (dynamic batching, --batch-delay-us)")
-                     .Register(*registry_)
-                     .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256});
-  batch_wait_ = &prometheus::BuildHistogram()
-                     .Name("gpusort_batch_wait_seconds")
-                     .Help("Time a request waited for its batch to launch")
-                     .Register(*registry_)
-                     .Add({}, LatencyBuckets());
-  batch_queue_depth_ = &prometheus::BuildGauge()
-                            .Name("gpusort_batch_queue_depth")
-                            .Help("Requests waiting in batches not yet launched")
-                            .Register(*registry_)
-                            .Add({});
   prometheus::BuildGauge()
       .Name("gpusort_build_info")
       .Help("Always 1; labels say the version and the backend serving")

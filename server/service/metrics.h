@@ -29,11 +29,6 @@ class Metrics {
   void Record(const RequestRecord& record);
   prometheus::Gauge& inflight() { return *inflight_; }
   prometheus::Gauge& queue_depth() { return *queue_depth_; }
-  // Dynamic batching: requests per launched batch, each request's wait for its batch, and how many
-  // requests wait in open batches now.
-  prometheus::Histogram& batch_size() { return *batch_size_; }
-  prometheus::Histogram& batch_wait() { return *batch_wait_; }
-  prometheus::Gauge& batch_queue_depth() { return *batch_queue_depth_; }
   // gpusort_device_memory_bytes{device,kind}: set from the backend's readings at each scrape
   // (DeviceMemoryRefresh).
   void SetDeviceMemory(std::string_view device, std::string_view kind, double bytes);
@@ -51,9 +46,6 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>& stage_duration_;
   prometheus::Gauge* inflight_;
   prometheus::Gauge* queue_depth_;
-  prometheus::Histogram* batch_size_;
-  prometheus::Histogram* batch_wait_;
-  prometheus::Gauge* batch_queue_depth_;
   prometheus::Family<prometheus::Gauge>& device_memory_;
   prometheus::Family<prometheus::Gauge>& device_serving_;
   prometheus::Family<prometheus::Counter>& device_requests_;

@@ -15,12 +15,7 @@ Scheduler::Scheduler(const ServerConfig& config, Backend& backend, Metrics& metr
       pool_(std::make_unique<WorkerPool>(config.workers,
                                          [&metrics](std::size_t depth) {
                                            metrics.queue_depth().Set(static_cast<double>(depth));
-                                         })),
-      batcher_(std::make_unique<SortBatcher>(
-          backend, metrics, [this](std::function<void()> job) { pool_->Submit(std::move(job)); },
-          SortBatcherOptions{.delay_us = config.batch_delay_us,
-                             .max_requests = config.batch_max_requests,
-                             .max_keys = config.batch_max_keys})) {
+                                         })) {
   // Load-aware AUTO counts what this server has admitted, not only what sits inside an engine: a call
   // spends much of its time decoding, queueing and answering, and the load steps were measured against
   // the callers' calls in flight (auto_policy.h).
@@ -30,8 +25,7 @@ Scheduler::Scheduler(const ServerConfig& config, Backend& backend, Metrics& metr
 Scheduler::~Scheduler() { Stop(); }
 
 void Scheduler::Stop() {
-  batcher_.reset();  // hands what still waits to the pool
-  pool_.reset();     // runs what is queued, then joins
+  pool_.reset();  // runs what is queued, then joins
 }
 
 absl::Status Scheduler::Refusal(AdmissionRefusal why, const Admission& pool, std::string_view what) const {
@@ -90,7 +84,6 @@ void Scheduler::Release(CallState& call) {
 
 Scheduler::Placement Scheduler::Place(const Request& request) const {
   if (request.on_shared_memory) return Placement::kWorker;
-  if (request.sort != nullptr && batcher_->Eligible(*request.sort, request.keys)) return Placement::kBatch;
   const bool small = request.keys <= config_.inline_max_keys &&
                      (request.algorithm == Algorithm::kAuto || request.algorithm == Algorithm::kCpu) &&
                      backend_.SmallCallsAreCheap();
@@ -104,7 +97,6 @@ void Scheduler::Enqueue(CallState& call, Request request) {
       request.run();
       return;
     case Placement::kWorker: return EnqueueStep(call, std::move(request.run));
-    case Placement::kBatch: return EnqueueStep(call, std::move(request.run_in_batch));
   }
 }
 

@@ -1,11 +1,13 @@
 // Between the reactors and the engines: the one place that decides when and where a request's work
-// runs. It holds the tickets (admission), the worker pool and its queue, and the batcher, and places
-// each validated request by one policy:
+// runs. It holds the tickets (admission) and the worker pool and its queue, and places each validated
+// request by one policy:
 //   inline:  on the gRPC thread that took it, as the echo is answered: AUTO or CPU work of at most
-//            --inline-max-keys keys on a backend whose small calls are cheap, never on shared memory,
-//            never one the batcher takes (tens of microseconds, cheaper than the hop to a worker);
-//   batch:   a small Sort the batcher takes (--batch-delay-us): it waits for others of its kind;
+//            --inline-max-keys keys on a backend whose small calls are cheap, never on shared memory
+//            (tens of microseconds, cheaper than the hop to a worker);
 //   worker:  everything else, queued for a worker thread.
+// (Dynamic batching, small Sorts waiting for others of their kind to share a launch, was measured
+// slower than answering each inline, 0.47-0.71x echo's requests/s against 0.81-1.03x, and is gone:
+// docs/benchmarks-log.md, "Dynamic batching".)
 // Reactors call Admit, Enqueue and EnqueueStep and hold no policy of their own. Deadlines: every
 // queued request keeps its Cancellation, which the engine checks when the work starts and between its
 // stages, so one whose deadline passed in the queue ends DEADLINE_EXCEEDED before any work.
@@ -23,7 +25,6 @@
 #include "server/service/call_state.h"
 #include "server/service/config.h"
 #include "server/service/metrics.h"
-#include "server/service/sort_batcher.h"
 #include "server/service/worker_pool.h"
 
 namespace gpusort {
@@ -53,9 +54,7 @@ class Scheduler {
     std::size_t keys = 0;
     Algorithm algorithm = Algorithm::kAuto;  // as asked
     bool on_shared_memory = false;
-    const SortSpec* sort = nullptr;          // a Sort's spec: it may be batched
-    std::function<void()> run;               // runs it alone and replies
-    std::function<void()> run_in_batch;      // a Sort's: hands it to SubmitToBatch (on a worker)
+    std::function<void()> run;               // runs it and replies
   };
   // Runs the request where the policy places it; stamps its "queue" stage (0 when inline).
   void Enqueue(CallState& call, Request request);
@@ -63,16 +62,10 @@ class Scheduler {
   void EnqueueStep(CallState& call, std::function<void()> work, bool stamp_queue = true);
   // Work of no one call (a SortOnSockets job's sort, which outlives its call's reactor), on a worker.
   void EnqueueWork(std::function<void()> work);
-  // A small Sort to the batcher; `done` comes once, on a worker, after its answer is in its buffers.
-  void SubmitToBatch(const SortSpec& spec, const SortBuffers& buffers, ExecutionReport* report,
-                     SortBatcher::DoneFn done) {
-    batcher_->Submit(spec, buffers, report, std::move(done));
-  }
-
-  // Hands what the batcher still holds to the workers, runs what is queued and joins them. Idempotent.
+  // Runs what is queued and joins the workers. Idempotent.
   void Stop();
 
-  enum class Placement { kInline, kWorker, kBatch };
+  enum class Placement { kInline, kWorker };
   Placement Place(const Request& request) const;
 
  private:
@@ -84,7 +77,6 @@ class Scheduler {
   Admission admission_;
   Admission waiting_streams_;
   std::unique_ptr<WorkerPool> pool_;
-  std::unique_ptr<SortBatcher> batcher_;  // reset first: it hands what still waits to the pool
 };
 
 }  // namespace gpusort

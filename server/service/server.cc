@@ -75,10 +75,8 @@ absl::StatusOr<std::unique_ptr<GpusortServer>> GpusortServer::Start(const Server
   auto backend = MakeBackend({.backend = config.backend,
                               .cpu_threads = config.cpu_threads,
                               .cuda_devices = config.cuda_devices,
-                              .split_from_keys = config.split_from_keys,
                               .max_request_bytes = config.max_request_bytes,
                               .cuda_streams = config.cuda_streams,
-                              .cuda_staging_bytes = config.cuda_staging_bytes,
                               .cuda_memory_limit_bytes = config.cuda_memory_limit_bytes,
                               .cuda_stream_memory_bytes = config.cuda_stream_memory_bytes,
                               .cuda_wait_spin_us = config.cuda_wait_spin_us,
@@ -190,7 +188,7 @@ void GpusortServer::CapConnectionsByDescriptors(const DescriptorShares& shares, 
   };
   cap(config_.data_max_connections, shares.data_connections, "--data-max-connections");
   cap(config_.shm_max_call_connections, shares.shm_call_connections, "--shm-max-call-connections");
-  cap(config_.shm_max_pending, shares.shm_pending_connections, "--shm-max-pending");
+  config_.shm_max_pending = std::min(config_.shm_max_pending, shares.shm_pending_connections);
   config_.shm_max_closing_aside = shares.caller_descriptors_closing;
 }
 

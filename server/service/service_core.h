@@ -56,7 +56,7 @@ class ServiceCore {
   // before the answer goes out. Call it once, right before Finish, and finish with what it returns.
   absl::Status Complete(CallState& call, const absl::Status& status);
 
-  // When and where work runs (admission, placement, the workers' queue, the batcher).
+  // When and where work runs (admission, placement, the workers' queue).
   Scheduler& scheduler() { return scheduler_; }
   // A stream whose work joins a job that holds the ticket (a part of a Sort in parts): Admit's checks,
   // and its waiting stream's ticket given back; the job takes its own (Scheduler::AdmitJob).

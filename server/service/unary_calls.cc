@@ -30,7 +30,7 @@ class UnaryCall : public grpc::ServerUnaryReactor {
   }
 
   // Validates on the gRPC thread (bad requests are answered at once), then hands the call to the
-  // scheduler, which runs it here, on a worker, or in a batch (scheduler.h).
+  // scheduler, which runs it here or on a worker (scheduler.h).
   UnaryCall* Start() {
     absl::Status status = Prepare();
     if (!status.ok()) {
@@ -129,21 +129,7 @@ class SortCall final : public UnaryCall {
   Scheduler::Request Describe() override {
     return {.keys = call_.keys,
             .algorithm = spec_.algorithm,
-            .on_shared_memory = regions_.keys.region != nullptr,
-            .sort = &spec_,
-            .run_in_batch = [this] { RunInBatch(); }};
-  }
-
-  // Small Sorts wait for others of their kind when batching is on; the batcher replies for them.
-  void RunInBatch() {
-    if (absl::Status s = call_.cancellation.Check(); !s.ok()) return Reply(s);
-    const SortBuffers buffers = PrepareBuffers();
-    // The last use of `this` here: once submitted, the batch may finish, reply and free this call at
-    // any moment on another thread.
-    core_.scheduler().SubmitToBatch(spec_, buffers, &call_.report, [this](absl::Status status) {
-      if (status.ok()) core_.FillInfo(call_, response_->mutable_info());
-      Reply(status);
-    });
+            .on_shared_memory = regions_.keys.region != nullptr};
   }
 
   // The reply's buffers: the keys are sorted in place in the reply. gRPC built the request as a

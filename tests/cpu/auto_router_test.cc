@@ -29,14 +29,13 @@ using testing::MakeInput;
 using testing::Pattern;
 
 struct Counts {
-  std::atomic<int> sort{0}, batch{0}, topk{0}, ingest{0}, parted{0};
+  std::atomic<int> sort{0}, topk{0}, ingest{0}, parted{0};
 };
 
 // The CPU engine wearing a GPU engine's name and lists (no CPU), counting the calls that reach it.
 class StandInGpu final : public Backend {
  public:
-  StandInGpu(std::shared_ptr<Counts> counts, bool batches_together)
-      : counts_(std::move(counts)), batches_together_(batches_together) {}
+  explicit StandInGpu(std::shared_ptr<Counts> counts) : counts_(std::move(counts)) {}
 
   BackendKind kind() const override { return BackendKind::kCuda; }
   std::string device() const override { return "stand-in gpu"; }
@@ -50,11 +49,6 @@ class StandInGpu final : public Backend {
     ++counts_->sort;
     return cpu_->Sort(AsCpu(spec), buffers, cancellation, report);
   }
-  absl::Status SortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation) override {
-    ++counts_->batch;
-    return cpu_->SortBatch(AsCpu(spec), items, cancellation);
-  }
-  bool SortsBatchTogether(const SortSpec&, std::span<const BatchItem>) const override { return batches_together_; }
   std::unique_ptr<SortIngest> StartSortIngest(const SortSpec&) override {
     ++counts_->ingest;
     return nullptr;  // the router then collects the whole array and calls Sort
@@ -80,7 +74,6 @@ class StandInGpu final : public Backend {
     return spec;
   }
   std::shared_ptr<Counts> counts_;
-  bool batches_together_;
   std::unique_ptr<Backend> cpu_ = MakeCpuBackend({});
 };
 
@@ -111,8 +104,8 @@ ExecutionReport SortThrough(Backend& router, std::size_t n, Algorithm algorithm,
 
 class AutoRouterTest : public ::testing::Test {
  protected:
-  void Make(bool batches_together = false) {
-    router_ = MakeAutoRouter(MakeCpuBackend({}), std::make_unique<StandInGpu>(counts_, batches_together));
+  void Make() {
+    router_ = MakeAutoRouter(MakeCpuBackend({}), std::make_unique<StandInGpu>(counts_));
   }
   void SetUp() override { Make(); }
 
@@ -218,43 +211,6 @@ TEST_F(AutoRouterTest, PinnedTopKWithSmallKGoesToTheGpuFromAMillionKeys) {
     EXPECT_EQ(values, want) << n;
   }
   EXPECT_EQ(counts_->topk.load(), 1);
-}
-
-// A batch goes whole to the GPU engine when it sorts the batch together; otherwise each request goes
-// where its own size takes it; a batch small in all goes whole to the CPU.
-TEST_F(AutoRouterTest, BatchesGoWholeOnlyWhereTheEngineSortsThemTogether) {
-  auto run = [&](const std::vector<std::size_t>& lengths) {
-    std::vector<std::vector<uint32_t>> keys;
-    for (std::size_t n : lengths) keys.push_back(MakeInput<uint32_t>(Pattern::kRandom, n, n + 1));
-    std::vector<ExecutionReport> reports(lengths.size());
-    std::vector<BatchItem> items(lengths.size());
-    for (std::size_t i = 0; i < lengths.size(); ++i) {
-      items[i].buffers.count = lengths[i];
-      items[i].buffers.keys = std::as_writable_bytes(std::span(keys[i]));
-      items[i].report = &reports[i];
-    }
-    SortSpec spec;
-    Cancellation cancellation;
-    EXPECT_TRUE(router_->SortBatch(spec, items, cancellation).ok());
-    for (const auto& k : keys) EXPECT_TRUE(std::is_sorted(k.begin(), k.end()));
-    return reports;
-  };
-  // One large request among small ones, not sortable together: the small ones go to the CPU.
-  std::vector<ExecutionReport> reports = run({kAutoSortCpuBelowKeys, 100, 200});
-  EXPECT_EQ(reports[0].backend, BackendKind::kCuda);
-  EXPECT_EQ(reports[1].backend, BackendKind::kCpu);
-  EXPECT_EQ(reports[2].backend, BackendKind::kCpu);
-  EXPECT_EQ(counts_->batch.load(), 0);
-  EXPECT_EQ(counts_->sort.load(), 1);
-  // Small in all: the CPU takes it whole.
-  reports = run({100, 200, 300});
-  for (const ExecutionReport& r : reports) EXPECT_EQ(r.backend, BackendKind::kCpu);
-  EXPECT_EQ(counts_->batch.load(), 0);
-  // An engine that sorts it together gets it whole, and every report names it.
-  Make(/*batches_together=*/true);
-  reports = run({kAutoSortCpuBelowKeys, 100, 200});
-  for (const ExecutionReport& r : reports) EXPECT_EQ(r.backend, BackendKind::kCuda);
-  EXPECT_EQ(counts_->batch.load(), 1);
 }
 
 // A streamed AUTO Sort: short streams never reach the GPU engine; one that reaches AUTO's threshold is
@@ -383,7 +339,7 @@ TEST(AutoRouterLoad, RequestsInFlightRaiseTheSizeFromWhichSortsGoToTheGpu) {
   auto counts = std::make_shared<Counts>();
   auto held = std::make_unique<HeldCpu>();
   HeldCpu& cpu = *held;
-  auto router = MakeAutoRouter(std::move(held), std::make_unique<StandInGpu>(counts, false), AutoRouting::kLoad);
+  auto router = MakeAutoRouter(std::move(held), std::make_unique<StandInGpu>(counts), AutoRouting::kLoad);
   auto sort = [&](std::size_t n) { return SortThrough(*router, n, Algorithm::kAuto).backend; };
   EXPECT_EQ(sort(65536), BackendKind::kCuda) << "alone";
   EXPECT_EQ(sort(65535), BackendKind::kCpu);
@@ -415,7 +371,7 @@ TEST(AutoRouterLoad, TheServersCallsInFlightCountWhereTheyAreMoreThanTheEnginesH
   auto counts = std::make_shared<Counts>();
   auto held = std::make_unique<HeldCpu>();
   HeldCpu& cpu = *held;
-  auto router = MakeAutoRouter(std::move(held), std::make_unique<StandInGpu>(counts, false), AutoRouting::kLoad);
+  auto router = MakeAutoRouter(std::move(held), std::make_unique<StandInGpu>(counts), AutoRouting::kLoad);
   auto calls = std::make_shared<std::atomic<int>>(1);
   router->WatchCallsInFlight(calls);
   auto sort = [&](std::size_t n) { return SortThrough(*router, n, Algorithm::kAuto).backend; };
@@ -438,7 +394,7 @@ TEST(AutoRouterLoad, TheServersCallsInFlightCountWhereTheyAreMoreThanTheEnginesH
 
 // A GPU stand-in that holds, until released, each way large work reaches it other than Sort: a
 // stream's sort, a parted sort (gathered on the host, then through its Sort of a million keys or more),
-// a sort of device memory and a batch sorted together. Each holds one "started" while it waits.
+// and a sort of device memory. Each holds one "started" while it waits.
 class HeldGpu final : public Backend {
  public:
   BackendKind kind() const override { return BackendKind::kCuda; }
@@ -450,11 +406,6 @@ class HeldGpu final : public Backend {
     if (buffers.count >= kHeldFromKeys) Hold();
     return cpu_->Sort(AsCpu(spec), buffers, cancellation, report);
   }
-  absl::Status SortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation) override {
-    Hold();
-    return cpu_->SortBatch(AsCpu(spec), items, cancellation);
-  }
-  bool SortsBatchTogether(const SortSpec&, std::span<const BatchItem>) const override { return true; }
   std::unique_ptr<SortIngest> StartSortIngest(const SortSpec& spec) override {
     return std::make_unique<HeldIngest>(*this, spec);
   }
@@ -567,31 +518,11 @@ TEST(AutoRouterLoad, StreamsPartedSortsBatchesAndDeviceMemoryCountAsRequestsInFl
     gpu.release = false;
     EXPECT_EQ(sort(65536), BackendKind::kCuda) << "released";
   }
-
-  // One batch of 8 sorted together on the GPU counts as its 8 requests.
-  std::vector<std::vector<uint32_t>> small(8, MakeInput<uint32_t>(Pattern::kRandom, 4096, 3));
-  std::vector<ExecutionReport> reports(small.size());
-  std::vector<BatchItem> items(small.size());
-  for (std::size_t i = 0; i < small.size(); ++i) {
-    items[i].buffers.count = small[i].size();
-    items[i].buffers.keys = std::as_writable_bytes(std::span(small[i]));
-    items[i].report = &reports[i];
-  }
-  const int before = gpu.started.load();
-  std::thread batch([&] { EXPECT_TRUE(router->SortBatch(spec, items, cancellation).ok()); });
-  while (gpu.started.load() < before + 1) std::this_thread::yield();
-  EXPECT_EQ(sort(65536), BackendKind::kCpu) << "a batch of 8 in flight";
-  gpu.release = true;
-  batch.join();
-  gpu.release = false;
-  for (const auto& sorted : small) EXPECT_TRUE(std::is_sorted(sorted.begin(), sorted.end()));
-  EXPECT_EQ(reports[0].backend, BackendKind::kCuda);
-  EXPECT_EQ(sort(65536), BackendKind::kCuda) << "the batch done";
 }
 
 TEST(AutoRouterLoad, GpuRoutingSendsEveryAutoCallToTheGpuEngine) {
   auto counts = std::make_shared<Counts>();
-  auto router = MakeAutoRouter(MakeCpuBackend({}), std::make_unique<StandInGpu>(counts, false), AutoRouting::kGpu);
+  auto router = MakeAutoRouter(MakeCpuBackend({}), std::make_unique<StandInGpu>(counts), AutoRouting::kGpu);
   EXPECT_FALSE(router->SmallCallsAreCheap()) << "no AUTO call may run inline on a gRPC thread";
   std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 100, 1);
   SortSpec spec;

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Issue 41's attack session against the real server process, started with 256 descriptors (prlimit):
+# Issue 41's attack session against the real server process, started with 2048 descriptors (prlimit):
 #  1. it logs its descriptor limit;
-#  2. 400 raw HTTP/2 connections held on the gRPC port (hostile_descriptors.py hold, which reopens every
+#  2. 800 raw HTTP/2 connections held on the gRPC port (hostile_descriptors.py hold, which reopens every
 #     second those the server closed): health on --health-listen turns NOT_SERVING within 10 s, the
-#     refusal warning is logged, at most about a line a second; the server holds at most 96 of them
-#     (three eighths of its descriptors);
+#     refusal warning is logged, at most about a line a second; the server holds at most 480 of them
+#     (three eighths of what its reserve of 768 leaves);
 #  3. once they are closed, health is SERVING again within 10 s and a sort through the gRPC port works;
 #  4. a TCP socket whose close blocks (SO_LINGER 30 s, full send queue, a peer that never reads) handed to
 #     --shm-socket as host memory (the server, held stopped for the hand-over, gets the last reference)
@@ -20,9 +20,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 helper=$here/hostile_descriptors.py
 work=$(mktemp -d)
 server_pid="" hold_pid="" stall_pid="" grpc_port="" health_port=""
-descriptors=256                 # the server's limit (prlimit)
-cap=$((descriptors / 8 * 3))   # connections its gRPC port may hold (three eighths: descriptor_limit.h)
-attack_connections=400
+descriptors=2048                # the server's limit (prlimit): the least it keeps its promises with
+cap=$(((descriptors - 768) / 8 * 3))  # connections its gRPC port may hold (three eighths of what the reserve leaves: descriptor_limit.h)
+attack_connections=800
 drain_timeout=5
 
 now_ms() { date +%s%3N; }
@@ -109,7 +109,7 @@ check_warning_rate() {  # attack start (ms), when
   [ "$lines" -le $((elapsed + 3)) ] || fail "$lines refusal warning lines in $elapsed s ($2): more than 1 a second"
 }
 
-# 1. The server, with 256 descriptors, says its limit.
+# 1. The server, with 2048 descriptors, says its limit.
 prlimit --nofile=$descriptors:$descriptors -- "$bin/gpusort-server" --backend "$backend" --listen 127.0.0.1:0 \
   --health-listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/ports" \
   --shm-socket "$work/shm.sock" --log-level info --drain-timeout "$drain_timeout" >"$work/server.log" 2>&1 &
@@ -166,7 +166,7 @@ hold_pid=""
 sed 's/^/  /' "$work/hold.out"
 most_held=$(sed -n 's/^most_held=//p' "$work/hold.out")
 if [ -z "$most_held" ] || [ "$most_held" -gt "$cap" ]; then
-  fail "the server held ${most_held:-?} of the attack's connections, more than $cap (three eighths of its descriptors)"
+  fail "the server held ${most_held:-?} of the attack's connections, more than $cap (three eighths of what its reserve leaves)"
 fi
 wait_health "$health_port" SERVING 10 "after the release" "$release"
 echo "3. health SERVING $(since "$release") s after the release"

@@ -1,7 +1,7 @@
 // Faults the server must survive on a real GPU (issue 14). The device's memory really exhausted: plain
 // cudaMalloc takes all but 256 MiB of the card (kernels/testing/faults.h), as another process would;
 // then every path of a large request (unary Sort and TopK, SortStream as it arrives, SortStream in
-// parts, TopKStream, a batched Sort) must answer RESOURCE_EXHAUSTED saying that the GPU has no room
+// parts, TopKStream) must answer RESOURCE_EXHAUSTED saying that the GPU has no room
 // (never INTERNAL, never a crash), health must stay SERVING, and /metrics must show the device full;
 // once the memory is back, the same requests must be answered, and correctly. And a failed CUDA call
 // that is not sticky must leave nothing behind for the next one.
@@ -40,7 +40,7 @@ constexpr std::size_t kMiB = std::size_t{1} << 20;
 constexpr std::size_t kLeaveFree = 256 * kMiB;
 // 96M uint32 keys, 384 MiB: every path needs more device memory than kLeaveFree for them (a unary Sort
 // twice the keys and CUB's temp storage, the stream's buffer 512 MiB once grown, a parted Sort's buffer
-// 384 MiB, the batch's composite keys 1.5 GiB, a TopK by sorting four arrays of positions and keys).
+// 384 MiB, a TopK by sorting four arrays of positions and keys).
 constexpr std::size_t kKeys = std::size_t{96} << 20;
 constexpr std::size_t kStreamChunk = 4 * kMiB;
 constexpr uint64_t kTopK = 1000;
@@ -235,35 +235,6 @@ TEST(GpuMemoryExhausted, EveryPathSaysNoRoomThenAnswersOnceTheMemoryIsBack) {
   hog.Release();
   ExpectAnswered(SendAll(*server));
   ExpectServing(*server);
-}
-
-// The batch path (--batch-delay-us): a Sort the batcher takes answers the same way. Batches close at a
-// million keys, so this one runs as a batch of its own, through the composite radix sort.
-TEST(GpuMemoryExhausted, BatchedSortSaysNoRoomThenAnswers) {
-  ServerConfig config = Config();
-  config.batch_delay_us = 1000;
-  config.batch_max_keys = kKeys;
-  START_OR_SKIP(server, config);
-  const v1::SortRequest request = UnarySort(v1::ALGORITHM_AUTO);
-  auto batched = [](const CallResult& call) {
-    for (const v1::StageTime& stage : call.info.stages()) {
-      if (stage.stage() == "batch_prepare") return true;
-    }
-    return false;
-  };
-  const CallResult warm = CallSort(server->stub(), request);
-  ExpectSorted(warm, "batched Sort");
-  EXPECT_TRUE(batched(warm)) << "the Sort did not go through the batcher";
-
-  kernels::testing::DeviceMemoryHog hog;
-  ASSERT_TRUE(hog.TakeAllBut(kLeaveFree).ok());
-  ExpectNoRoom(CallSort(server->stub(), request), "batched Sort");
-  ExpectServing(*server);
-
-  hog.Release();
-  const CallResult again = CallSort(server->stub(), request);
-  ExpectSorted(again, "batched Sort");
-  EXPECT_TRUE(batched(again));
 }
 
 // A CUDA call that fails without harm to the context (here: registering host memory twice) must not

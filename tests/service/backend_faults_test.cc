@@ -171,31 +171,6 @@ TEST(BackendFaults, StreamsNameTheirRequestIdToo) {
   ExpectServing(s.server, HealthStatus::SERVING);
 }
 
-// A batch fails as one (Backend::SortBatch): each of its callers gets its own id, not a neighbour's.
-TEST(BackendFaults, EachCallerOfAFailedBatchGetsItsOwnRequestId) {
-  ServerConfig config = LoopbackConfig();
-  config.batch_delay_us = 5'000'000;  // the batch closes when full, long before this
-  config.batch_max_requests = 4;
-  FaultyServer s(config);
-  s.faults->fail_next = 1;
-  std::vector<std::future<CallResult>> calls;
-  for (int i = 0; i < 4; ++i) {
-    calls.push_back(std::async(std::launch::async, [&s, i] {
-      return CallSort(s.server.stub(), SortOf(Keys()), "fault-test-batch-" + std::to_string(i));
-    }));
-  }
-  for (int i = 0; i < 4; ++i) {
-    SCOPED_TRACE(i);
-    const CallResult call = calls[i].get();
-    ExpectInternalNamingItsId(call, "fault-test-batch-" + std::to_string(i));
-    for (int other = 0; other < 4; ++other) {
-      if (other != i) {
-        EXPECT_THAT(call.status.error_message(), Not(HasSubstr("fault-test-batch-" + std::to_string(other))));
-      }
-    }
-  }
-}
-
 TEST(BackendFaults, CallerMistakesDoNotCarryTheRequestId) {
   FaultyServer s;
   v1::SortRequest bad = SortOf(Keys());

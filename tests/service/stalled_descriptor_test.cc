@@ -174,7 +174,7 @@ int RegisterAsUser(uid_t uid, const std::string& path) {
 TEST(StalledDescriptors, WhatWaitsBehindABlockedCloseStaysWithinItsUsersShare) {
   rlimit before{};
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &before), 0);
-  constexpr rlim_t kLimit = 16384;  // shares of 1024 descriptors closing aside, 128 a user
+  constexpr rlim_t kLimit = 16384;  // shares of 976 descriptors closing aside, 122 a user
   if (before.rlim_max < kLimit) GTEST_SKIP() << "the hard descriptor limit is below " << kLimit;
   rlimit test_limit = before;
   test_limit.rlim_cur = kLimit;

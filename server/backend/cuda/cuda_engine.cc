@@ -10,7 +10,6 @@
 #include "gpusort/kernels/runtime.h"
 #include "server/backend/auto_policy.h"
 #include "server/backend/cuda/comparison_sort.h"
-#include "server/backend/cuda/batch_sort.h"
 #include "server/backend/cuda/device_context.h"
 #include "server/backend/cuda/device_merged_sort.h"
 #include "server/backend/cuda/device_regions.h"
@@ -104,15 +103,6 @@ class CudaEngine final : public Backend {
                     ExecutionReport& report) override {
     return context_->Watch(RunSort(spec, buffers, cancellation, report));
   }
-  absl::Status SortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation) override {
-    return context_->Watch(RunSortBatch(spec, items, cancellation));
-  }
-  // One launch per batch where a batched form fits (batch_sort.h): the segmented bitonic sort of one
-  // row per request (AUTO or BITONIC, requests of up to 4096 keys), else one composite radix sort (AUTO
-  // or RADIX, 32-bit keys). Never values.
-  bool SortsBatchTogether(const SortSpec& spec, std::span<const BatchItem> items) const override {
-    return BatchForm(spec, items) != Algorithm::kAuto;
-  }
   absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(std::span<std::byte> memory) override {
     absl::StatusOr<std::unique_ptr<HostMemoryPin>> pin = RunPinHostMemory(memory);
     if (!pin.ok()) return context_->Watch(pin.status());
@@ -202,31 +192,6 @@ class CudaEngine final : public Backend {
     }
     SortJob job(spec, algorithm, source, sink);
     return RunGpuJob(*context_, job, cancellation, report);
-  }
-
-  // The batched form that fits (SortsBatchTogether): BITONIC for rows, RADIX for the composite radix
-  // sort, AUTO for none.
-  static Algorithm BatchForm(const SortSpec& spec, std::span<const BatchItem> batch) {
-    if (spec.payload == SortPayload::kValues) return Algorithm::kAuto;
-    if ((spec.algorithm == Algorithm::kAuto && BatchFitsRows(batch)) ||
-        (spec.algorithm == Algorithm::kBitonic && BatchRowLength(batch) <= kernels::kBitonicRowsMaxLength)) {
-      return Algorithm::kBitonic;
-    }
-    if ((spec.algorithm == Algorithm::kAuto || spec.algorithm == Algorithm::kRadix) && ElementSize(spec.dtype) <= 4) {
-      return Algorithm::kRadix;
-    }
-    return Algorithm::kAuto;
-  }
-
-  // The rest (values, 64-bit keys in long requests, the other comparison sorts) goes one request at a
-  // time, on the GPU; the router sends such a batch's requests one by one instead, each by its own size.
-  absl::Status RunSortBatch(const SortSpec& spec, std::span<BatchItem> items, const Cancellation& cancellation) {
-    RETURN_IF_ERROR(CheckGpuAlgorithm("Sort", spec.algorithm, sort_algorithms()));
-    switch (BatchForm(spec, std::span<const BatchItem>(items))) {
-      case Algorithm::kBitonic: return SortBatchAsRowsOnGpu(*context_, spec, items, device_);
-      case Algorithm::kRadix: return SortBatchOnGpu(*context_, spec, items, device_);
-      default: return Backend::SortBatch(spec, items, cancellation);
-    }
   }
 
   absl::StatusOr<std::unique_ptr<HostMemoryPin>> RunPinHostMemory(std::span<std::byte> memory) {
