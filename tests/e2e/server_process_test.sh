@@ -24,7 +24,9 @@ done
 # Flags removed because no measurement showed a gain (issue 42), or because what they tuned is gone
 # (civetweb's threads and wait, with civetweb: issue 41), are refused, not ignored.
 for gone in "--cuda-wait-pollers 2" "--cuda-stream-depth 2" "--stream-chunk-bytes 4096" "--cuda-device 0" \
-  "--http2-bdp-probe false" "--http2-lookahead-bytes 65536" "--metrics-threads 8" "--metrics-request-timeout 3"; do
+  "--http2-bdp-probe false" "--http2-lookahead-bytes 65536" "--metrics-threads 8" "--metrics-request-timeout 3" \
+  "--batch-delay-us 200" "--batch-max-requests 4" "--batch-max-keys 100" "--cuda-staging-bytes 65536" \
+  "--split-from-keys 1000" "--shm-max-pending 4"; do
   # shellcheck disable=SC2086
   if "$bin/gpusort-server" --backend cpu $gone >"$work/bad.log" 2>&1; then fail "the removed flag $gone was accepted"; fi
 done
