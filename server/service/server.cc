@@ -107,20 +107,7 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
   const std::size_t descriptor_limit = DescriptorLimit();
   const DescriptorShares shares = SharesOf(descriptor_limit);
   CapConnectionsByDescriptors(shares, descriptor_limit);
-  if (!config_.metrics_listen.empty()) {
-    device_memory_refresh_ = std::make_unique<DeviceMemoryRefresh>(*backend_, *metrics_);
-    absl::StatusOr<std::unique_ptr<MetricsListener>> listener = MetricsListener::Start(
-        {.listen = config_.metrics_listen, .max_connections = shares.metrics_connections}, [this] {
-          device_memory_refresh_->Collect();  // first: it fills the registry's gauges
-          return prometheus::TextSerializer().Serialize(metrics_->registry()->Collect());
-        });
-    if (!listener.ok()) {
-      return absl::UnavailableError("cannot serve metrics on " + config_.metrics_listen + ": " +
-                                    std::string(listener.status().message()));
-    }
-    metrics_listener_ = std::move(*listener);
-    metrics_port_ = metrics_listener_->port();
-  }
+  if (absl::Status s = StartMetrics(shares); !s.ok()) return s;
   // A backend that fails for good (a GPU whose context a sticky CUDA error ruined) cannot come back in
   // this process: health says so, so that balancing callers leave and Kubernetes' liveness probe
   // restarts the pod, while new calls are refused with UNAVAILABLE (ServiceCore::Admit).
@@ -177,6 +164,23 @@ absl::Status GpusortServer::Init(std::unique_ptr<Backend> backend) {
                GPUSORT_VERSION, grpc_port_, tls->description, auth_ ? ", bearer tokens" : "", metrics_port_,
                health_server_ ? ", plaintext health port " + std::to_string(health_port_) : "",
                BackendKindName(backend_->kind()), backend_->device());
+  return absl::OkStatus();
+}
+
+absl::Status GpusortServer::StartMetrics(const DescriptorShares& shares) {
+  if (config_.metrics_listen.empty()) return absl::OkStatus();
+  device_memory_refresh_ = std::make_unique<DeviceMemoryRefresh>(*backend_, *metrics_);
+  absl::StatusOr<std::unique_ptr<MetricsListener>> listener = MetricsListener::Start(
+      {.listen = config_.metrics_listen, .max_connections = shares.metrics_connections}, [this] {
+        device_memory_refresh_->Collect();  // first: it fills the registry's gauges
+        return prometheus::TextSerializer().Serialize(metrics_->registry()->Collect());
+      });
+  if (!listener.ok()) {
+    return absl::UnavailableError("cannot serve metrics on " + config_.metrics_listen + ": " +
+                                  std::string(listener.status().message()));
+  }
+  metrics_listener_ = std::move(*listener);
+  metrics_port_ = metrics_listener_->port();
   return absl::OkStatus();
 }
 

@@ -62,6 +62,8 @@ class GpusortServer {
   // The sockets beside the gRPC port, each when its flag asks for it: shared-memory registration
   // (--shm-socket) and the data port (--data-port).
   absl::Status StartSideSockets();
+  // /metrics (--metrics-listen; metrics_listener.h), at most its share of the descriptors.
+  absl::Status StartMetrics(const DescriptorShares& shares);
   // Health of the whole server and of gpusort.v1.SortService, on the gRPC port and the health port.
   // NOT_SERVING from the start of a drain, once the backend has failed for good, and while the gRPC port
   // cannot take a new connection (PortProbe).
