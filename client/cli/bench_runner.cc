@@ -148,7 +148,7 @@ using RequestFn = absl::StatusOr<Answer> (*)(const BenchConfig&, Connection&, st
 // Answer memory that each bench thread reuses from call to call, as tcp_floor reuses its buffers. Fresh
 // memory for every answer measures the host's page faults, not the path: on the GPU machine (16 cores),
 // gathering 64 MiB of echoed parts into fresh memory took 63-76 ms, against gRPC's 27-31 ms to move
-// them (BENCHMARKS.md, issue 18). --fresh-answers gives each call fresh memory, as SortRaw's callers get.
+// them (docs/benchmarks-log.md, issue 18). --fresh-answers gives each call fresh memory, as SortRaw's callers get.
 thread_local Answer recycled_answer;
 
 // An Answer whose keys hold `key_bytes` and indices `index_bytes` bytes (contents undefined): the

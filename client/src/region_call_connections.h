@@ -1,6 +1,6 @@
 // The client's calls on the server's shared-memory socket (sort.proto, "Calls on the shared-memory
 // socket"): a Sort or TopK on registered regions sent as one record on a Unix socket instead of a gRPC
-// call, which saves the HTTP/2 round trip and the server's hop to a worker (BENCHMARKS.md, issue 18).
+// call, which saves the HTTP/2 round trip and the server's hop to a worker (docs/benchmarks-log.md, issue 18).
 // The connections are opened on first use and kept, one call at a time each. Private to the library.
 #pragma once
 

@@ -25,7 +25,7 @@ void Stamp(const Backend& engine, ExecutionReport& report) {
 
 // The requests an engine has in flight under load-aware AUTO: counted while a Charge lives. Every way
 // work reaches an engine through the router charges it (Sort, TopK, their pinned and device-memory
-// forms, batches, streams and parted sorts), so that a small sort routed by the count sees the large
+// forms, streams and parted sorts), so that a small sort routed by the count sees the large
 // streamed ones running on the GPU as well.
 class InFlight {
  public:
@@ -260,7 +260,7 @@ class AutoRouter final : public Backend {
   std::size_t GpuFromKeys() const { return routing_ == AutoRouting::kGpu ? 1 : kAutoSortCpuBelowKeys; }
 
   // The size rule's choice, or the GPU for every AUTO call under --auto-routing gpu. Limits are checked
-  // (and batches placed) by it; load-aware AUTO may then run a request on the other engine (Place*).
+  // by it; load-aware AUTO may then run a request on the other engine (Place*).
   AutoChoice SortRule(const SortSpec& spec, std::size_t count) const {
     return routing_ == AutoRouting::kGpu ? AutoChoice::kGpuRadix : ChooseSort(spec, count);
   }

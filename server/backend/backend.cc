@@ -21,7 +21,7 @@ namespace {
 // that size was freed, so a copy below that reuses memory already faulted in; from there every block is
 // a fresh mapping whose 4 KiB page faults cost more than the copy (the snapshot of a 16M-key top-k from
 // shared memory: 37 ms on the H100 machine, 222 ms on the dev VM), so those go on huge pages
-// (scratch.h): 7.5 ms on the dev VM (BENCHMARKS.md, issue 18).
+// (scratch.h): 7.5 ms on the dev VM (docs/benchmarks-log.md, issue 18).
 constexpr std::size_t kFreshMappingFromBytes = std::size_t{32} << 20;
 
 ScratchArray<std::byte> Room(std::size_t bytes) {

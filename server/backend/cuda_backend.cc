@@ -19,7 +19,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const CudaBackendOption
   kernels::SetEventWaitSpin(options.wait_spin);
   const std::vector<int> ordinals = options.devices.empty() ? std::vector<int>{options.engine.device} : options.devices;
   // One poller a GPU unless told: on issue 18's mix (64 in flight, two H200s) a poller a GPU served
-  // 4-10% more than a quarter of the cores, on one GPU and on two (BENCHMARKS.md, issue 19).
+  // 4-10% more than a quarter of the cores, on one GPU and on two (docs/benchmarks-log.md, issue 19).
   kernels::SetMostEventPollers(options.wait_pollers != 0 ? options.wait_pollers
                                                          : static_cast<unsigned>(ordinals.size()));
   std::vector<GpuSetMember> members;

@@ -95,7 +95,7 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
                  "microseconds a thread waiting for a GPU event polls it (yielding its core between polls) before it "
                  "sleeps until the GPU wakes it; 0: sleep at once. A sleeper wakes about 0.1 ms late, which a sort "
                  "that waits several times pays each time. At most one thread a GPU polls at once. A server "
-                 "kept busy on several GPUs serves 2-4% more with 0 (BENCHMARKS.md, issue 19)")
+                 "kept busy on several GPUs serves 2-4% more with 0 (docs/benchmarks-log.md, issue 19)")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
   app.add_option("--inline-max-keys", c.inline_max_keys,

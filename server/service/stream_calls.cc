@@ -160,7 +160,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
   }
 
   // Response chunk size: the caller's choice within the message limit, else 1 MiB. Not a flag (issue 42):
-  // no chunk size from 256 KiB to 16 MiB made a streamed 16M sort faster (BENCHMARKS.md, "Streaming chunk
+  // no chunk size from 256 KiB to 16 MiB made a streamed 16M sort faster (docs/benchmarks-log.md, "Streaming chunk
   // size and HTTP/2 window" in docs/benchmarks-log.md).
   static constexpr std::size_t kDefaultChunkBytes = 1u << 20;
   std::size_t ChunkBytes(uint32_t asked) const {

@@ -50,7 +50,7 @@ enum class Transport {
   // Sorts of keys (or with indices) over the server's data port (its --data-port; sort.proto, "Sockets
   // beside gRPC"): the options over gRPC, the keys and the answer over plain TCP connections, in up to
   // stream_parts parts of at least 1 MiB side by side, kept open for later calls. Near the socket's own
-  // speed, where gRPC moves large arrays at about a third of it (BENCHMARKS.md, issue 18); but the keys
+  // speed, where gRPC moves large arrays at about a third of it (docs/benchmarks-log.md, issue 18); but the keys
   // cross in clear, so a server with TLS has no data port. Every other call goes as with kAuto. Not
   // while balancing over several servers.
   kSockets,
@@ -131,7 +131,7 @@ struct ClientOptions {
   // Shared-memory calls (SortInRegion, TopKInRegion, and Transport::kSharedMemory through them) poll for
   // their answer this long before the calling thread sleeps: its core stays awake, and the answer is not
   // held up by the core's wake-up, which on a virtual machine can take a tenth of a millisecond or more
-  // (BENCHMARKS.md, issue 18). The thread spins meanwhile (yielding the core to other threads that want it).
+  // (docs/benchmarks-log.md, issue 18). The thread spins meanwhile (yielding the core to other threads that want it).
   // 0: sleep at once.
   std::chrono::microseconds wait_spin{0};
   // Shared-memory calls go as records on shm_socket itself (sort.proto, "Calls on the shared-memory
@@ -279,7 +279,7 @@ class Client {
   // Neither may overlap the request's keys. Values are not taken here (SortRaw carries them). A caller
   // that sorts arrays again and again into the same memory saves what fresh answer memory costs: on the
   // GPU machine the page faults of 64 MiB of fresh memory took longer than gRPC's transfer of it
-  // (BENCHMARKS.md, issue 18). A Sort sent in parts (ClientOptions::stream_parts) writes each part's
+  // (docs/benchmarks-log.md, issue 18). A Sort sent in parts (ClientOptions::stream_parts) writes each part's
   // answer straight into place; other calls copy the answer there once.
   absl::StatusOr<client::ExecutionInfo> SortRawInto(const RawSortRequest& request, std::span<std::byte> keys_out,
                                                     std::span<std::byte> indices_out = {});

@@ -14,7 +14,7 @@
 //     their place in the answer while the next block is gathered and sorted.
 //
 // Why not the host merge (sort_in_runs.h) for these: it moves every key through host memory once more
-// per pass and ran at 4 to 5 times the PCIe floor on the H200 pair (BENCHMARKS.md, issue 19), where a
+// per pass and ran at 4 to 5 times the PCIe floor on the H200 pair (docs/benchmarks-log.md, issue 19), where a
 // GPU re-sorts a block in a fraction of the time its copy back takes.
 //
 // Keys alone: equal ordered bits are equal keys, so how ties split between blocks cannot show in the

@@ -10,7 +10,7 @@
 //   egress: device -> the job's sink              stage "d2h" (until the stream is done)
 //
 // with the cancellation checked after the lease and after the ingest. A kind of job (sort_job.h,
-// top_k_jobs.h, batch_jobs.h) says only what differs: which buffers, which kernels; where its keys come
+// top_k_jobs.h, row_sort_job.h) says only what differs: which buffers, which kernels; where its keys come
 // from and where its results go are its GpuKeySource and GpuResultSink (gpu_job_ends.h).
 #pragma once
 
