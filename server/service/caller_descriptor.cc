@@ -63,8 +63,7 @@ std::string MountTypeOf(int fd) {
 // done: its sends fail with EPIPE).
 void DrainConnection(int connection) {
   shutdown(connection, SHUT_RD);
-  constexpr std::size_t kMaxFds = 253;  // SCM_MAX_FD: a message's every descriptor, none left to the kernel
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedDescriptors)];
   char byte;
   for (;;) {
     iovec iov{&byte, 1};
@@ -77,16 +76,10 @@ void DrainConnection(int connection) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return;
     bool had_fds = false;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (std::size_t i = 0; i < count; ++i) {
-        int fd;
-        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-        close(fd);  // may block: this is the owner's thread
-        had_fds = true;
-      }
-    }
+    ForEachPassedDescriptor(msg, [&had_fds](int fd) {
+      close(fd);  // may block: this is the owner's thread
+      had_fds = true;
+    });
     if (n == 0 && !had_fds) return;  // its end
   }
 }

@@ -15,13 +15,34 @@
 // session filled 8191 of 8192 so behind one closing thread).
 #pragma once
 
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstring>
 
 #include "server/core/unique_fd.h"
 
 namespace gpusort {
+
+// The most descriptors one message can carry (Linux's SCM_MAX_FD). Every receive makes room for all of
+// them: a descriptor the kernel cannot install it releases itself, on the receiving thread.
+inline constexpr std::size_t kMaxPassedDescriptors = 253;
+
+// Calls `take(fd)` for each descriptor that a received message `msg` carried (SCM_RIGHTS), in order;
+// each is the caller's to own from then on.
+template <typename Take>
+void ForEachPassedDescriptor(msghdr& msg, Take&& take) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      take(fd);
+    }
+  }
+}
 
 enum class CallerDescriptorKind {
   kSharedMemory,        // a file that takes seals (memfd, tmpfs, hugetlbfs): nothing on it blocks

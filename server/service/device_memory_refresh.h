@@ -4,24 +4,18 @@
 // "held" with nothing running.) /metrics calls it before it collects the registry it fills.
 #pragma once
 
-#include <vector>
-
-#include <prometheus/collectable.h>
-#include <prometheus/metric_family.h>
-
 #include "server/backend/backend.h"
 #include "server/service/metrics.h"
 
 namespace gpusort {
 
-class DeviceMemoryRefresh final : public prometheus::Collectable {
+class DeviceMemoryRefresh {
  public:
   DeviceMemoryRefresh(const Backend& backend, Metrics& metrics) : backend_(backend), metrics_(metrics) {}
 
-  std::vector<prometheus::MetricFamily> Collect() const override {
+  void Refresh() const {
     for (const Backend::MemoryReading& m : backend_.memory()) metrics_.SetDeviceMemory(m.device, m.kind, m.bytes);
     for (const Backend::DeviceServing& d : backend_.devices()) metrics_.SetDeviceServing(d.device, d.status.ok());
-    return {};  // the gauges themselves come with the registry
   }
 
  private:

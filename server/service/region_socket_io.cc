@@ -10,11 +10,6 @@
 namespace gpusort {
 namespace {
 
-// Descriptors read from one message: a request carries one, but every one that came is read, so that
-// none is left to the kernel to close on this thread when the message is consumed (the last close of a
-// caller's descriptor may block: caller_descriptor.h). Linux carries at most 253 (SCM_MAX_FD) a message.
-constexpr std::size_t kMaxFdsRead = 253;
-
 // This thread's room to receive into, kept for its next message: a message is read into it whole and
 // only its own bytes are copied out. Sizing a fresh vector to the largest record (64 KiB on the calls
 // socket) for every message zeroed it, and freeing a 64 KiB block makes glibc consolidate its free
@@ -35,7 +30,7 @@ std::byte* ReceiveRoom(std::size_t bytes) {
 absl::StatusOr<std::optional<IncomingMessage>> ReceiveMessage(int connection, uid_t sender, std::size_t max_bytes) {
   IncomingMessage in;
   std::byte* const room = ReceiveRoom(max_bytes);
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsRead)];
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedDescriptors)];
   iovec iov{room, max_bytes};
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -50,20 +45,15 @@ absl::StatusOr<std::optional<IncomingMessage>> ReceiveMessage(int connection, ui
     if (errno == EAGAIN || errno == EWOULDBLOCK) return std::nullopt;
     return absl::UnavailableError(std::string("reading the registration: ") + std::strerror(errno));
   }
-  // Descriptors first: whatever the message says, none of them may stay open.
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      UniqueFd owned(fd);
-      const CallerDescriptorKind kind = KindOfCallerDescriptor(fd);
-      if (kind == CallerDescriptorKind::kOther) CloseAside(sender, std::move(owned));
-      in.fds.push_back(std::move(owned));
-      in.fd_kinds.push_back(kind);
-    }
-  }
+  // Descriptors first: whatever the message says, none of them may stay open. Every one is read (room for kMaxPassedDescriptors), so that none is left to the kernel to close on
+  // this thread when the message is consumed: the last close of a caller's descriptor may block.
+  ForEachPassedDescriptor(msg, [&in, sender](int fd) {
+    UniqueFd owned(fd);
+    const CallerDescriptorKind kind = KindOfCallerDescriptor(fd);
+    if (kind == CallerDescriptorKind::kOther) CloseAside(sender, std::move(owned));
+    in.fds.push_back(std::move(owned));
+    in.fd_kinds.push_back(kind);
+  });
   in.fds_truncated = (msg.msg_flags & MSG_CTRUNC) != 0;
   in.truncated = (msg.msg_flags & MSG_TRUNC) != 0;
   if (n == 0 && in.fds.empty()) {

@@ -172,7 +172,7 @@ absl::Status GpusortServer::StartMetrics(const DescriptorShares& shares) {
   device_memory_refresh_ = std::make_unique<DeviceMemoryRefresh>(*backend_, *metrics_);
   absl::StatusOr<std::unique_ptr<MetricsListener>> listener = MetricsListener::Start(
       {.listen = config_.metrics_listen, .max_connections = shares.metrics_connections}, [this] {
-        device_memory_refresh_->Collect();  // first: it fills the registry's gauges
+        device_memory_refresh_->Refresh();  // first: it fills the registry's gauges
         return prometheus::TextSerializer().Serialize(metrics_->registry()->Collect());
       });
   if (!listener.ok()) {
