@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/service/closer_process.h"
 #include "server/service/config.h"
 #include "server/service/descriptor_limit.h"
 #include "server/service/server.h"
@@ -45,6 +46,14 @@ int main(int argc, char** argv) {
 
   // Every connection, region and file is a descriptor: start with as many as the process may have.
   gpusort::RaiseDescriptorLimit();
+  // Sockets that callers hand over are closed in a process of their own (closer_process.h); it is forked
+  // here, before any thread starts.
+  if (!config.shm_socket.empty()) {
+    if (const absl::Status closer = gpusort::StartCloserProcess(); !closer.ok()) {
+      spdlog::critical("{}", std::string(closer.message()));
+      return 1;
+    }
+  }
   const sigset_t signals = BlockShutdownSignals();
   auto server = gpusort::GpusortServer::Start(config);
   if (!server.ok()) {

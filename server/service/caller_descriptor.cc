@@ -8,16 +8,12 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
-#include <system_error>
-#include <thread>
 
 #include "server/core/descriptor_link.h"
-#include "server/core/thread_name.h"
+#include "server/service/closer_process.h"
+#include "server/service/closing_threads.h"
 
 namespace gpusort {
 namespace {
@@ -58,101 +54,18 @@ std::string MountTypeOf(int fd) {
   return {};
 }
 
-// Reads out what `connection` still holds and closes each descriptor that came in it, here, one by one;
-// stops at its end, an error, or when the queue is empty (the caller can send no more once SHUT_RD is
-// done: its sends fail with EPIPE).
-void DrainConnection(int connection) {
-  shutdown(connection, SHUT_RD);
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedDescriptors)];
-  char byte;
-  for (;;) {
-    iovec iov{&byte, 1};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    const ssize_t n = recvmsg(connection, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return;
-    bool had_fds = false;
-    ForEachPassedDescriptor(msg, [&had_fds](int fd) {
-      close(fd);  // may block: this is the owner's thread
-      had_fds = true;
-    });
-    if (n == 0 && !had_fds) return;  // its end
-  }
+ClosingThreads& ServersClosingThreads() {
+  static auto* threads = new ClosingThreads;  // never freed: its threads may outlive every other object
+  return *threads;
 }
 
-// One closing thread per user with something to close, started on demand and ended when its queue is
-// empty, never joined: a close it is blocked in must not hold the server's shutdown. The state is never
-// freed, for the same reason (a thread may outlive every other object).
-class Closers {
- public:
-  static Closers& Get() {
-    static Closers* closers = new Closers;
-    return *closers;
-  }
-  void Add(uid_t owner, UniqueFd fd, bool connection) {
-    std::lock_guard lock(mutex_);
-    User& user = users_[owner];
-    user.queue.push_back({std::move(fd), connection});
-    ++user.held;
-    ++held_;
-    if (!user.running) {
-      try {
-        std::thread([this, owner] { Run(owner); }).detach();
-        user.running = true;
-      } catch (const std::system_error&) {
-        // No thread to be had now: the descriptor waits, counted against its user, for the next one.
-      }
-    }
-  }
-  std::size_t held() {
-    std::lock_guard lock(mutex_);
-    return held_;
-  }
-  std::size_t held(uid_t owner) {
-    std::lock_guard lock(mutex_);
-    const auto it = users_.find(owner);
-    return it == users_.end() ? 0 : it->second.held;
-  }
-
- private:
-  struct Item {
-    UniqueFd fd;
-    bool connection = false;
-  };
-  struct User {
-    std::deque<Item> queue;
-    std::size_t held = 0;  // queued, and the one being closed
-    bool running = false;
-  };
-
-  void Run(uid_t owner) {
-    NameThisThread("gs-fd-closer");
-    std::unique_lock lock(mutex_);
-    for (;;) {
-      User& user = users_.at(owner);  // std::map: the entry stays where it is while others come and go
-      if (user.queue.empty()) {
-        users_.erase(owner);  // nothing held: the next descriptor starts a new thread
-        return;
-      }
-      Item item = std::move(user.queue.front());
-      user.queue.pop_front();
-      lock.unlock();
-      if (item.connection) DrainConnection(item.fd.get());
-      item.fd.reset();  // may block: nobody waits for it
-      lock.lock();
-      --users_.at(owner).held;
-      --held_;
-    }
-  }
-
-  std::mutex mutex_;
-  std::map<uid_t, User> users_;
-  std::size_t held_ = 0;
-};
+// A socket has no flush: closing the server's copy of one that the closer process also holds releases
+// nothing and cannot block. (SO_TYPE is read without taking the socket's lock.)
+bool IsSocket(int fd) {
+  int type = 0;
+  socklen_t length = sizeof(type);
+  return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) == 0;
+}
 
 }  // namespace
 
@@ -175,14 +88,18 @@ CallerDescriptorKind KindOfCallerDescriptor(int fd) {
 }
 
 void CloseAside(uid_t owner, UniqueFd fd) {
-  if (fd.valid()) Closers::Get().Add(owner, std::move(fd), /*connection=*/false);
+  if (!fd.valid()) return;
+  if (IsSocket(fd.get()) && HandToCloserProcess(owner, fd, /*connection=*/false)) return;
+  ServersClosingThreads().Add(owner, std::move(fd), /*connection=*/false);
 }
 
 void CloseConnectionAside(uid_t owner, UniqueFd connection) {
-  if (connection.valid()) Closers::Get().Add(owner, std::move(connection), /*connection=*/true);
+  if (!connection.valid()) return;
+  if (HandToCloserProcess(owner, connection, /*connection=*/true)) return;
+  ServersClosingThreads().Add(owner, std::move(connection), /*connection=*/true);
 }
 
-std::size_t DescriptorsClosingAside() { return Closers::Get().held(); }
-std::size_t DescriptorsClosingAside(uid_t owner) { return Closers::Get().held(owner); }
+std::size_t DescriptorsClosingAside() { return ServersClosingThreads().held(); }
+std::size_t DescriptorsClosingAside(uid_t owner) { return ServersClosingThreads().held(owner); }
 
 }  // namespace gpusort

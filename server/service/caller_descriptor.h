@@ -4,9 +4,10 @@
 // unsent data. A thread that serves more than one caller (the registration listener) must never make
 // such a call (issue 41). So a descriptor is classified on arrival with calls that cannot block on it
 // (fcntl F_GET_SEALS, the /proc link's text and the kernel's record of its mount), and one that is neither
-// shared memory nor a CUDA memory handle is never looked at again: it is closed on a thread of its
-// user's own (CloseAside). So are the users' connections to the socket: closing one with unread
-// messages makes the kernel release the descriptors in them, on the closing thread.
+// shared memory nor a CUDA memory handle is never looked at again: a socket is closed in the closer
+// process (closer_process.h), anything else on a thread of its user's own (CloseAside, closing_threads.h).
+// So are the users' connections to the socket: closing one with unread messages makes the kernel release
+// the descriptors in them, on the closing thread.
 //
 // A close that blocks holds up only its user's later closes, and what waits behind it is counted per
 // user, so that the listener stops reading (and accepting) a user's descriptors while that user's
@@ -54,9 +55,10 @@ enum class CallerDescriptorKind {
 // Which kind `fd` is. Makes no call that can wait on the descriptor's file system or its peer.
 CallerDescriptorKind KindOfCallerDescriptor(int fd);
 
-// Closes `fd`, which user `owner` handed over, on that user's closing thread, not on the caller's: the
-// close may block (FUSE flush, SO_LINGER). The thread is started when the user has something to close
-// and ends when it has closed it all; it is never waited for, at shutdown either.
+// Closes `fd`, which user `owner` handed over, not on the caller's thread: the close may block (FUSE
+// flush, SO_LINGER). A socket goes to the closer process when there is one; anything else (or a socket
+// it cannot take now) to the user's closing thread, started when the user has something to close and
+// ended when it has closed it all, never waited for, at shutdown either.
 void CloseAside(uid_t owner, UniqueFd fd);
 
 // Closes `owner`'s connection to the shared-memory socket the same way, after reading out whatever
@@ -64,7 +66,8 @@ void CloseAside(uid_t owner, UniqueFd fd);
 // then read by the caller rather than lost to a reset).
 void CloseConnectionAside(uid_t owner, UniqueFd connection);
 
-// Descriptors handed to CloseAside or CloseConnectionAside and not yet closed: all users', and one's.
+// Descriptors handed to CloseAside or CloseConnectionAside and not yet closed on the server's closing
+// threads (what the closer process holds is not the server's): all users', and one's.
 std::size_t DescriptorsClosingAside();
 std::size_t DescriptorsClosingAside(uid_t owner);
 

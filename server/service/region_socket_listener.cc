@@ -155,7 +155,11 @@ void RegionSocketListener::Run() {
     // Requests that arrived are served before deadlines are judged: a busy listener (pinning a large
     // region) must not time out a caller that was in time.
     for (std::size_t i = 0; i < connections_.size(); ++i) {
-      if (fds[i + 2].revents != 0) Serve(connections_[i], fds[i + 2].revents);
+      // Judged again before each read: a message read just now may have put its user past its share,
+      // and one user's many connections must not each bring a message in the same round.
+      if (fds[i + 2].revents != 0 && !UserWaitsForItsCloses(connections_[i].uid)) {
+        Serve(connections_[i], fds[i + 2].revents);
+      }
     }
     const Clock::time_point after = Clock::now();
     for (Connection& c : connections_) {
@@ -172,7 +176,9 @@ void RegionSocketListener::Run() {
 
 void RegionSocketListener::AcceptAll() {
   for (;;) {
-    if (DescriptorsClosingAside() >= options_.max_closing_aside) {
+    // The last resort, for when the closer process cannot take refused connections (closer_process.h):
+    // past the whole share and one message more, accepting (which costs a descriptor) pauses.
+    if (DescriptorsClosingAside() >= options_.max_closing_aside + kMaxPassedDescriptors) {
       PauseAccepting(std::to_string(DescriptorsClosingAside()) +
                      " descriptors that callers handed over are still being closed");
       return;
@@ -201,9 +207,10 @@ void RegionSocketListener::AcceptAll() {
     }
     if (!refusal.empty()) {
       SendReply(fd.get(), absl::StatusCode::kResourceExhausted, refusal);
-      // On the user's closing thread, which first reads what the caller sent already (closing any
-      // descriptor in it): a socket closed with unread data resets the caller's end instead of letting it
-      // read the answer first, and the descriptors in it would be released on this thread.
+      // In the closer process (or on the user's closing thread), which first reads what the caller sent
+      // already (closing any descriptor in it): a socket closed with unread data resets the caller's end
+      // instead of letting it read the answer first, and the descriptors in it would be released on this
+      // thread.
       CloseConnectionAside(peer.uid, std::move(fd));
       continue;
     }
@@ -221,7 +228,11 @@ bool RegionSocketListener::UserWaitsForItsCloses(uid_t uid) const {
   // handed over and the connection it came on) and must not refuse its user's next registration.
   const std::size_t users_share =
       std::min(options_.max_closing_aside, std::max<std::size_t>(16, options_.max_closing_aside / 8));
-  return DescriptorsClosingAside(uid) >= users_share;
+  const std::size_t users = DescriptorsClosingAside(uid);
+  // Once all users together hold the whole share, every user with anything waiting waits; a user with
+  // nothing waiting is still served (issue 41's third attack session: pausing for everyone let one
+  // user's message of 253 stop every other user's registrations).
+  return users >= users_share || (users > 0 && DescriptorsClosingAside() >= options_.max_closing_aside);
 }
 
 void RegionSocketListener::PauseAccepting(const std::string& why) {

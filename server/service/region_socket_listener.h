@@ -9,10 +9,11 @@
 // whose end unregisters their region. A connection whose first message is a call record goes to
 // RegionCalls (region_calls.h), which serves its calls from then on.
 //
-// The thread never closes what a caller handed over, nor a caller's connection: each user's closing
-// thread does (caller_descriptor.h). While a user has more than its share of descriptors waiting there
-// (a close that blocks, and more behind it), none of its connections is read and its new ones are
-// refused; while all users together have more than `max_closing_aside`, no connection is accepted.
+// The thread never closes what a caller handed over, nor a caller's connection: the closer process
+// (sockets, connections) or each user's closing thread (files) does (caller_descriptor.h). While a user
+// has more than its share of descriptors waiting on its thread (a close that blocks, and more behind
+// it), or anything at all while all users together have more than `max_closing_aside`, none of its
+// connections is read and its new ones are refused; users with nothing waiting are served as ever.
 #pragma once
 
 #include <sys/types.h>
@@ -38,8 +39,9 @@ struct RegionSocketOptions {
   std::chrono::milliseconds registration_timeout{5000};  // for a connection to send its request
   std::size_t max_regions_per_user = 16;
   std::size_t max_bytes_per_user = std::size_t{4} << 30;
-  // Descriptors waiting to be closed on the users' closing threads: past this, accepting pauses; past
-  // an eighth of it (at least 16), the user's connections wait.
+  // Descriptors waiting to be closed on the users' closing threads: past an eighth of it (at least 16),
+  // the user's connections wait; past all of it, those of every user with any waiting; past all of it and
+  // one message more (only without a closer process to take refused connections), accepting pauses.
   std::size_t max_closing_aside = 512;
 };
 

@@ -23,6 +23,7 @@
 
 #include "server/service/caller_descriptor.h"
 #include "server/service/descriptor_limit.h"
+#include "tests/service/descriptor_test_support.h"
 #include "tests/service/shm_test_support.h"
 #include "tests/support/inputs.h"
 #include "tests/support/reference.h"
@@ -100,16 +101,6 @@ TEST(StalledDescriptors, ADescriptorWhoseCloseBlocksHoldsUpNoOtherCallerNorTheSh
   EXPECT_LT(Clock::now() - stop, std::chrono::seconds(5)) << "shutdown waited on the caller's descriptor";
 }
 
-// Descriptors this process has open now.
-std::size_t OpenDescriptors() {
-  std::size_t n = 0;
-  if (DIR* dir = opendir("/proc/self/fd")) {
-    while (readdir(dir) != nullptr) ++n;
-    closedir(dir);
-  }
-  return n;
-}
-
 // Parks a descriptor whose close blocks (for `linger`) on the closing thread of the test's user, and
 // returns what keeps it blocked (its peer: closing that ends the wait); null when the server read and
 // closed it before the test let go of its own copy, three times over.
@@ -122,48 +113,6 @@ std::unique_ptr<LingeringSocket> ParkABlockedClose(const TestServer& server, std
     if (reply.has_value() && DescriptorsClosingAside(geteuid()) > closing_before) return stall;
   }
   return nullptr;
-}
-
-// In a child process of user `uid`: registers a sealed memfd on `path`; its exit code is the reply's
-// status code (or 100 and up for what failed before). Only system calls after fork: the test is
-// multi-threaded.
-int RegisterAsUser(uid_t uid, const std::string& path) {
-  UniqueFd memory = Memfd(4096);
-  const std::vector<std::byte> record = RequestRecord({.kind = 1, .size = 4096});
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  std::memcpy(address.sun_path, path.data(), path.size());
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  const pid_t child = fork();
-  if (child < 0) return 100;
-  if (child == 0) {
-    if (setresgid(uid, uid, uid) != 0 || setresuid(uid, uid, uid) != 0) _exit(101);
-    const int connection = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (connect(connection, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) _exit(102);
-    iovec iov{const_cast<std::byte*>(record.data()), record.size()};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    const int fd = memory.get();
-    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    if (sendmsg(connection, &msg, MSG_NOSIGNAL) < 0) _exit(103);
-    pollfd readable{connection, POLLIN, 0};
-    if (poll(&readable, 1, 5000) != 1) _exit(104);  // no reply within 5 s
-    unsigned char reply[512];
-    if (recv(connection, reply, sizeof(reply), 0) < 12) _exit(105);
-    std::uint32_t code;  // the reply's status code, after its 4-byte magic and 4-byte version
-    std::memcpy(&code, reply + 8, sizeof(code));
-    _exit(static_cast<int>(code));
-  }
-  int status = 0;
-  if (waitpid(child, &status, 0) != child || !WIFEXITED(status)) return 106;
-  return WEXITSTATUS(status);
 }
 
 // Issue 41's second attack session: a user parked one lingering socket on the one closing thread, then
