@@ -29,7 +29,7 @@ device() {
       | tee -a "$out/summary.txt"
   }
   local focus='DescriptorExhaustion.*:StalledDescriptors.*:StreamParts.*:SharedMemoryRegistration.*:IdleStreams.*'
-  focus+=':TokenCheck.*:MetricsListener.*:MetricsEndpoint.*:HealthListener.*'
+  focus+=':TokenCheck.*:MetricsListener.*:MetricsEndpoint.*:HealthListener.*:CloserProcess.*'
   step focused env GPUSORT_TEST_BACKEND=cuda timeout 300 "$b/run" service_tests --gtest_filter="$focus"
   step e2e env LD_LIBRARY_PATH="$b/lib" timeout 180 tests/e2e/descriptor_exhaustion_test.sh "$b" cuda
   step device_region timeout 300 "$b/run" device_region_test

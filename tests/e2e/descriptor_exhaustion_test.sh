@@ -56,6 +56,17 @@ threads_in_close() {
   return 0
 }
 
+# The server's closer process (server/service/closer_process.h): its child named gpusort-closer.
+closer_of() {
+  local status
+  for status in /proc/[0-9]*/status; do
+    awk -v parent="$1" '/^Name:/ { name = $2 } /^PPid:/ { ppid = $2 }
+      END { exit !(name == "gpusort-closer" && ppid == parent) }' "$status" 2>/dev/null &&
+      basename "$(dirname "$status")"
+  done
+  return 0
+}
+
 cleanup() {
   local rc=$?
   touch "$work/stop-hold" "$work/stop-stall" 2>/dev/null || true
@@ -202,19 +213,22 @@ awk -v s="$(result memfd_reply_s)" 'BEGIN { exit !(s < 3) }' ||
   fail "the memfd registration took $(result memfd_reply_s) s, not under 3 s"
 echo "4. stalled descriptor refused (code 3) in $(result stall_reply_s) s;" \
   "memfd registered (code 0) in $(result memfd_reply_s) s"
-# A server thread is now blocked closing it (where /proc shows threads' system calls): not leaked, and
-# still blocked when SIGTERM comes.
+# A thread of the closer process is now blocked closing it (where /proc shows threads' system calls): not
+# leaked, not in the server, and still blocked when SIGTERM comes.
+closer_pid=$(closer_of "$server_pid")
+[ -n "$closer_pid" ] || fail "the server has no closer process (a child named gpusort-closer)"
 start=$(now_ms)
 while :; do
-  in_close=$(threads_in_close "$server_pid")
+  in_close=$(threads_in_close "$closer_pid")
   [ -n "$in_close" ] && break
-  [ "$(now_ms)" -lt $((start + 5000)) ] || fail "no server thread closes the stalled socket 5 s after its refusal"
+  [ "$(now_ms)" -lt $((start + 5000)) ] || fail "no closer process thread closes the stalled socket 5 s after its refusal"
   sleep 0.1
 done
 if [ "$in_close" = "?" ]; then
   echo "  (which threads are in close(2) cannot be read here)"
 else
-  echo "  server thread(s) blocked in close(2): $(echo "$in_close" | tr '\n' ' ')"
+  echo "  closer process thread(s) blocked in close(2): $(echo "$in_close" | tr '\n' ' ')"
+  [ -z "$(threads_in_close "$server_pid")" ] || fail "a server thread is in close(2) too"
 fi
 
 # 5. SIGTERM: exit 0 within --drain-timeout + 5 s, although that close still blocks (SO_LINGER 30 s).
@@ -229,6 +243,7 @@ rc=0; wait "$server_pid" || rc=$?
 server_pid=""
 [ "$rc" -eq 0 ] || fail "the server exited $rc after SIGTERM"
 echo "5. server exited 0 $(since "$stop") s after SIGTERM"
+wait_exit "$closer_pid" 5 || fail "the closer process still ran 5 s after the server exited"
 touch "$work/stop-stall"
 wait_exit "$stall_pid" 30 || fail "the stall helper did not finish"
 rc=0; wait "$stall_pid" || rc=$?
