@@ -59,7 +59,7 @@ Row TimeSort(Backend& cpu, Backend& gpu, std::size_t n, bool argsort) {
       spec.algorithm = algorithm;
       Cancellation cancellation;
       ExecutionReport report;
-      absl::Status status = backend.Sort(spec, buffers, cancellation, report);
+      absl::Status status = RunSort(backend, spec, buffers, cancellation, report);
       if (!status.ok()) {
         std::fprintf(stderr, "sort failed: %s\n", std::string(status.message()).c_str());
         std::exit(1);
@@ -88,7 +88,7 @@ Row TimeTopK(Backend& cpu, Backend& gpu, std::size_t n, std::size_t k, Algorithm
       spec.algorithm = algorithm;
       Cancellation cancellation;
       ExecutionReport report;
-      if (!backend.TopK(spec, buffers, cancellation, report).ok()) std::exit(1);
+      if (!RunTopK(backend, spec, buffers, cancellation, report).ok()) std::exit(1);
     });
   };
   return {"topk f32 k=" + std::to_string(k) + " " + std::string(AlgorithmName(gpu_algorithm)), n,
@@ -114,7 +114,7 @@ double ConcurrentSortsMs(int streams) {
       buffers.keys = keys;
       Cancellation cancellation;
       ExecutionReport report;
-      if (!(*gpu)->Sort(spec, buffers, cancellation, report).ok()) std::exit(1);
+      if (!RunSort(*(*gpu), spec, buffers, cancellation, report).ok()) std::exit(1);
     }
   };
   worker(1);  // warm the pool

@@ -102,7 +102,7 @@ void BackendSort(benchmark::State& state, Backend& backend, SortPayload payload,
     b.indices_out = indices;
     Cancellation cancellation;
     ExecutionReport report;
-    if (!backend.Sort(spec, b, cancellation, report).ok()) state.SkipWithError("sort failed");
+    if (!RunSort(backend, spec, b, cancellation, report).ok()) state.SkipWithError("sort failed");
   });
 }
 
@@ -195,7 +195,7 @@ void BM_CpuBackendTopK(benchmark::State& state) {
   for (auto _ : state) {
     Cancellation cancellation;
     ExecutionReport report;
-    if (!backend->TopK(spec, b, cancellation, report).ok()) state.SkipWithError("topk failed");
+    if (!RunTopK(*backend, spec, b, cancellation, report).ok()) state.SkipWithError("topk failed");
     benchmark::ClobberMemory();
   }
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(rows * m));

@@ -1,5 +1,5 @@
 // large_sort_bench: one Sort of arrays larger than one GPU takes (issue 19), as a shared-memory request
-// reaches the CUDA backend (SortPinned on registered host memory, in place), on each set of GPUs named,
+// reaches the CUDA backend (a Sort in registered host memory, in place), on each set of GPUs named,
 // beside the PCIe floor measured in the same run: the keys copied once to the GPU and once back, over
 // one GPU's link, and over every named GPU's links at once (each its share). Prints one row per set:
 // the median wall time of --repeats sorts (fresh random keys before each, not timed), the floor, their
@@ -225,7 +225,7 @@ int main(int argc, char** argv) {
       buffers.keys = std::span(reinterpret_cast<std::byte*>(keys.get()), bytes);
       ExecutionReport report;
       t = Clock::now();
-      const absl::Status status = (*backend)->SortPinned(spec, buffers.keys, buffers, Cancellation(), report);
+      const absl::Status status = RunSort(*(*backend), spec, buffers, Cancellation(), report, Memory::kRegisteredHost, buffers.keys);
       const double s = Since(t);
       if (!status.ok()) {
         std::fprintf(stderr, "sort on %s failed: %s\n", sets[c].c_str(), std::string(status.message()).c_str());

@@ -24,7 +24,7 @@ inline constexpr std::size_t kAutoSortCpuBelowKeys = 16384;
 inline constexpr std::size_t kAutoTopKCpuBelowKeys = 16384;
 inline constexpr std::size_t kAutoTopKCpuUpToK = 128;
 // ... except from registered (pinned) shared memory, where the GPU reads the region by DMA and the CPU
-// must first copy it into private memory (Backend::TopKPinned). Measured on the H100 machine
+// must first copy it into private memory (RunInOwnMemory, backend.h). Measured on the H100 machine
 // (2026-11-25, scripts/auto-routing-bench.sh topk, f32 top-100, p50 at 1 in flight): 1M keys CPU 1.15 ms
 // vs GPU 1.02 ms (at 16 in flight 3,429 vs 3,362 req/s: parity), 16M keys CPU 40.1 ms (35 of them the
 // copy) vs GPU 5.0 ms. So from 1M keys a pinned top-k with small k goes to the GPU.
@@ -33,7 +33,7 @@ inline constexpr std::size_t kAutoPinnedTopKGpuFromKeys = std::size_t{1} << 20;
 enum class AutoChoice { kCpu, kGpuRadix };
 
 AutoChoice ChooseSort(const SortSpec& spec, std::size_t count);
-// `pinned`: the keys lie in registered shared memory (TopKPinned).
+// `pinned`: the keys lie in registered shared memory (Memory::kRegisteredHost).
 AutoChoice ChooseTopK(const TopKSpec& spec, std::size_t count, bool pinned = false);
 
 // How AUTO picks between the CPU and the GPU engine (the server's --auto-routing).

@@ -97,7 +97,7 @@ class RoutedSortIngest final : public SortIngest {
       held_indices_.resize(n);
       buffers.indices_out = std::span(held_indices_);
     }
-    return router_.Sort(spec_, buffers, cancellation, report);  // which stamps the engine it picks
+    return RunSort(router_, spec_, buffers, cancellation, report);  // which stamps the engine it picks
   }
 
   absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) override {
@@ -174,49 +174,20 @@ class AutoRouter final : public Backend {
     return engine->CheckTopKLimits(spec, count);
   }
 
-  absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
-                    ExecutionReport& report) override {
-    ASSIGN_OR_RETURN(const Placed placed, PlaceSort(spec, buffers.count, /*pinned=*/false));
+  absl::Status Run(const Job& job) override {
+    ASSIGN_OR_RETURN(const Placed placed, Place(job));
     const InFlight::Charge charge(placed.in_flight);
-    Stamp(*placed.engine, report);
-    return placed.engine->Sort(spec, buffers, cancellation, report);
+    Stamp(*placed.engine, job.report);
+    return placed.engine->Run(job);
   }
 
   absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(std::span<std::byte> memory) override {
     return gpu_->PinHostMemory(memory);  // the CPU engine needs none
   }
 
-  absl::Status SortPinned(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
-                          const Cancellation& cancellation, ExecutionReport& report) override {
-    ASSIGN_OR_RETURN(const Placed placed, PlaceSort(spec, buffers.count, /*pinned=*/true));
-    const InFlight::Charge charge(placed.in_flight);
-    Stamp(*placed.engine, report);
-    return placed.engine->SortPinned(spec, keys_in, buffers, cancellation, report);
-  }
-
   // Device memory is the GPU engine's alone, whatever the size: the CPU cannot read it.
   absl::StatusOr<std::unique_ptr<DeviceMemoryImport>> ImportDeviceMemory(int fd, std::size_t bytes) override {
     return gpu_->ImportDeviceMemory(fd, bytes);
-  }
-  absl::Status SortInDeviceMemory(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
-                                  const Cancellation& cancellation, ExecutionReport& report) override {
-    const InFlight::Charge charge(InFlightOf(gpu_.get()));
-    Stamp(*gpu_, report);
-    return gpu_->SortInDeviceMemory(spec, keys_in, buffers, cancellation, report);
-  }
-  absl::Status TopKInDeviceMemory(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                                  ExecutionReport& report) override {
-    const InFlight::Charge charge(InFlightOf(gpu_.get()));
-    Stamp(*gpu_, report);
-    return gpu_->TopKInDeviceMemory(spec, buffers, cancellation, report);
-  }
-
-  absl::Status TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                          ExecutionReport& report) override {
-    ASSIGN_OR_RETURN(const Placed placed, PlaceTopK(spec, buffers.count, /*pinned=*/true));
-    const InFlight::Charge charge(placed.in_flight);
-    Stamp(*placed.engine, report);
-    return placed.engine->TopKPinned(spec, buffers, cancellation, report);
   }
 
   // Values, the CPU by name and the comparison sorts by name take whole arrays (collected, then Sort).
@@ -238,14 +209,6 @@ class AutoRouter final : public Backend {
     InFlight* const in_flight = InFlightOf(gpu_.get());
     if (in_flight == nullptr) return ingest;
     return std::unique_ptr<PartedSortIngest>(new ChargedPartedSortIngest(std::move(ingest), in_flight));
-  }
-
-  absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                    ExecutionReport& report) override {
-    ASSIGN_OR_RETURN(const Placed placed, PlaceTopK(spec, buffers.count, /*pinned=*/false));
-    const InFlight::Charge charge(placed.in_flight);
-    Stamp(*placed.engine, report);
-    return placed.engine->TopK(spec, buffers, cancellation, report);
   }
 
  private:
@@ -272,6 +235,16 @@ class AutoRouter final : public Backend {
   }
   absl::StatusOr<Backend*> ForTopK(const TopKSpec& spec, std::size_t count, bool pinned = false) const {
     return Route("TopK", spec.algorithm, TopKRule(spec, count, pinned), &Backend::topk_algorithms);
+  }
+
+  // A device region goes to the GPU engine, whatever its size; anything else where the size rule (and
+  // load-aware AUTO) puts it, registered host memory as `pinned`.
+  absl::StatusOr<Placed> Place(const Job& job) {
+    if (job.memory == Memory::kDeviceRegion) return Counted(gpu_.get());
+    const bool pinned = job.memory == Memory::kRegisteredHost;
+    if (const auto* work = std::get_if<SortWork>(&job.work)) return PlaceSort(work->spec, work->buffers.count, pinned);
+    const TopKWork& work = std::get<TopKWork>(job.work);
+    return PlaceTopK(work.spec, work.buffers.count, pinned);
   }
 
   absl::StatusOr<Placed> PlaceSort(const SortSpec& spec, std::size_t count, bool pinned) {

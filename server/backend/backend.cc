@@ -33,11 +33,12 @@ ScratchArray<std::byte> Room(std::size_t bytes) {
 
 }  // namespace
 
-absl::Status Backend::SortPinned(const SortSpec& spec, std::span<const std::byte> keys_in,
-                                 const SortBuffers& buffers, const Cancellation& cancellation,
-                                 ExecutionReport& report) {
-  // The owner of the shared memory may write it while this runs: one read of the keys, into memory no
-  // one else can reach, then the work there, then one write of the answer.
+namespace {
+
+// A registered-host Sort on private copies (RunInOwnMemory says why).
+absl::Status SortOnCopies(const SortWork& work, const SortInOwnMemory& sort, ExecutionReport& report) {
+  const SortBuffers& buffers = work.buffers;
+  const std::span<const std::byte> keys_in = work.source();
   StageClock copy_in;
   const std::size_t n = buffers.count;
   ScratchArray<std::byte> keys = Room(keys_in.size());
@@ -50,7 +51,7 @@ absl::Status Backend::SortPinned(const SortSpec& spec, std::span<const std::byte
     mine.indices_out = std::span(reinterpret_cast<int64_t*>(indices.get()), n);
   }
   report.AddStage(Stage::kSnapshot, copy_in.Seconds());
-  absl::Status status = Sort(spec, mine, cancellation, report);
+  absl::Status status = sort(work.spec, mine);
   if (!status.ok()) return status;
   StageClock copy_out;
   if (!keys_in.empty()) std::memcpy(buffers.keys.data(), keys.get(), keys_in.size());
@@ -59,19 +60,9 @@ absl::Status Backend::SortPinned(const SortSpec& spec, std::span<const std::byte
   return absl::OkStatus();
 }
 
-absl::Status Backend::SortInDeviceMemory(const SortSpec&, std::span<const std::byte>, const SortBuffers&,
-                                         const Cancellation&, ExecutionReport&) {
-  return absl::FailedPreconditionError("device regions need a GPU server; this one serves from the CPU");
-}
-
-absl::Status Backend::TopKInDeviceMemory(const TopKSpec&, const TopKBuffers&, const Cancellation&,
-                                         ExecutionReport&) {
-  return absl::FailedPreconditionError("device regions need a GPU server; this one serves from the CPU");
-}
-
-absl::Status Backend::TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                                 ExecutionReport& report) {
-  // As SortPinned: the keys read once into private memory, the results written once at the end.
+// A registered-host TopK on private copies: the keys read once, the results written once at the end.
+absl::Status TopKOnCopies(const TopKWork& work, const TopKInOwnMemory& top_k, ExecutionReport& report) {
+  const TopKBuffers& buffers = work.buffers;
   StageClock copy_in;
   ScratchArray<std::byte> keys = Room(buffers.keys.size());
   if (!buffers.keys.empty()) std::memcpy(keys.get(), buffers.keys.data(), buffers.keys.size());
@@ -82,7 +73,7 @@ absl::Status Backend::TopKPinned(const TopKSpec& spec, const TopKBuffers& buffer
   mine.values_out = std::span(values.get(), buffers.values_out.size());
   mine.indices_out = std::span(reinterpret_cast<int64_t*>(indices.get()), buffers.indices_out.size());
   report.AddStage(Stage::kSnapshot, copy_in.Seconds());
-  absl::Status status = TopK(spec, mine, cancellation, report);
+  absl::Status status = top_k(work.spec, mine);
   if (!status.ok()) return status;
   StageClock copy_out;
   if (!buffers.values_out.empty()) std::memcpy(buffers.values_out.data(), values.get(), buffers.values_out.size());
@@ -91,6 +82,49 @@ absl::Status Backend::TopKPinned(const TopKSpec& spec, const TopKBuffers& buffer
   }
   report.AddStage(Stage::kWriteBack, copy_out.Seconds());
   return absl::OkStatus();
+}
+
+}  // namespace
+
+std::size_t JobKeys(const Job& job) {
+  if (const auto* work = std::get_if<SortWork>(&job.work)) return work->buffers.count;
+  return std::get<TopKWork>(job.work).buffers.count;
+}
+
+DType JobDtype(const Job& job) {
+  if (const auto* work = std::get_if<SortWork>(&job.work)) return work->spec.dtype;
+  return std::get<TopKWork>(job.work).spec.dtype;
+}
+
+absl::Status RunSort(Backend& backend, const SortSpec& spec, const SortBuffers& buffers,
+                     const Cancellation& cancellation, ExecutionReport& report, Memory memory,
+                     std::span<const std::byte> keys_in) {
+  return backend.Run(Job{.work = SortWork{spec, buffers, keys_in},
+                         .memory = memory,
+                         .cancellation = cancellation,
+                         .report = report});
+}
+
+absl::Status RunTopK(Backend& backend, const TopKSpec& spec, const TopKBuffers& buffers,
+                     const Cancellation& cancellation, ExecutionReport& report, Memory memory) {
+  return backend.Run(
+      Job{.work = TopKWork{spec, buffers}, .memory = memory, .cancellation = cancellation, .report = report});
+}
+
+absl::Status RunInOwnMemory(const Job& job, const SortInOwnMemory& sort, const TopKInOwnMemory& top_k) {
+  if (job.memory == Memory::kDeviceRegion) {
+    return absl::FailedPreconditionError("device regions need a GPU server; this one serves from the CPU");
+  }
+  if (const auto* work = std::get_if<SortWork>(&job.work)) {
+    if (job.memory == Memory::kRegisteredHost) return SortOnCopies(*work, sort, job.report);
+    if (!work->keys_in.empty() && work->keys_in.data() != work->buffers.keys.data()) {
+      std::memmove(work->buffers.keys.data(), work->keys_in.data(), work->keys_in.size());
+    }
+    return sort(work->spec, work->buffers);
+  }
+  const TopKWork& work = std::get<TopKWork>(job.work);
+  if (job.memory == Memory::kRegisteredHost) return TopKOnCopies(work, top_k, job.report);
+  return top_k(work.spec, work.buffers);
 }
 
 absl::Status AlgorithmUnavailable(std::string_view method, Algorithm asked,

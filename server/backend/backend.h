@@ -7,10 +7,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -30,7 +32,7 @@ class SortIngest {
   virtual ~SortIngest() = default;
   // Appends whole keys (the stream call holds back a piece that ends inside a key).
   virtual absl::Status Append(std::span<const std::byte> keys) = 0;
-  // After the last Append. Stages go into `report` as for Backend::Sort.
+  // After the last Append. Stages go into `report` as for Backend::Run.
   virtual absl::Status Sort(const Cancellation& cancellation, ExecutionReport& report) = 0;
   // Sorted keys [begin, end) into `keys` and, for SortPayload::kIndices, their input positions.
   virtual absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) = 0;
@@ -84,6 +86,43 @@ class DeviceMemoryImport {
   virtual std::span<std::byte> bytes() const = 0;
 };
 
+// Where a job's arrays lie (sort.proto: in the request, in a shared-memory region, in a device region).
+enum class Memory {
+  kMessage,         // the server's own memory (a request's bytes, buffers it made): read it as often as needed
+  kRegisteredHost,  // host memory given to PinHostMemory, shared with its owner, who may write it at any
+                    // moment: the host reads each key once (below, RunInOwnMemory)
+  kDeviceRegion,    // device memory ImportDeviceMemory gave: the host never touches it
+};
+
+// A whole-array Sort: sorts buffers.keys in place, or, with keys_in (which is that same range or does not
+// overlap it), reads keys_in and writes the sorted keys to buffers.keys; fills values_out / indices_out
+// as spec.payload asks. kValues only in Memory::kMessage.
+struct SortWork {
+  const SortSpec& spec;
+  const SortBuffers& buffers;
+  std::span<const std::byte> keys_in = {};
+  // Where the keys are read from: keys_in, or buffers.keys when it is empty.
+  std::span<const std::byte> source() const { return keys_in.empty() ? std::span<const std::byte>(buffers.keys) : keys_in; }
+};
+
+// A TopK: fills values_out / indices_out with each row's top-k, as the proto defines it.
+struct TopKWork {
+  const TopKSpec& spec;
+  const TopKBuffers& buffers;
+};
+
+// One request for an engine: what to do, where its arrays lie, and the call's cancellation and report.
+struct Job {
+  std::variant<SortWork, TopKWork> work;
+  Memory memory = Memory::kMessage;
+  const Cancellation& cancellation;
+  ExecutionReport& report;
+};
+
+// The keys a job works on (every row's), and their type.
+std::size_t JobKeys(const Job& job);
+DType JobDtype(const Job& job);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -135,42 +174,20 @@ class Backend {
   virtual absl::Status CheckSortLimits(const SortSpec&, std::size_t /*count*/) const { return absl::OkStatus(); }
   virtual absl::Status CheckTopKLimits(const TopKSpec&, std::size_t /*count*/) const { return absl::OkStatus(); }
 
-  // Sorts buffers.keys in place and fills values_out / indices_out as spec.payload asks.
-  virtual absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers,
-                            const Cancellation& cancellation, ExecutionReport& report) = 0;
+  // Runs `job`: a whole-array Sort or TopK, wherever its arrays lie. One of the engine's request
+  // operations, with StartSortIngest, StartPartedSortIngest and, until the GPU set owns the multi-GPU
+  // merge, SortMergedOnDevice (docs/design/one-house.md).
+  virtual absl::Status Run(const Job& job) = 0;
   // Registers host memory the server mapped from a shared-memory region, once, so that requests on it
   // can copy to and from the device without staging. nullptr: this backend needs nothing of the kind.
   virtual absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(std::span<std::byte>) {
     return std::unique_ptr<HostMemoryPin>();
   }
-  // A Sort whose arrays lie in memory given to PinHostMemory: reads keys_in, writes the sorted keys to
-  // buffers.keys (keys_in is either that same range or does not overlap it). Never kValues. That memory
-  // is shared with its owner, who may write it at any moment, so the host must read each key once:
-  // the CPU sort reads its input twice (a histogram, then the scatter it lays out) and keys that
-  // changed in between would send the scatter past its buffers. This default therefore sorts a
-  // private copy with Sort and writes only the answer back; the CUDA backend moves the keys by DMA and
-  // converts them on the device, so that the host never touches them.
-  virtual absl::Status SortPinned(const SortSpec& spec, std::span<const std::byte> keys_in,
-                                  const SortBuffers& buffers, const Cancellation& cancellation,
-                                  ExecutionReport& report);
-  // TopK whose arrays lie in memory given to PinHostMemory, for the same reason: this default selects
-  // from a private copy of the keys into private outputs and copies the results over; backends whose
-  // TopK reads each key once (the CUDA backend's GPU paths) override it to call TopK directly.
-  virtual absl::Status TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                                  ExecutionReport& report);
   // Imports `bytes` of the device memory a caller exported as the descriptor `fd` (not taken). This
   // default refuses: only a backend with a GPU has device regions.
   virtual absl::StatusOr<std::unique_ptr<DeviceMemoryImport>> ImportDeviceMemory(int /*fd*/, std::size_t /*bytes*/) {
     return absl::FailedPreconditionError("device regions need a GPU server; this one serves from the CPU");
   }
-  // Sort and TopK whose arrays all lie in memory ImportDeviceMemory gave: the keys are copied once on
-  // the device (the owner may write them meanwhile, changing at most this answer), the results written
-  // once. Only a backend that imports device memory reaches these; the defaults refuse.
-  virtual absl::Status SortInDeviceMemory(const SortSpec& spec, std::span<const std::byte> keys_in,
-                                          const SortBuffers& buffers, const Cancellation& cancellation,
-                                          ExecutionReport& report);
-  virtual absl::Status TopKInDeviceMemory(const TopKSpec& spec, const TopKBuffers& buffers,
-                                          const Cancellation& cancellation, ExecutionReport& report);
   // A streamed Sort's keys, taken as they arrive; nullptr when this backend does no better than being
   // handed the whole array (the stream call then collects it and calls Sort). Never for kValues.
   virtual std::unique_ptr<SortIngest> StartSortIngest(const SortSpec&) { return nullptr; }
@@ -182,8 +199,8 @@ class Backend {
   // may hold in this device's memory share), or one split across GPUs, sorted in runs of at most
   // `max_run_keys` that stay in device memory and are merged there (cuda/device_merged_sort.h): on this
   // backend's GPU and on the GPUs of `peers` (other engines of the same kind; others are ignored). Reads
-  // keys_in (memory given to PinHostMemory, or buffers.keys itself) and writes buffers.keys, as
-  // SortPinned does; report.device names every GPU that took part. false, with nothing done, where the
+  // keys_in (memory given to PinHostMemory, or buffers.keys itself) and writes buffers.keys, as a
+  // Memory::kRegisteredHost job does; report.device names every GPU that took part. false, with nothing done, where the
   // backend declines: this default, and the CUDA engine for a payload or where the GPUs' memory does
   // not hold every key; the caller then sorts in runs merged on the host.
   virtual absl::StatusOr<bool> SortMergedOnDevice(const SortSpec&, std::span<const std::byte> /*keys_in*/,
@@ -192,12 +209,28 @@ class Backend {
                                                   ExecutionReport&) {
     return false;
   }
-  // Fills values_out / indices_out with each row's top-k, as the proto defines it.
-  virtual absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers,
-                            const Cancellation& cancellation, ExecutionReport& report) = 0;
 };
 
 std::string_view BackendKindName(BackendKind kind);  // "cpu", "cuda"
+
+// A Sort or a TopK as one Job, for callers with the arrays at hand.
+absl::Status RunSort(Backend& backend, const SortSpec& spec, const SortBuffers& buffers,
+                     const Cancellation& cancellation, ExecutionReport& report, Memory memory = Memory::kMessage,
+                     std::span<const std::byte> keys_in = {});
+absl::Status RunTopK(Backend& backend, const TopKSpec& spec, const TopKBuffers& buffers,
+                     const Cancellation& cancellation, ExecutionReport& report, Memory memory = Memory::kMessage);
+
+// How an engine that works only on arrays of its own memory (the CPU engine; the CUDA engine's host
+// paths; test stand-ins) runs any job with `sort` and `top_k`, which get the job's spec and buffers:
+//   - Memory::kMessage: as they are;
+//   - Memory::kRegisteredHost: on private copies, the keys read once and the answer written once. The
+//     owner of shared memory may write it while this runs, and a host sort reads its input more than
+//     once: the CPU sort reads a histogram, then scatters as it laid out, and keys that changed in
+//     between would send the scatter past its buffers. A Sort's keys_in is read, buffers.keys written;
+//   - Memory::kDeviceRegion: refused (FAILED_PRECONDITION): only a GPU engine imports device memory.
+using SortInOwnMemory = std::function<absl::Status(const SortSpec&, const SortBuffers&)>;
+using TopKInOwnMemory = std::function<absl::Status(const TopKSpec&, const TopKBuffers&)>;
+absl::Status RunInOwnMemory(const Job& job, const SortInOwnMemory& sort, const TopKInOwnMemory& top_k);
 
 // UNIMPLEMENTED naming what was asked and what this backend has, for a consistent message.
 absl::Status AlgorithmUnavailable(std::string_view method, Algorithm asked,

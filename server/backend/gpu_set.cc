@@ -192,15 +192,24 @@ class GpuSet final : public Backend {
     return first().CheckTopKLimits(spec, count);
   }
 
-  absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
-                    ExecutionReport& report) override {
-    if (SortSplitsInRuns(spec) && InRuns(buffers.count, SortRun(spec))) {
-      return SortLarge(spec, buffers.keys, buffers, /*pinned=*/false, cancellation, report);
+  // A device region runs on the GPU its memory lives on; an array one pass cannot take, in runs
+  // (SortLarge, TopKInRuns); anything else on the GPU Place picks. Charged there while it runs.
+  absl::Status Run(const Job& job) override {
+    const bool pinned = job.memory == Memory::kRegisteredHost;
+    if (job.memory != Memory::kDeviceRegion) {
+      if (const auto* work = std::get_if<SortWork>(&job.work)) {
+        if (SortSplitsInRuns(work->spec) && InRuns(work->buffers.count, SortRun(work->spec))) {
+          return SortLarge(work->spec, work->source(), work->buffers, pinned, job.cancellation, job.report);
+        }
+      } else if (const auto* work = std::get_if<TopKWork>(&job.work);
+                 TopKSplitsInRuns(work->spec) && InRuns(work->buffers.count, TopKRun(work->spec))) {
+        return TopKInRuns(work->spec, work->buffers, pinned, Plan(TopKRun(work->spec)), job.cancellation, job.report);
+      }
     }
-    ASSIGN_OR_RETURN(Gpu* const gpu, Place());
-    const Charge charge(gpu, Weight(buffers.count, spec.dtype));
-    report.device = gpu->engine->device();
-    return gpu->engine->Sort(spec, buffers, cancellation, report);
+    ASSIGN_OR_RETURN(Gpu* const gpu, job.memory == Memory::kDeviceRegion ? RegionGpu(job) : Place());
+    const Charge charge(gpu, Weight(JobKeys(job), JobDtype(job)));
+    job.report.device = gpu->engine->device();
+    return gpu->engine->Run(job);
   }
 
   // One registration serves every GPU: cudaHostRegister's memory is portable to every context of the
@@ -209,26 +218,6 @@ class GpuSet final : public Backend {
   absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(std::span<std::byte> memory) override {
     ASSIGN_OR_RETURN(Gpu* const gpu, Place());
     return gpu->engine->PinHostMemory(memory);
-  }
-
-  absl::Status SortPinned(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
-                          const Cancellation& cancellation, ExecutionReport& report) override {
-    if (SortSplitsInRuns(spec) && InRuns(buffers.count, SortRun(spec))) {
-      return SortLarge(spec, keys_in, buffers, /*pinned=*/true, cancellation, report);
-    }
-    ASSIGN_OR_RETURN(Gpu* const gpu, Place());
-    const Charge charge(gpu, Weight(buffers.count, spec.dtype));
-    report.device = gpu->engine->device();
-    return gpu->engine->SortPinned(spec, keys_in, buffers, cancellation, report);
-  }
-
-  absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                    ExecutionReport& report) override {
-    return RunTopK(spec, buffers, /*pinned=*/false, cancellation, report);
-  }
-  absl::Status TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                          ExecutionReport& report) override {
-    return RunTopK(spec, buffers, /*pinned=*/true, cancellation, report);
   }
 
   // A region is imported for the GPU its memory lives on, where that GPU serves; else for the first
@@ -249,22 +238,6 @@ class GpuSet final : public Backend {
     ASSIGN_OR_RETURN(std::unique_ptr<DeviceMemoryImport> import, gpu->engine->ImportDeviceMemory(fd, bytes));
     return std::unique_ptr<DeviceMemoryImport>(new ImportOnGpu(std::move(import), gpu, homes_));
   }
-  absl::Status SortInDeviceMemory(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
-                                  const Cancellation& cancellation, ExecutionReport& report) override {
-    ASSIGN_OR_RETURN(Gpu* const gpu, RegionGpu({keys_in.data(), buffers.keys.data(), buffers.values_out.data(), buffers.indices_out.data()}));
-    const Charge charge(gpu, Weight(buffers.count, spec.dtype));
-    report.device = gpu->engine->device();
-    return gpu->engine->SortInDeviceMemory(spec, keys_in, buffers, cancellation, report);
-  }
-  absl::Status TopKInDeviceMemory(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                                  ExecutionReport& report) override {
-    ASSIGN_OR_RETURN(Gpu* const gpu,
-                     RegionGpu({buffers.keys.data(), buffers.values_out.data(), buffers.indices_out.data()}));
-    const Charge charge(gpu, Weight(buffers.count, spec.dtype));
-    report.device = gpu->engine->device();
-    return gpu->engine->TopKInDeviceMemory(spec, buffers, cancellation, report);
-  }
-
   // A stream's length is not known when it starts: it goes to one GPU as it arrives where the longest
   // stream the server takes fits one; else nullptr, and the stream is collected on the host and sorted
   // through Sort (in runs when it must be).
@@ -290,18 +263,6 @@ class GpuSet final : public Backend {
 
  private:
   const Backend& first() const { return *gpus_.front()->engine; }
-
-  absl::Status RunTopK(const TopKSpec& spec, const TopKBuffers& buffers, bool pinned, const Cancellation& cancellation,
-                       ExecutionReport& report) {
-    if (TopKSplitsInRuns(spec) && InRuns(buffers.count, TopKRun(spec))) {
-      return TopKInRuns(spec, buffers, pinned, Plan(TopKRun(spec)), cancellation, report);
-    }
-    ASSIGN_OR_RETURN(Gpu* const gpu, Place());
-    const Charge charge(gpu, Weight(buffers.count, spec.dtype));
-    report.device = gpu->engine->device();
-    return pinned ? gpu->engine->TopKPinned(spec, buffers, cancellation, report)
-                  : gpu->engine->TopK(spec, buffers, cancellation, report);
-  }
 
   // An array served in runs (one pass on a GPU cannot take it, or --split-from-keys splits it): first
   // sorted in runs kept in every serving GPU's memory and merged there (Backend::SortMergedOnDevice; the
@@ -378,6 +339,15 @@ class GpuSet final : public Backend {
 
   // The GPU of the device regions a request's arrays lie in (null or unknown addresses aside): one
   // GPU, or FAILED_PRECONDITION naming both.
+  // The GPU a job in device regions runs on: where its arrays live.
+  absl::StatusOr<Gpu*> RegionGpu(const Job& job) const {
+    if (const auto* work = std::get_if<SortWork>(&job.work)) {
+      const SortBuffers& b = work->buffers;
+      return RegionGpu({work->keys_in.data(), b.keys.data(), b.values_out.data(), b.indices_out.data()});
+    }
+    const TopKBuffers& b = std::get<TopKWork>(job.work).buffers;
+    return RegionGpu({b.keys.data(), b.values_out.data(), b.indices_out.data()});
+  }
   absl::StatusOr<Gpu*> RegionGpu(std::initializer_list<const void*> arrays) const {
     Gpu* home = nullptr;
     for (const void* at : arrays) {

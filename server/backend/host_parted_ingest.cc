@@ -36,7 +36,7 @@ class HostPartedSortIngest final : public PartedSortIngest {
       indices_.resize(count_);
       buffers.indices_out = std::span(indices_);
     }
-    return backend_.Sort(spec_, buffers, cancellation, report);
+    return RunSort(backend_, spec_, buffers, cancellation, report);
   }
 
   absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) override {

@@ -209,9 +209,9 @@ absl::Status SortInRuns(const SortSpec& spec, std::span<const std::byte> keys_in
     }
     if (spec.payload == SortPayload::kIndices) part.indices_out = buffers.indices_out.subspan(run.begin, len);
     run_report.device = engine.device();
-    absl::Status status = pinned ? engine.SortPinned(spec, keys_in.subspan(run.begin * w, len * w), part, cancellation,
-                                                     run_report)
-                                 : engine.Sort(spec, part, cancellation, run_report);
+    absl::Status status = pinned ? RunSort(engine, spec, part, cancellation, run_report, Memory::kRegisteredHost,
+                                           keys_in.subspan(run.begin * w, len * w))
+                                 : RunSort(engine, spec, part, cancellation, run_report);
     if (status.ok() && runs.size() > 1) mover.Push(r);
     return status;
   });
@@ -256,8 +256,8 @@ absl::Status TopKInRuns(const TopKSpec& spec, const TopKBuffers& buffers, bool p
     part.indices_out = std::span(candidate_indices).subspan(r * spec.k, part_spec.k);
     found[r] = part_spec.k;
     run_report.device = engine.device();
-    return pinned ? engine.TopKPinned(part_spec, part, cancellation, run_report)
-                  : engine.TopK(part_spec, part, cancellation, run_report);
+    return RunTopK(engine, part_spec, part, cancellation, run_report,
+                   pinned ? Memory::kRegisteredHost : Memory::kMessage);
   }));
   CombineReports(reports, report);
 

@@ -34,11 +34,11 @@ bool TopKSplitsInRuns(const TopKSpec& spec);
 std::size_t SortRunKeys(const SortSpec& spec, std::size_t memory_bytes, std::size_t max_keys);
 std::size_t TopKRunKeys(const TopKSpec& spec, std::size_t memory_bytes, std::size_t max_keys);
 
-// Sorts buffers as Backend::Sort does (pinned: as SortPinned, reading keys_in), in runs.
+// Sorts buffers as a Sort job does (pinned: in registered memory, reading keys_in), in runs.
 absl::Status SortInRuns(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
                         bool pinned, const RunPlan& plan, const Cancellation& cancellation, ExecutionReport& report);
 
-// As Backend::TopK (pinned: TopKPinned), in runs; a TopK of one row.
+// As a TopK job (pinned: in registered memory), in runs; a TopK of one row.
 absl::Status TopKInRuns(const TopKSpec& spec, const TopKBuffers& buffers, bool pinned, const RunPlan& plan,
                         const Cancellation& cancellation, ExecutionReport& report);
 

@@ -22,6 +22,16 @@ absl::StatusOr<TopKRegions> PrepareOnRegions(ServiceCore& core, CallState& call,
   return regions;
 }
 
+namespace {
+
+// Where a request's regions lie, for the engine (the service checked that they all lie alike).
+template <typename Range>
+Memory MemoryOf(const Range& keys) {
+  return keys.on_device() ? Memory::kDeviceRegion : Memory::kRegisteredHost;
+}
+
+}  // namespace
+
 absl::Status WorkOnRegions(ServiceCore& core, CallState& call, const SortSpec& spec, const SortRegions& regions) {
   SortBuffers buffers;
   buffers.count = regions.count;
@@ -29,10 +39,8 @@ absl::Status WorkOnRegions(ServiceCore& core, CallState& call, const SortSpec& s
   if (spec.payload == SortPayload::kIndices) {
     buffers.indices_out = std::span(reinterpret_cast<int64_t*>(regions.indices.bytes.data()), regions.count);
   }
-  if (regions.keys.on_device()) {
-    return core.backend().SortInDeviceMemory(spec, regions.keys.bytes, buffers, call.cancellation, call.report);
-  }
-  return core.backend().SortPinned(spec, regions.keys.bytes, buffers, call.cancellation, call.report);
+  return RunSort(core.backend(), spec, buffers, call.cancellation, call.report, MemoryOf(regions.keys),
+                 regions.keys.bytes);
 }
 
 absl::Status WorkOnRegions(ServiceCore& core, CallState& call, const TopKSpec& spec, const TopKRegions& regions) {
@@ -42,8 +50,7 @@ absl::Status WorkOnRegions(ServiceCore& core, CallState& call, const TopKSpec& s
   buffers.values_out = regions.values.bytes;
   buffers.indices_out = std::span(reinterpret_cast<int64_t*>(regions.indices.bytes.data()),
                                   regions.indices.bytes.size() / sizeof(int64_t));
-  return regions.keys.on_device() ? core.backend().TopKInDeviceMemory(spec, buffers, call.cancellation, call.report)
-                                  : core.backend().TopKPinned(spec, buffers, call.cancellation, call.report);
+  return RunTopK(core.backend(), spec, buffers, call.cancellation, call.report, MemoryOf(regions.keys));
 }
 
 }  // namespace gpusort

@@ -662,7 +662,7 @@ class SortStreamCall final
       indices_out_.resize(n * sizeof(int64_t));
       buffers.indices_out = std::span(reinterpret_cast<int64_t*>(indices_out_.data()), n);
     }
-    RETURN_IF_ERROR(core_.backend().Sort(spec_, buffers, call_.cancellation, call_.report));
+    RETURN_IF_ERROR(RunSort(core_.backend(), spec_, buffers, call_.cancellation, call_.report));
     std::string().swap(values_);  // the input values are no longer needed
     cursor_.Reset(n, chunk_bytes_, BytesPerElement());
     return absl::OkStatus();
@@ -760,7 +760,7 @@ class TopKStreamCall final
       indices_out_.resize(results * sizeof(int64_t));
       buffers.indices_out = std::span(reinterpret_cast<int64_t*>(indices_out_.data()), results);
     }
-    RETURN_IF_ERROR(core_.backend().TopK(spec_, buffers, call_.cancellation, call_.report));
+    RETURN_IF_ERROR(RunTopK(core_.backend(), spec_, buffers, call_.cancellation, call_.report));
     std::string().swap(keys_);
     std::size_t per_result = 0;
     if (spec_.wants_values()) per_result += ElementSize(spec_.dtype);

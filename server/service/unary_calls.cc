@@ -121,7 +121,7 @@ class SortCall final : public UnaryCall {
     RETURN_IF_ERROR(call_.cancellation.Check());
     if (regions_.keys.region != nullptr) return RunOnRegions();
     SortBuffers buffers = PrepareBuffers();
-    RETURN_IF_ERROR(core_.backend().Sort(spec_, buffers, call_.cancellation, call_.report));
+    RETURN_IF_ERROR(RunSort(core_.backend(), spec_, buffers, call_.cancellation, call_.report));
     core_.FillInfo(call_, response_->mutable_info());
     return absl::OkStatus();
   }
@@ -220,7 +220,7 @@ class TopKCall final : public UnaryCall {
       buffers.indices_out =
           std::span(reinterpret_cast<int64_t*>(response_->mutable_indices()->data()), results);
     }
-    RETURN_IF_ERROR(core_.backend().TopK(spec_, buffers, call_.cancellation, call_.report));
+    RETURN_IF_ERROR(RunTopK(core_.backend(), spec_, buffers, call_.cancellation, call_.report));
     core_.FillInfo(call_, response_->mutable_info());
     return absl::OkStatus();
   }

@@ -21,6 +21,7 @@
 #include "server/backend/cpu/cpu_backend.h"
 #include "server/core/dtype.h"
 #include "tests/support/inputs.h"
+#include "tests/support/own_memory_backend.h"
 
 namespace gpusort {
 namespace {
@@ -33,7 +34,7 @@ struct Counts {
 };
 
 // The CPU engine wearing a GPU engine's name and lists (no CPU), counting the calls that reach it.
-class StandInGpu final : public Backend {
+class StandInGpu final : public gpusort::testing::OwnMemoryBackend {
  public:
   explicit StandInGpu(std::shared_ptr<Counts> counts) : counts_(std::move(counts)) {}
 
@@ -47,7 +48,7 @@ class StandInGpu final : public Backend {
   absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
                     ExecutionReport& report) override {
     ++counts_->sort;
-    return cpu_->Sort(AsCpu(spec), buffers, cancellation, report);
+    return RunSort(*cpu_, AsCpu(spec), buffers, cancellation, report);
   }
   std::unique_ptr<SortIngest> StartSortIngest(const SortSpec&) override {
     ++counts_->ingest;
@@ -63,7 +64,7 @@ class StandInGpu final : public Backend {
     ++counts_->topk;
     TopKSpec cpu = spec;
     cpu.algorithm = Algorithm::kAuto;
-    return cpu_->TopK(cpu, buffers, cancellation, report);
+    return RunTopK(*cpu_, cpu, buffers, cancellation, report);
   }
 
   static constexpr std::size_t kMaxKeys = 1 << 20;
@@ -90,7 +91,7 @@ ExecutionReport SortThrough(Backend& router, std::size_t n, Algorithm algorithm,
   buffers.keys = std::as_writable_bytes(std::span(keys));
   ExecutionReport report;
   Cancellation cancellation;
-  absl::Status s = router.Sort(spec, buffers, cancellation, report);
+  absl::Status s = RunSort(router, spec, buffers, cancellation, report);
   if (status != nullptr) {
     *status = s;
   } else {
@@ -173,7 +174,7 @@ TEST_F(AutoRouterTest, AutoTopKWithSmallKStaysOnTheCpuAtEverySize) {
     buffers.values_out = std::as_writable_bytes(std::span(values));
     ExecutionReport report;
     Cancellation cancellation;
-    ASSERT_TRUE(router_->TopK(spec, buffers, cancellation, report).ok());
+    ASSERT_TRUE(RunTopK(*router_, spec, buffers, cancellation, report).ok());
     EXPECT_EQ(report.backend, k <= kAutoTopKCpuUpToK ? BackendKind::kCpu : BackendKind::kCuda) << "k=" << k;
     std::vector<float> want = keys;
     std::partial_sort(want.begin(), want.begin() + k, want.end(), std::greater<float>());
@@ -201,8 +202,8 @@ TEST_F(AutoRouterTest, PinnedTopKWithSmallKGoesToTheGpuFromAMillionKeys) {
     buffers.values_out = std::as_writable_bytes(std::span(values));
     Cancellation cancellation;
     ExecutionReport pinned, plain;
-    ASSERT_TRUE(router_->TopKPinned(spec, buffers, cancellation, pinned).ok());
-    ASSERT_TRUE(router_->TopK(spec, buffers, cancellation, plain).ok());
+    ASSERT_TRUE(RunTopK(*router_, spec, buffers, cancellation, pinned, Memory::kRegisteredHost).ok());
+    ASSERT_TRUE(RunTopK(*router_, spec, buffers, cancellation, plain).ok());
     EXPECT_EQ(pinned.backend, n >= kAutoPinnedTopKGpuFromKeys ? BackendKind::kCuda : BackendKind::kCpu) << n;
     EXPECT_EQ(plain.backend, BackendKind::kCpu) << n;
     std::vector<float> want = keys;
@@ -270,7 +271,7 @@ TEST(AutoPolicy, RoutingNamesParse) {
 
 // The CPU engine, holding each Sort of a million keys or more until released, so that a test can keep
 // work in flight on it.
-class HeldCpu final : public Backend {
+class HeldCpu final : public gpusort::testing::OwnMemoryBackend {
  public:
   BackendKind kind() const override { return BackendKind::kCpu; }
   std::string device() const override { return "held cpu"; }
@@ -282,11 +283,11 @@ class HeldCpu final : public Backend {
       ++started;
       while (!release.load()) std::this_thread::yield();
     }
-    return cpu_->Sort(spec, buffers, cancellation, report);
+    return RunSort(*cpu_, spec, buffers, cancellation, report);
   }
   absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                     ExecutionReport& report) override {
-    return cpu_->TopK(spec, buffers, cancellation, report);
+    return RunTopK(*cpu_, spec, buffers, cancellation, report);
   }
   static constexpr std::size_t kHeldFromKeys = 1 << 20;
   std::atomic<int> started{0};
@@ -395,7 +396,7 @@ TEST(AutoRouterLoad, TheServersCallsInFlightCountWhereTheyAreMoreThanTheEnginesH
 // A GPU stand-in that holds, until released, each way large work reaches it other than Sort: a
 // stream's sort, a parted sort (gathered on the host, then through its Sort of a million keys or more),
 // and a sort of device memory. Each holds one "started" while it waits.
-class HeldGpu final : public Backend {
+class HeldGpu final : public gpusort::testing::OwnMemoryBackend {
  public:
   BackendKind kind() const override { return BackendKind::kCuda; }
   std::string device() const override { return "held gpu"; }
@@ -404,13 +405,13 @@ class HeldGpu final : public Backend {
   absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
                     ExecutionReport& report) override {
     if (buffers.count >= kHeldFromKeys) Hold();
-    return cpu_->Sort(AsCpu(spec), buffers, cancellation, report);
+    return RunSort(*cpu_, AsCpu(spec), buffers, cancellation, report);
   }
   std::unique_ptr<SortIngest> StartSortIngest(const SortSpec& spec) override {
     return std::make_unique<HeldIngest>(*this, spec);
   }
-  absl::Status SortInDeviceMemory(const SortSpec&, std::span<const std::byte>, const SortBuffers&,
-                                  const Cancellation&, ExecutionReport&) override {
+  absl::Status Run(const Job& job) override {
+    if (job.memory != Memory::kDeviceRegion) return gpusort::testing::OwnMemoryBackend::Run(job);
     Hold();  // only where it runs matters here: nothing to sort in host memory posing as the device's
     return absl::OkStatus();
   }
@@ -418,7 +419,7 @@ class HeldGpu final : public Backend {
                     ExecutionReport& report) override {
     TopKSpec cpu = spec;
     cpu.algorithm = Algorithm::kAuto;
-    return cpu_->TopK(cpu, buffers, cancellation, report);
+    return RunTopK(*cpu_, cpu, buffers, cancellation, report);
   }
 
   void Hold() {
@@ -444,7 +445,7 @@ class HeldGpu final : public Backend {
       SortBuffers buffers;
       buffers.count = keys_.size() / ElementSize(spec_.dtype);
       buffers.keys = std::span(keys_);
-      return gpu_.cpu_->Sort(spec_, buffers, cancellation, report);
+      return RunSort(*gpu_.cpu_, spec_, buffers, cancellation, report);
     }
     absl::Status Read(std::size_t begin, std::size_t end, std::byte* keys, int64_t*) override {
       const std::size_t width = ElementSize(spec_.dtype);
@@ -502,7 +503,7 @@ TEST(AutoRouterLoad, StreamsPartedSortsBatchesAndDeviceMemoryCountAsRequestsInFl
          buffers.count = out.size();
          buffers.keys = std::as_writable_bytes(std::span(out));
          ExecutionReport report;
-         EXPECT_TRUE(router->SortInDeviceMemory(spec, key_bytes.first(64), buffers, cancellation, report).ok());
+         EXPECT_TRUE(RunSort(*router, spec, buffers, cancellation, report, Memory::kDeviceRegion, key_bytes.first(64)).ok());
        }},
   };
   for (const auto& [name, work] : kinds) {
@@ -531,11 +532,11 @@ TEST(AutoRouterLoad, GpuRoutingSendsEveryAutoCallToTheGpuEngine) {
   buffers.keys = std::as_writable_bytes(std::span(keys));
   ExecutionReport report;
   Cancellation cancellation;
-  ASSERT_TRUE(router->Sort(spec, buffers, cancellation, report).ok());
+  ASSERT_TRUE(RunSort(*router, spec, buffers, cancellation, report).ok());
   EXPECT_EQ(report.backend, BackendKind::kCuda);
   EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
   spec.algorithm = Algorithm::kCpu;  // a named CPU still goes to the CPU
-  ASSERT_TRUE(router->Sort(spec, buffers, cancellation, report).ok());
+  ASSERT_TRUE(RunSort(*router, spec, buffers, cancellation, report).ok());
   EXPECT_EQ(report.backend, BackendKind::kCpu);
   EXPECT_EQ(counts->sort.load(), 1);
 }

@@ -78,7 +78,7 @@ TEST(CpuBackend, AutoAndCpuRunAndReportStages) {
     job.spec.algorithm = a;
     Cancellation cancellation;
     ExecutionReport report;
-    ASSERT_TRUE(backend->Sort(job.spec, job.buffers, cancellation, report).ok());
+    ASSERT_TRUE(RunSort(*backend, job.spec, job.buffers, cancellation, report).ok());
     EXPECT_EQ(report.algorithm, Algorithm::kCpu);
     ASSERT_FALSE(report.stages.empty());
     EXPECT_EQ(report.stages[0].stage, Stage::kSort);
@@ -87,7 +87,7 @@ TEST(CpuBackend, AutoAndCpuRunAndReportStages) {
     TopKJob topk(100'000, 10);
     topk.spec.algorithm = a;
     ExecutionReport topk_report;
-    ASSERT_TRUE(backend->TopK(topk.spec, topk.buffers, cancellation, topk_report).ok());
+    ASSERT_TRUE(RunTopK(*backend, topk.spec, topk.buffers, cancellation, topk_report).ok());
     EXPECT_EQ(topk_report.algorithm, Algorithm::kCpu);
     ASSERT_EQ(topk_report.stages.size(), 1u);
     EXPECT_EQ(topk_report.stages[0].stage, Stage::kSelect);
@@ -103,7 +103,7 @@ TEST(CpuBackend, WideValuesReportAGatherStage) {
   job.buffers.values_out = out;
   Cancellation cancellation;
   ExecutionReport report;
-  ASSERT_TRUE(backend->Sort(job.spec, job.buffers, cancellation, report).ok());
+  ASSERT_TRUE(RunSort(*backend, job.spec, job.buffers, cancellation, report).ok());
   ASSERT_EQ(report.stages.size(), 2u);
   EXPECT_EQ(report.stages[0].stage, Stage::kSort);
   EXPECT_EQ(report.stages[1].stage, Stage::kGather);
@@ -118,7 +118,7 @@ TEST(CpuBackend, OtherAlgorithmsAreUnimplemented) {
     const std::vector<std::byte> before = job.keys;
     Cancellation cancellation;
     ExecutionReport report;
-    const absl::Status s = backend->Sort(job.spec, job.buffers, cancellation, report);
+    const absl::Status s = RunSort(*backend, job.spec, job.buffers, cancellation, report);
     EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
     EXPECT_NE(std::string(s.message()).find("available"), std::string::npos) << s;
     EXPECT_NE(std::string(s.message()).find("cpu"), std::string::npos) << s;
@@ -126,7 +126,7 @@ TEST(CpuBackend, OtherAlgorithmsAreUnimplemented) {
 
     TopKJob topk(1000, 5);
     topk.spec.algorithm = a;
-    const absl::Status t = backend->TopK(topk.spec, topk.buffers, cancellation, report);
+    const absl::Status t = RunTopK(*backend, topk.spec, topk.buffers, cancellation, report);
     EXPECT_EQ(t.code(), absl::StatusCode::kUnimplemented) << t;
     EXPECT_NE(std::string(t.message()).find("available"), std::string::npos) << t;
   }
@@ -139,10 +139,10 @@ TEST(CpuBackend, PreCancelledIsCancelled) {
     cancellation.Cancel();
     ExecutionReport report;
     SortJob job(n);
-    EXPECT_EQ(backend->Sort(job.spec, job.buffers, cancellation, report).code(),
+    EXPECT_EQ(RunSort(*backend, job.spec, job.buffers, cancellation, report).code(),
               absl::StatusCode::kCancelled);
     TopKJob topk(n, 3);
-    EXPECT_EQ(backend->TopK(topk.spec, topk.buffers, cancellation, report).code(),
+    EXPECT_EQ(RunTopK(*backend, topk.spec, topk.buffers, cancellation, report).code(),
               absl::StatusCode::kCancelled);
   }
 }
@@ -154,10 +154,10 @@ TEST(CpuBackend, ExpiredDeadlineIsDeadlineExceeded) {
     Cancellation cancellation(past);
     ExecutionReport report;
     SortJob job(n);
-    EXPECT_EQ(backend->Sort(job.spec, job.buffers, cancellation, report).code(),
+    EXPECT_EQ(RunSort(*backend, job.spec, job.buffers, cancellation, report).code(),
               absl::StatusCode::kDeadlineExceeded);
     TopKJob topk(n, 3);
-    EXPECT_EQ(backend->TopK(topk.spec, topk.buffers, cancellation, report).code(),
+    EXPECT_EQ(RunTopK(*backend, topk.spec, topk.buffers, cancellation, report).code(),
               absl::StatusCode::kDeadlineExceeded);
   }
 }
@@ -168,7 +168,7 @@ TEST(CpuBackend, DeadlinePassingMidSortStopsIt) {
   SortJob job(4'000'000);  // 8 radix passes over 64-bit keys: tens of milliseconds at least
   Cancellation cancellation(Cancellation::Clock::now() + std::chrono::milliseconds(2));
   ExecutionReport report;
-  EXPECT_EQ(backend->Sort(job.spec, job.buffers, cancellation, report).code(),
+  EXPECT_EQ(RunSort(*backend, job.spec, job.buffers, cancellation, report).code(),
             absl::StatusCode::kDeadlineExceeded);
 }
 
@@ -183,10 +183,10 @@ TEST(CpuBackend, CancelledManyRowTopK) {
   topk.buffers.indices_out = topk.indices;
   Cancellation live;
   ExecutionReport report;
-  ASSERT_TRUE(backend->TopK(topk.spec, topk.buffers, live, report).ok());
+  ASSERT_TRUE(RunTopK(*backend, topk.spec, topk.buffers, live, report).ok());
   Cancellation cancelled;
   cancelled.Cancel();
-  EXPECT_EQ(backend->TopK(topk.spec, topk.buffers, cancelled, report).code(),
+  EXPECT_EQ(RunTopK(*backend, topk.spec, topk.buffers, cancelled, report).code(),
             absl::StatusCode::kCancelled);
 }
 
@@ -196,15 +196,15 @@ TEST(CpuBackend, InconsistentBuffersAreRejected) {
   ExecutionReport report;
   SortJob job(1000);
   job.buffers.indices_out = std::span<int64_t>(job.indices).first(999);
-  EXPECT_EQ(backend->Sort(job.spec, job.buffers, cancellation, report).code(),
+  EXPECT_EQ(RunSort(*backend, job.spec, job.buffers, cancellation, report).code(),
             absl::StatusCode::kInvalidArgument);
   TopKJob topk(1000, 5);
   topk.spec.k = 1001;
-  EXPECT_EQ(backend->TopK(topk.spec, topk.buffers, cancellation, report).code(),
+  EXPECT_EQ(RunTopK(*backend, topk.spec, topk.buffers, cancellation, report).code(),
             absl::StatusCode::kInvalidArgument);
   TopKJob rows(1000, 5);
   rows.spec.rows = 3;
-  EXPECT_EQ(backend->TopK(rows.spec, rows.buffers, cancellation, report).code(),
+  EXPECT_EQ(RunTopK(*backend, rows.spec, rows.buffers, cancellation, report).code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -213,7 +213,7 @@ TEST(CpuBackend, EmptyInputs) {
   Cancellation cancellation;
   ExecutionReport report;
   SortJob job(0);
-  EXPECT_TRUE(backend->Sort(job.spec, job.buffers, cancellation, report).ok());
+  EXPECT_TRUE(RunSort(*backend, job.spec, job.buffers, cancellation, report).ok());
 }
 
 // Calls from several threads at once share the backend's arena.
@@ -226,7 +226,7 @@ TEST(CpuBackend, ConcurrentCallers) {
       SortJob job(300'000 + t);
       Cancellation cancellation;
       ExecutionReport report;
-      if (!backend->Sort(job.spec, job.buffers, cancellation, report).ok()) return;
+      if (!RunSort(*backend, job.spec, job.buffers, cancellation, report).ok()) return;
       std::vector<uint64_t> keys(job.buffers.count);
       std::memcpy(keys.data(), job.keys.data(), job.keys.size());
       ok[t] = std::is_sorted(keys.begin(), keys.end()) ? 1 : 0;

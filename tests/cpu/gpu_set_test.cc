@@ -78,7 +78,7 @@ void ExpectSortedInRuns(Backend& set, SortSpec spec, const std::vector<T>& keys,
   buffers.values = values;
   buffers.values_out = values_out;
   ExecutionReport report;
-  const absl::Status status = set.Sort(spec, buffers, Cancellation(), report);
+  const absl::Status status = RunSort(set, spec, buffers, Cancellation(), report);
   ASSERT_TRUE(status.ok()) << what << ": " << status;
   ASSERT_TRUE(SameBits(got, ReferenceSort(keys, spec.order))) << what;
   const std::vector<int64_t> order = ReferenceStableArgsort(keys, spec.order);
@@ -147,7 +147,7 @@ TEST(GpuSet, ReportNamesEveryGpuThatServedARunAndTheMergeStage) {
   buffers.count = keys.size();
   buffers.keys = std::as_writable_bytes(std::span(keys));
   ExecutionReport report;
-  ASSERT_TRUE(set.backend->Sort(spec, buffers, Cancellation(), report).ok());
+  ASSERT_TRUE(RunSort(*set.backend, spec, buffers, Cancellation(), report).ok());
   EXPECT_EQ(report.device, "cuda:0 stand-in, cuda:1 stand-in");
   const bool merged = std::any_of(report.stages.begin(), report.stages.end(),
                                   [](const StageTime& s) { return s.stage == Stage::kMerge; });
@@ -171,7 +171,7 @@ TEST(GpuSet, KeysAloneAreMergedOnTheDevicesWithEveryServingGpu) {
   buffers.count = keys.size();
   buffers.keys = std::as_writable_bytes(std::span(keys));
   ExecutionReport report;
-  ASSERT_TRUE(set.backend->Sort(spec, buffers, Cancellation(), report).ok());
+  ASSERT_TRUE(RunSort(*set.backend, spec, buffers, Cancellation(), report).ok());
   EXPECT_EQ(keys, want);
   EXPECT_TRUE(HasStage(report, Stage::kDeviceMerge));
   EXPECT_FALSE(HasStage(report, Stage::kMerge));
@@ -187,7 +187,7 @@ TEST(GpuSet, KeysAloneAreMergedOnTheDevicesWithEveryServingGpu) {
   std::sort(want.begin(), want.end());
   buffers.keys = std::as_writable_bytes(std::span(keys));
   report = ExecutionReport{};
-  ASSERT_TRUE(set.backend->Sort(spec, buffers, Cancellation(), report).ok());
+  ASSERT_TRUE(RunSort(*set.backend, spec, buffers, Cancellation(), report).ok());
   EXPECT_EQ(keys, want);
   EXPECT_EQ(set.gpus[0]->merge_peers, 1u);
   EXPECT_EQ(report.device, "cuda:0 stand-in");
@@ -210,7 +210,7 @@ TEST(GpuSet, PayloadsAndDeclinedMergesGoToTheHostMerge) {
   buffers.count = got.size();
   buffers.keys = std::as_writable_bytes(std::span(got));
   ExecutionReport report;
-  ASSERT_TRUE(set.backend->Sort(keys_only, buffers, Cancellation(), report).ok());
+  ASSERT_TRUE(RunSort(*set.backend, keys_only, buffers, Cancellation(), report).ok());
   EXPECT_TRUE(HasStage(report, Stage::kMerge));
   EXPECT_FALSE(HasStage(report, Stage::kDeviceMerge));
   std::sort(keys.begin(), keys.end());
@@ -251,7 +251,7 @@ TYPED_TEST(GpuSetTopK, TopKOfAnArrayLargerThanOneGpuIsEachRunsTopKRankedAgain) {
         }
         ASSERT_TRUE(set.backend->CheckTopKLimits(spec, n).ok()) << what;
         ExecutionReport report;
-        const absl::Status status = set.backend->TopK(spec, buffers, Cancellation(), report);
+        const absl::Status status = RunTopK(*set.backend, spec, buffers, Cancellation(), report);
         ASSERT_TRUE(status.ok()) << what << ": " << status;
         const TopKAnswer<T> want = ReferenceTopK(keys, 1, k, largest);
         EXPECT_TRUE(SameBits(values, want.values)) << what;
@@ -272,7 +272,7 @@ TEST(GpuSet, SharedMemorySortsReadTheirInputOnceAndWriteTheAnswerWhereAsked) {
   buffers.count = input.size();
   buffers.keys = std::as_writable_bytes(std::span(output));
   ExecutionReport report;
-  ASSERT_TRUE(set.backend->SortPinned(spec, std::as_bytes(std::span(input)), buffers, Cancellation(), report).ok());
+  ASSERT_TRUE(RunSort(*set.backend, spec, buffers, Cancellation(), report, Memory::kRegisteredHost, std::as_bytes(std::span(input))).ok());
   EXPECT_TRUE(SameBits(output, ReferenceSort(input, SortOrder::kAscending)));
 }
 
@@ -326,7 +326,7 @@ TEST(GpuSet, EachRequestGoesToTheGpuWithTheLeastWorkInFlight) {
       buffers.count = keys.size();
       buffers.keys = std::as_writable_bytes(std::span(keys));
       ExecutionReport report;
-      EXPECT_TRUE(set.backend->Sort(spec, buffers, Cancellation(), report).ok());
+      EXPECT_TRUE(RunSort(*set.backend, spec, buffers, Cancellation(), report).ok());
       return report.device;
     });
   };
@@ -354,7 +354,7 @@ TEST(GpuSet, AGpuLostMidRequestFailsThatRequestAndTheOthersServeOn) {
   buffers.count = keys.size();
   buffers.keys = std::as_writable_bytes(std::span(keys));
   ExecutionReport report;
-  const absl::Status failed = set.backend->Sort(spec, buffers, Cancellation(), report);  // split: GPU 1 takes a run
+  const absl::Status failed = RunSort(*set.backend, spec, buffers, Cancellation(), report);  // split: GPU 1 takes a run
   EXPECT_EQ(failed.code(), absl::StatusCode::kUnavailable) << failed;
   // The set serves on: health OK, GPU 1 named as lost, every later request on GPU 0, in runs or whole.
   EXPECT_TRUE(set.backend->Healthy().ok());
@@ -386,7 +386,7 @@ TEST(GpuSet, ADeviceRegionIsImportedOnItsHomeGpuAndItsRequestsRunThere) {
   buffers.count = keys.size();
   buffers.keys = (*on_1)->bytes();
   ExecutionReport report;
-  ASSERT_TRUE(set.backend->SortInDeviceMemory(spec, (*on_1)->bytes(), buffers, Cancellation(), report).ok());
+  ASSERT_TRUE(RunSort(*set.backend, spec, buffers, Cancellation(), report, Memory::kDeviceRegion, (*on_1)->bytes()).ok());
   EXPECT_EQ(report.device, "cuda:1 stand-in");
   EXPECT_EQ(set.gpus[1]->calls.load(), 1);
   EXPECT_EQ(set.gpus[0]->calls.load(), 0);
@@ -396,7 +396,7 @@ TEST(GpuSet, ADeviceRegionIsImportedOnItsHomeGpuAndItsRequestsRunThere) {
   EXPECT_EQ(got, keys);
   // Keys on one GPU, answer on the other: refused, naming both.
   buffers.keys = (*on_0)->bytes();
-  const absl::Status across = set.backend->SortInDeviceMemory(spec, (*on_1)->bytes(), buffers, Cancellation(), report);
+  const absl::Status across = RunSort(*set.backend, spec, buffers, Cancellation(), report, Memory::kDeviceRegion, (*on_1)->bytes());
   EXPECT_EQ(across.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(across.message().find("cuda:1 and cuda:0"), std::string_view::npos) << across;
 }
@@ -411,7 +411,7 @@ TEST(GpuSet, CancellationStopsTheRunsNotYetStarted) {
   buffers.count = keys.size();
   buffers.keys = std::as_writable_bytes(std::span(keys));
   ExecutionReport report;
-  EXPECT_EQ(set.backend->Sort(spec, buffers, cancellation, report).code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(RunSort(*set.backend, spec, buffers, cancellation, report).code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(set.gpus[0]->calls.load(), 0);
 }
 

@@ -41,7 +41,7 @@ void ExpectRowsSorted(Backend& backend, const SortSpec& spec, const std::vector<
                       .indices_out = got_indices};
   Cancellation cancellation;
   ExecutionReport report;
-  const absl::Status status = backend.Sort(spec, buffers, cancellation, report);
+  const absl::Status status = RunSort(backend, spec, buffers, cancellation, report);
   ASSERT_TRUE(status.ok()) << what << ": " << status;
   for (std::size_t r = 0; r < spec.segment_count(); ++r) {
     const std::size_t begin = spec.SegmentBegin(r, n), m = spec.SegmentBegin(r + 1, n) - begin;
@@ -159,7 +159,7 @@ TYPED_TEST(CpuRowSort, TopKOfSegmentsTakesMinOfKAndEachLength) {
             const std::string what = "n=" + std::to_string(n) + " segments=" + std::to_string(offsets.size() - 1) +
                                      " k=" + std::to_string(k) + (largest ? " largest" : " smallest") +
                                      " threads=" + std::to_string(threads);
-            ASSERT_TRUE(backend->TopK(spec, buffers, cancellation, report).ok()) << what;
+            ASSERT_TRUE(RunTopK(*backend, spec, buffers, cancellation, report).ok()) << what;
             ASSERT_EQ(indices, expected.indices) << what;
             ASSERT_TRUE(testing::SameBits(values, expected.values)) << what;
           }

@@ -82,7 +82,7 @@ absl::Status RunSort(Backend& backend, const SortCase& c, const std::vector<T>& 
   buffers.indices_out = result->indices;
   Cancellation cancellation;
   ExecutionReport report;
-  absl::Status status = backend.Sort(spec, buffers, cancellation, report);
+  absl::Status status = RunSort(backend, spec, buffers, cancellation, report);
   if (!status.ok()) return status;
   if (report.algorithm != Algorithm::kCpu) return absl::InternalError("report.algorithm is not cpu");
   result->keys.resize(n);

@@ -77,7 +77,7 @@ absl::Status RunTopK(Backend& backend, const TopKCase& c, const Shape& s, const 
   buffers.indices_out = result->indices;
   Cancellation cancellation;
   ExecutionReport report;
-  absl::Status status = backend.TopK(spec, buffers, cancellation, report);
+  absl::Status status = RunTopK(backend, spec, buffers, cancellation, report);
   if (!status.ok()) return status;
   if (report.algorithm != Algorithm::kCpu) return absl::InternalError("report.algorithm is not cpu");
   if (spec.wants_values()) {

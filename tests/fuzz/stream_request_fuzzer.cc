@@ -158,7 +158,7 @@ class SortStream {
       buffers.indices_out = std::span(indices);
     }
     ExecutionReport report;
-    absl::Status status = Cpu().Sort(spec_, buffers, Cancellation(), report);
+    absl::Status status = RunSort(Cpu(), spec_, buffers, Cancellation(), report);
     FUZZ_CHECK(status.ok());  // the decode functions accepted it, so the backend must serve it
     return status;
   }
@@ -205,7 +205,7 @@ class TopKStream {
     buffers.values_out = std::as_writable_bytes(std::span(values.data(), values.size()));
     buffers.indices_out = std::span(indices);
     ExecutionReport report;
-    absl::Status status = Cpu().TopK(spec_, buffers, Cancellation(), report);
+    absl::Status status = RunTopK(Cpu(), spec_, buffers, Cancellation(), report);
     FUZZ_CHECK(status.ok());  // the decode functions accepted it, so the backend must serve it
     for (int64_t index : indices) FUZZ_CHECK(index >= 0 && static_cast<std::size_t>(index) < n / spec_.rows);
     return status;

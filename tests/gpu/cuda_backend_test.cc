@@ -65,7 +65,7 @@ SortOutput RunSort(Backend& backend, const SortSpec& spec, const std::vector<std
     buffers.indices_out = out.indices;
   }
   Cancellation cancellation;
-  out.status = backend.Sort(spec, buffers, cancellation, out.report);
+  out.status = RunSort(backend, spec, buffers, cancellation, out.report);
   return out;
 }
 
@@ -91,7 +91,7 @@ TopKResultBytes RunTopK(Backend& backend, const TopKSpec& spec, const std::vecto
     buffers.indices_out = out.indices;
   }
   Cancellation cancellation;
-  out.status = backend.TopK(spec, buffers, cancellation, out.report);
+  out.status = RunTopK(backend, spec, buffers, cancellation, out.report);
   return out;
 }
 
@@ -212,7 +212,7 @@ TYPED_TEST(CudaVsCpu, SortEveryOrderAndPayloadOnEveryPattern) {
   }
 }
 
-// The shared-memory form (SortPinned: keys DMA'd as they are and converted on the device, narrow
+// The shared-memory form (a Sort in Memory::kRegisteredHost: keys DMA'd as they are and converted on the device, narrow
 // keys widened there), into a separate output range as a region request may ask.
 TYPED_TEST(CudaVsCpu, PinnedSortMatchesTheCpu) {
   SKIP_WITHOUT_GPU();
@@ -236,7 +236,7 @@ TYPED_TEST(CudaVsCpu, PinnedSortMatchesTheCpu) {
           gpu.indices.assign(payload == SortPayload::kIndices ? n : 0, -7);
           SortBuffers buffers{.count = n, .keys = gpu.keys, .indices_out = gpu.indices};
           Cancellation cancellation;
-          gpu.status = Cuda()->SortPinned(spec, keys, buffers, cancellation, gpu.report);
+          gpu.status = RunSort(*Cuda(), spec, buffers, cancellation, gpu.report, Memory::kRegisteredHost, keys);
           SortSpec reference = spec;
           reference.algorithm = Algorithm::kAuto;
           const SortOutput cpu = RunSort(*Cpu(), reference, keys, {});

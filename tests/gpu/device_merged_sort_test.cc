@@ -51,7 +51,7 @@ Sorted SortOn(Backend& backend, SortSpec spec, std::vector<std::byte> keys) {
   buffers.count = n;
   buffers.keys = out.keys;
   buffers.indices_out = out.indices;
-  out.status = backend.Sort(spec, buffers, Cancellation(), out.report);
+  out.status = RunSort(backend, spec, buffers, Cancellation(), out.report);
   return out;
 }
 
@@ -157,7 +157,7 @@ TEST(DeviceMergedSortLimits, RegisteredMemoryInAndOut) {
   ExecutionReport report;
   const std::vector<float> before = input;
   const absl::Status status =
-      SmallGpu()->SortPinned(spec, std::as_bytes(std::span(input)), buffers, Cancellation(), report);
+      RunSort(*SmallGpu(), spec, buffers, Cancellation(), report, Memory::kRegisteredHost, std::as_bytes(std::span(input)));
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_TRUE(HasStage(report, Stage::kDeviceMerge));
   EXPECT_TRUE(Bytes(input) == Bytes(before)) << "the input was written";
@@ -178,7 +178,7 @@ TEST(DeviceMergedSortLimits, ACancelledRequestStops) {
   Cancellation cancellation;
   cancellation.Cancel();
   ExecutionReport report;
-  EXPECT_EQ(SmallGpu()->Sort(spec, buffers, cancellation, report).code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(RunSort(*SmallGpu(), spec, buffers, cancellation, report).code(), absl::StatusCode::kCancelled);
   // The engine serves the next request.
   const Sorted after = SortOn(*SmallGpu(), spec, Bytes(keys));
   ASSERT_TRUE(after.status.ok()) << after.status;

@@ -78,8 +78,7 @@ TEST_P(GpuJobSource, SortJobRunsOnANewSourceUnchanged) {
     std::vector<std::byte> expected = source.made();
     std::vector<int64_t> expected_positions(n);
     ExecutionReport cpu_report;
-    ASSERT_TRUE(Cpu()->Sort(spec, {.count = n, .keys = expected, .indices_out = expected_positions},
-                            Cancellation(), cpu_report)
+    ASSERT_TRUE(RunSort(*Cpu(), spec, {.count = n, .keys = expected, .indices_out = expected_positions}, Cancellation(), cpu_report)
                     .ok());
     EXPECT_EQ(keys, expected) << "order " << static_cast<int>(order);
     EXPECT_EQ(positions, expected_positions) << "order " << static_cast<int>(order);
@@ -106,9 +105,8 @@ TEST_P(GpuJobSource, TopKSelectJobRunsOnANewSourceUnchanged) {
   std::vector<std::byte> expected(k * sizeof(float));
   std::vector<int64_t> expected_positions(k);
   ExecutionReport cpu_report;
-  ASSERT_TRUE(Cpu()->TopK(spec, {.count = n, .keys = source.made(), .values_out = expected,
-                                 .indices_out = expected_positions},
-                          Cancellation(), cpu_report)
+  ASSERT_TRUE(RunTopK(*Cpu(), spec, {.count = n, .keys = source.made(), .values_out = expected,
+                                 .indices_out = expected_positions}, Cancellation(), cpu_report)
                   .ok());
   EXPECT_EQ(values, expected);
   EXPECT_EQ(positions, expected_positions);

@@ -85,7 +85,7 @@ SortOutput SortOn(Backend& backend, const SortSpec& spec, const std::vector<std:
   buffers.values = values;
   buffers.values_out = out.values;
   buffers.indices_out = out.indices;
-  out.status = backend.Sort(spec, buffers, Cancellation(), out.report);
+  out.status = RunSort(backend, spec, buffers, Cancellation(), out.report);
   return out;
 }
 
@@ -176,7 +176,7 @@ void ExpectSameTopK(Backend& backend, std::size_t n, std::size_t k, bool largest
     buffers.values_out = std::as_writable_bytes(std::span(values));
     buffers.indices_out = indices;
     ExecutionReport report;
-    return b.TopK(spec, buffers, Cancellation(), report);
+    return RunTopK(b, spec, buffers, Cancellation(), report);
   };
   const std::string what = where + " k=" + std::to_string(k) + (largest ? " largest" : " smallest");
   ASSERT_TRUE(backend.CheckTopKLimits(spec, n).ok()) << what;
@@ -211,7 +211,7 @@ TEST(MultiGpu, RegisteredMemorySortsInRunsAcrossBothGpus) {
   buffers.count = n;
   buffers.keys = std::as_writable_bytes(std::span(output));
   ExecutionReport report;
-  const absl::Status status = SmallPair()->SortPinned(spec, std::as_bytes(std::span(input)), buffers, Cancellation(), report);
+  const absl::Status status = RunSort(*SmallPair(), spec, buffers, Cancellation(), report, Memory::kRegisteredHost, std::as_bytes(std::span(input)));
   ASSERT_TRUE(status.ok()) << status;
   std::vector<uint32_t> want = input;
   std::sort(want.begin(), want.end());
@@ -266,7 +266,7 @@ TEST(MultiGpu, DeviceRegionOnTheSecondGpuIsServedThere) {
   buffers.count = n;
   buffers.keys = (*import)->bytes();
   ExecutionReport report;
-  const absl::Status status = SplitPair()->SortInDeviceMemory(spec, (*import)->bytes(), buffers, Cancellation(), report);
+  const absl::Status status = RunSort(*SplitPair(), spec, buffers, Cancellation(), report, Memory::kDeviceRegion, (*import)->bytes());
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(report.device.rfind("cuda:1 ", 0), 0u) << report.device;
   std::vector<uint32_t> got(n);

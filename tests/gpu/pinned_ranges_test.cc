@@ -1,4 +1,4 @@
-// The CUDA engine's shared-memory forms (Backend::SortPinned and TopKPinned) on memory registered as a
+// The CUDA engine's shared-memory forms (Sort and TopK jobs in Memory::kRegisteredHost) on memory registered as a
 // region is (PinHostMemory on page-aligned mappings of their own), against the CPU backend's answer:
 // every dtype, the adversarial patterns, sizes off powers of two, rows, every TopK output. The keys
 // cross by DMA from the registered range and the results straight back into registered ranges, so
@@ -91,11 +91,11 @@ TopKResult CpuTopK(const TopKSpec& spec, const std::vector<std::byte>& keys) {
     buffers.indices_out = out.indices;
   }
   ExecutionReport report;
-  out.status = Cpu()->TopK(spec, buffers, Cancellation(), report);
+  out.status = RunTopK(*Cpu(), spec, buffers, Cancellation(), report);
   return out;
 }
 
-// TopKPinned on the CUDA engine, every array in a registered range of its own; the outputs start
+// A TopK in registered memory on the CUDA engine, every array in a registered range of its own; the outputs start
 // poisoned, so every byte of them must be written.
 TopKResult PinnedTopK(const TopKSpec& spec, const std::vector<std::byte>& keys) {
   const RegisteredBytes in(keys.size(), std::byte{0});
@@ -110,7 +110,7 @@ TopKResult PinnedTopK(const TopKSpec& spec, const std::vector<std::byte>& keys) 
   buffers.indices_out = std::span(reinterpret_cast<std::int64_t*>(index_bytes.data()), spec.wants_indices() ? spec.results() : 0);
   TopKResult out;
   ExecutionReport report;
-  out.status = Cuda()->TopKPinned(spec, buffers, Cancellation(), report);
+  out.status = RunTopK(*Cuda(), spec, buffers, Cancellation(), report, Memory::kRegisteredHost);
   if (spec.wants_values()) out.values = values.copy();
   if (spec.wants_indices()) {
     out.indices.resize(spec.results());
@@ -166,7 +166,7 @@ TYPED_TEST(PinnedRanges, TopKMatchesTheCpu) {
   }
 }
 
-// SortPinned from one registered range into another (a region request's separate output range), keys
+// A Sort in registered memory from one registered range into another (a region request's separate output range), keys
 // alone and with indices, against the CPU's stable sort.
 TYPED_TEST(PinnedRanges, SortMatchesTheCpu) {
   SKIP_WITHOUT_GPU();
@@ -193,7 +193,7 @@ TYPED_TEST(PinnedRanges, SortMatchesTheCpu) {
                               .indices_out = std::span(reinterpret_cast<std::int64_t*>(index_out.span().data()),
                                                        indices ? n : 0)};
           ExecutionReport report;
-          const absl::Status status = Cuda()->SortPinned(spec, in.span(), buffers, Cancellation(), report);
+          const absl::Status status = RunSort(*Cuda(), spec, buffers, Cancellation(), report, Memory::kRegisteredHost, in.span());
           ASSERT_TRUE(status.ok()) << what << ": " << status;
           EXPECT_EQ(report.algorithm, Algorithm::kRadix) << what;
           // The reference: the CPU's stable sort of a copy.
@@ -203,7 +203,7 @@ TYPED_TEST(PinnedRanges, SortMatchesTheCpu) {
           reference.algorithm = Algorithm::kAuto;
           SortBuffers cpu_buffers{.count = n, .keys = cpu_keys, .indices_out = cpu_indices};
           ExecutionReport cpu_report;
-          ASSERT_TRUE(Cpu()->Sort(reference, cpu_buffers, Cancellation(), cpu_report).ok()) << what;
+          ASSERT_TRUE(RunSort(*Cpu(), reference, cpu_buffers, Cancellation(), cpu_report).ok()) << what;
           ASSERT_TRUE(out.copy() == cpu_keys) << what << ": keys differ";
           if (indices) {
             std::vector<std::int64_t> gpu_indices(n);
@@ -242,7 +242,7 @@ TEST(PinnedRangesLimits, SplitUploadOverTheMemoryLimitFallsBackToThePlainSort) {
   ASSERT_TRUE(SplitUploadSortJob::Takes(spec, n));
   SortBuffers cpu_buffers{.count = n, .keys = want};
   ExecutionReport cpu_report;
-  ASSERT_TRUE(Cpu()->Sort(spec, cpu_buffers, Cancellation(), cpu_report).ok());
+  ASSERT_TRUE(RunSort(*Cpu(), spec, cpu_buffers, Cancellation(), cpu_report).ok());
   const RegisteredBytes in(keys.size(), std::byte{0});
   std::memcpy(in.span().data(), keys.data(), keys.size());
   for (const bool room : {false, true}) {
@@ -266,7 +266,7 @@ TEST(PinnedRangesLimits, SplitUploadOverTheMemoryLimitFallsBackToThePlainSort) {
     auto engine = MakeCudaEngine({.memory_limit_bytes = limit});
     ASSERT_TRUE(engine.ok()) << what << ": " << engine.status();
     SortBuffers buffers{.count = n, .keys = out.span()};
-    const absl::Status served = (*engine)->SortPinned(spec, in.span(), buffers, Cancellation(), report);
+    const absl::Status served = RunSort(*(*engine), spec, buffers, Cancellation(), report, Memory::kRegisteredHost, in.span());
     ASSERT_TRUE(served.ok()) << what << ": " << served;
     EXPECT_TRUE(out.copy() == want) << what;
   }
@@ -291,7 +291,7 @@ void ExpectSplitUploadMatchesTheCpu(int parts) {
         std::vector<std::byte> want = keys;
         SortBuffers cpu_buffers{.count = n, .keys = want};
         ExecutionReport cpu_report;
-        ASSERT_TRUE(Cpu()->Sort(spec, cpu_buffers, Cancellation(), cpu_report).ok()) << what;
+        ASSERT_TRUE(RunSort(*Cpu(), spec, cpu_buffers, Cancellation(), cpu_report).ok()) << what;
         const RegisteredBytes in(keys.size(), std::byte{0});
         std::memcpy(in.span().data(), keys.data(), keys.size());
         const RegisteredBytes out(keys.size(), std::byte{0xAB});

@@ -76,7 +76,7 @@ Answer OnCpu(SortSpec spec, const std::vector<std::byte>& keys) {
   spec.algorithm = Algorithm::kAuto;
   spec.stable = true;  // the GPU's radix sort is stable, so its positions are the stable ones
   Cancellation cancellation;
-  EXPECT_TRUE(Cpu()->Sort(spec, buffers, cancellation, out.report).ok());
+  EXPECT_TRUE(RunSort(*Cpu(), spec, buffers, cancellation, out.report).ok());
   return out;
 }
 

@@ -120,7 +120,7 @@ TEST(StreamMemory, PoolUsedLeavesOutTheKeptBlocks) {
   std::reverse(keys.begin(), keys.end());
   std::vector<std::byte> bytes = Bytes(keys);
   ExecutionReport report;
-  ASSERT_TRUE((*engine)->Sort({.dtype = DType::kUInt32}, {.count = keys.size(), .keys = bytes}, Cancellation(), report)
+  ASSERT_TRUE(RunSort(*(*engine), {.dtype = DType::kUInt32}, {.count = keys.size(), .keys = bytes}, Cancellation(), report)
                   .ok());
   double pool_used = -1, kept = -1;
   for (const Backend::MemoryReading& m : (*engine)->memory()) {
@@ -161,18 +161,14 @@ TEST(StreamMemory, AnswersStayExactWhileThreadsReuseTheBlocks) {
         if (topk) {
           const TopKSpec spec{.dtype = dtype, .k = 100, .largest = true};
           std::vector<std::byte> values(100 * (wide ? 8 : 4)), expected_values(values.size());
-          status = (*engine)->TopK(spec, {.count = count, .keys = keys, .values_out = values, .indices_out = positions},
-                                   Cancellation(), report);
-          cpu_status = Cpu()->TopK(spec, {.count = count, .keys = keys, .values_out = expected_values,
-                                          .indices_out = expected_positions},
-                                   Cancellation(), cpu_report);
+          status = RunTopK(*(*engine), spec, {.count = count, .keys = keys, .values_out = values, .indices_out = positions}, Cancellation(), report);
+          cpu_status = RunTopK(*Cpu(), spec, {.count = count, .keys = keys, .values_out = expected_values,
+                                          .indices_out = expected_positions}, Cancellation(), cpu_report);
           if (values != expected_values) ++wrong[t];
         } else {
           const SortSpec spec{.dtype = dtype, .payload = SortPayload::kIndices};
-          status = (*engine)->Sort(spec, {.count = count, .keys = keys, .indices_out = positions}, Cancellation(),
-                                   report);
-          cpu_status = Cpu()->Sort(spec, {.count = count, .keys = expected, .indices_out = expected_positions},
-                                   Cancellation(), cpu_report);
+          status = RunSort(*(*engine), spec, {.count = count, .keys = keys, .indices_out = positions}, Cancellation(), report);
+          cpu_status = RunSort(*Cpu(), spec, {.count = count, .keys = expected, .indices_out = expected_positions}, Cancellation(), cpu_report);
           if (keys != expected) ++wrong[t];
         }
         if (!status.ok() || !cpu_status.ok()) ++failed[t];

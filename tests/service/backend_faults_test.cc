@@ -16,6 +16,7 @@
 #include "tests/service/rpc_calls.h"
 #include "tests/service/test_server.h"
 #include "tests/support/inputs.h"
+#include "tests/support/own_memory_backend.h"
 
 namespace gpusort::testing {
 namespace {
@@ -26,7 +27,7 @@ using ::testing::Not;
 // The CPU backend, with failures on demand: the next `fail_next` Sort/TopK calls answer INTERNAL, as a
 // CUDA error would; with `break_on_failure` the failure also breaks the backend for good, as a sticky
 // CUDA error does (Healthy() is UNAVAILABLE from then on). `broken` may be set directly too.
-class FaultyBackend final : public Backend {
+class FaultyBackend final : public OwnMemoryBackend {
  public:
   struct Faults {
     std::atomic<int> fail_next{0};
@@ -50,12 +51,12 @@ class FaultyBackend final : public Backend {
   absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
                     ExecutionReport& report) override {
     RETURN_IF_ERROR(Fault());
-    return cpu_->Sort(spec, buffers, cancellation, report);
+    return RunSort(*cpu_, spec, buffers, cancellation, report);
   }
   absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                     ExecutionReport& report) override {
     RETURN_IF_ERROR(Fault());
-    return cpu_->TopK(spec, buffers, cancellation, report);
+    return RunTopK(*cpu_, spec, buffers, cancellation, report);
   }
 
  private:

@@ -14,6 +14,7 @@
 #include "tests/service/rpc_calls.h"
 #include "tests/service/test_server.h"
 #include "tests/support/inputs.h"
+#include "tests/support/own_memory_backend.h"
 
 namespace gpusort::testing {
 namespace {
@@ -25,7 +26,7 @@ constexpr char kSortLimit[] = "this test backend sorts at most 1000 keys";
 constexpr char kTopKLimit[] = "this test backend takes top-k of at most 1000 keys";
 
 // The CPU backend, publishing a limit of kMaxKeys keys per request, counting the calls that reach it.
-class LimitedBackend final : public Backend {
+class LimitedBackend final : public OwnMemoryBackend {
  public:
   explicit LimitedBackend(std::shared_ptr<std::atomic<int>> calls) : calls_(std::move(calls)) {}
 
@@ -42,7 +43,7 @@ class LimitedBackend final : public Backend {
   absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
                     ExecutionReport& report) override {
     ++*calls_;
-    return cpu_->Sort(spec, buffers, cancellation, report);
+    return RunSort(*cpu_, spec, buffers, cancellation, report);
   }
   absl::StatusOr<std::unique_ptr<PartedSortIngest>> StartPartedSortIngest(const SortSpec& spec,
                                                                            std::size_t total_keys) override {
@@ -52,7 +53,7 @@ class LimitedBackend final : public Backend {
   absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
                     ExecutionReport& report) override {
     ++*calls_;
-    return cpu_->TopK(spec, buffers, cancellation, report);
+    return RunTopK(*cpu_, spec, buffers, cancellation, report);
   }
 
  private:

@@ -18,6 +18,7 @@
 #include "server/service/worker_pool.h"
 #include "server/service/log_limiter.h"
 #include "server/service/stream_watchdog.h"
+#include "tests/support/own_memory_backend.h"
 
 namespace gpusort {
 namespace {
@@ -80,7 +81,7 @@ TEST(Admission, TheCountForLoadRoutingFollowsTheTicketsAndOutlivesTheAdmission) 
 }
 
 // A backend that keeps what the scheduler hands it to route by.
-class WatchingBackend final : public Backend {
+class WatchingBackend final : public gpusort::testing::OwnMemoryBackend {
  public:
   BackendKind kind() const override { return BackendKind::kCpu; }
   std::string device() const override { return "watching"; }

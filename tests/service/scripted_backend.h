@@ -11,10 +11,11 @@
 #include <thread>
 
 #include "server/backend/backend.h"
+#include "tests/support/own_memory_backend.h"
 
 namespace gpusort::testing {
 
-class ScriptedBackend : public Backend {
+class ScriptedBackend : public OwnMemoryBackend {
  public:
   struct Counters {
     std::atomic<bool> release{false};   // set it to let every waiting and future job finish

@@ -27,8 +27,8 @@ class StandInGpu final : public Backend {
  public:
   struct State {
     std::atomic<bool> lost{false};
-    std::atomic<bool> fail_next{false};  // the next Sort/TopK fails and loses this GPU
-    std::atomic<int> calls{0};           // Sort, SortPinned, TopK, TopKPinned and region calls reaching it
+    std::atomic<bool> fail_next{false};  // the next job fails and loses this GPU
+    std::atomic<int> calls{0};           // jobs reaching it
     std::atomic<std::size_t> largest{0};  // the most keys of one call
     std::atomic<bool> merges_on_device{false};
     std::atomic<int> merged_on_device{0};   // SortMergedOnDevice calls taken
@@ -68,29 +68,21 @@ class StandInGpu final : public Backend {
   absl::Status CheckSortLimits(const SortSpec&, std::size_t count) const override { return Fits(count); }
   absl::Status CheckTopKLimits(const TopKSpec&, std::size_t count) const override { return Fits(count); }
 
-  absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
-                    ExecutionReport& report) override {
-    absl::Status status = Enter(buffers.count);
+  // The CPU engine's work under this GPU's name. "Device memory" is host memory here, sorted as a
+  // registered range is; a TopK in it is refused, as the engines' old default did.
+  absl::Status Run(const Job& job) override {
+    const bool in_region = job.memory == Memory::kDeviceRegion;
+    if (in_region && std::holds_alternative<TopKWork>(job.work)) {
+      return absl::FailedPreconditionError("device regions need a GPU server; this one serves from the CPU");
+    }
+    absl::Status status = Enter(JobKeys(job));
     if (!status.ok()) return status;
-    return cpu_->Sort(AsCpu(spec), buffers, cancellation, report);
-  }
-  absl::Status SortPinned(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
-                          const Cancellation& cancellation, ExecutionReport& report) override {
-    absl::Status status = Enter(buffers.count);
-    if (!status.ok()) return status;
-    return cpu_->SortPinned(AsCpu(spec), keys_in, buffers, cancellation, report);
-  }
-  absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                    ExecutionReport& report) override {
-    absl::Status status = Enter(buffers.count);
-    if (!status.ok()) return status;
-    return cpu_->TopK(AsCpu(spec), buffers, cancellation, report);
-  }
-  absl::Status TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                          ExecutionReport& report) override {
-    absl::Status status = Enter(buffers.count);
-    if (!status.ok()) return status;
-    return cpu_->TopKPinned(AsCpu(spec), buffers, cancellation, report);
+    const Memory memory = in_region ? Memory::kRegisteredHost : job.memory;
+    if (const auto* work = std::get_if<SortWork>(&job.work)) {
+      return RunSort(*cpu_, AsCpu(work->spec), work->buffers, job.cancellation, job.report, memory, work->keys_in);
+    }
+    const TopKWork& work = std::get<TopKWork>(job.work);
+    return RunTopK(*cpu_, AsCpu(work.spec), work.buffers, job.cancellation, job.report, memory);
   }
 
   absl::StatusOr<bool> SortMergedOnDevice(const SortSpec& spec, std::span<const std::byte> keys_in,
@@ -99,7 +91,8 @@ class StandInGpu final : public Backend {
     if (!state_->merges_on_device || spec.payload != SortPayload::kNone || state_->lost) return false;
     ++state_->merged_on_device;
     state_->merge_peers = peers.size();
-    absl::Status status = cpu_->SortPinned(AsCpu(spec), keys_in, buffers, cancellation, report);
+    absl::Status status =
+        RunSort(*cpu_, AsCpu(spec), buffers, cancellation, report, Memory::kRegisteredHost, keys_in);
     if (!status.ok()) return status;
     report.AddStage(Stage::kDeviceMerge, 0);
     report.device = device();
@@ -110,13 +103,6 @@ class StandInGpu final : public Backend {
   absl::StatusOr<std::unique_ptr<DeviceMemoryImport>> ImportDeviceMemory(int, std::size_t bytes) override {
     return std::unique_ptr<DeviceMemoryImport>(new HostImport(bytes));
   }
-  absl::Status SortInDeviceMemory(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
-                                  const Cancellation& cancellation, ExecutionReport& report) override {
-    absl::Status status = Enter(buffers.count);
-    if (!status.ok()) return status;
-    return cpu_->SortPinned(AsCpu(spec), keys_in, buffers, cancellation, report);
-  }
-
  private:
   class HostImport final : public DeviceMemoryImport {
    public:

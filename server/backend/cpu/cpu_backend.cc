@@ -73,34 +73,41 @@ class CpuBackend final : public Backend {
   std::vector<Algorithm> sort_algorithms() const override { return {Algorithm::kCpu}; }
   std::vector<Algorithm> topk_algorithms() const override { return {Algorithm::kCpu}; }
 
+  // Shared memory through private copies: the CPU sort reads its input more than once (backend.h).
+  absl::Status Run(const Job& job) override {
+    return RunInOwnMemory(
+        job, [&](const SortSpec& spec, const SortBuffers& b) { return Sort(spec, b, job.cancellation, job.report); },
+        [&](const TopKSpec& spec, const TopKBuffers& b) { return TopK(spec, b, job.cancellation, job.report); });
+  }
+
+ private:
   absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers,
-                    const Cancellation& cancellation, ExecutionReport& report) override {
+                    const Cancellation& cancellation, ExecutionReport& report) {
     if (!Accepts(spec.algorithm))
       return AlgorithmUnavailable("Sort", spec.algorithm, sort_algorithms(), "cpu");
     if (absl::Status s = CheckBuffers(spec, buffers); !s.ok()) return s;
     if (absl::Status s = cancellation.Check(); !s.ok()) return s;
     report.algorithm = Algorithm::kCpu;
-    return Run(buffers.count, [&] {
+    return OnThreads(buffers.count, [&] {
       return cpu::SortOnCpu(spec, buffers, threads_, cancellation, report);
     });
   }
 
   absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers,
-                    const Cancellation& cancellation, ExecutionReport& report) override {
+                    const Cancellation& cancellation, ExecutionReport& report) {
     if (!Accepts(spec.algorithm))
       return AlgorithmUnavailable("TopK", spec.algorithm, topk_algorithms(), "cpu");
     if (absl::Status s = CheckBuffers(spec, buffers); !s.ok()) return s;
     if (absl::Status s = cancellation.Check(); !s.ok()) return s;
     report.algorithm = Algorithm::kCpu;
-    return Run(buffers.count, [&] {
+    return OnThreads(buffers.count, [&] {
       return cpu::TopKOnCpu(spec, buffers, threads_, cancellation, report);
     });
   }
 
- private:
   // Small inputs run right here; larger ones inside the arena, so that they use at most threads_.
   template <typename F>
-  absl::Status Run(std::size_t n, F&& work) {
+  absl::Status OnThreads(std::size_t n, F&& work) {
     try {
       if (threads_ <= 1 || n < cpu::kParallelMinElements) return work();
       return arena_.execute(std::forward<F>(work));

@@ -60,7 +60,7 @@ class CudaEngine final : public Backend {
     return {Algorithm::kRadix, Algorithm::kRadixSelect, Algorithm::kSmallK, Algorithm::kThreadLists};
   }
 
-  // The GPU paths' limits, as RunSort and RunTopK meet them: a request is refused here exactly when the
+  // The GPU paths' limits, as Run meets them: a request is refused here exactly when the
   // GPU would refuse it.
   absl::Status CheckSortLimits(const SortSpec& spec, std::size_t count) const override {
     RETURN_IF_ERROR(CheckGpuSortKeys(count));
@@ -99,22 +99,14 @@ class CudaEngine final : public Backend {
   }
 
   // Every way out passes its status through context_->Watch, which notes a sticky CUDA error.
-  absl::Status Sort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
-                    ExecutionReport& report) override {
-    return context_->Watch(RunSort(spec, buffers, cancellation, report));
+  absl::Status Run(const Job& job) override {
+    if (const auto* work = std::get_if<SortWork>(&job.work)) return context_->Watch(RunSortWork(*work, job));
+    return context_->Watch(RunTopKWork(std::get<TopKWork>(job.work), job));
   }
   absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(std::span<std::byte> memory) override {
     absl::StatusOr<std::unique_ptr<HostMemoryPin>> pin = RunPinHostMemory(memory);
     if (!pin.ok()) return context_->Watch(pin.status());
     return pin;
-  }
-  absl::Status SortPinned(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
-                          const Cancellation& cancellation, ExecutionReport& report) override {
-    return context_->Watch(RunSortPinned(spec, keys_in, buffers, cancellation, report));
-  }
-  absl::Status TopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                    ExecutionReport& report) override {
-    return context_->Watch(RunTopK(spec, buffers, cancellation, report));
   }
   // On this GPU and the peers' that are CUDA engines too, each with its own context.
   absl::StatusOr<bool> SortMergedOnDevice(const SortSpec& spec, std::span<const std::byte> keys_in,
@@ -140,22 +132,6 @@ class CudaEngine final : public Backend {
     if (!memory.ok()) return context_->Watch(memory.status());
     return memory;
   }
-  absl::Status SortInDeviceMemory(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
-                                  const Cancellation& cancellation, ExecutionReport& report) override {
-    return context_->Watch(RunSortInDeviceMemory(spec, keys_in, buffers, cancellation, report));
-  }
-  absl::Status TopKInDeviceMemory(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                                  ExecutionReport& report) override {
-    return context_->Watch(RunTopKInDeviceMemory(spec, buffers, cancellation, report));
-  }
-
-  // The GPU paths read each key of the region once, by DMA from the registered region itself (no
-  // private copy, no staging: Backend::TopKPinned), and write the results straight into its ranges.
-  absl::Status TopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                          ExecutionReport& report) override {
-    return context_->Watch(RunTopKPinned(spec, buffers, cancellation, report));
-  }
-
   std::unique_ptr<SortIngest> StartSortIngest(const SortSpec& spec) override {
     // Values of any width and the comparison sorts stay on the collect-then-sort path.
     if (spec.payload == SortPayload::kValues || spec.segmented()) return nullptr;
@@ -174,8 +150,43 @@ class CudaEngine final : public Backend {
   }
 
  private:
-  absl::Status RunSort(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
-                       ExecutionReport& report) {
+  absl::Status RunSortWork(const SortWork& work, const Job& job) {
+    switch (job.memory) {
+      case Memory::kMessage:
+        return SortStaged(work.spec, work.buffers, job.cancellation, job.report);
+      case Memory::kRegisteredHost:
+        return SortPinned(work, job);
+      case Memory::kDeviceRegion:
+        return SortInDeviceMemory(work.spec, work.source(), work.buffers, job.cancellation, job.report);
+    }
+    return absl::InternalError("a job in memory of no known kind");
+  }
+
+  // The GPU paths read each key of a registered region once, by DMA from the region itself (no private
+  // copy, no staging), and write the results straight into its ranges.
+  absl::Status RunTopKWork(const TopKWork& work, const Job& job) {
+    const TopKBuffers& b = work.buffers;
+    switch (job.memory) {
+      case Memory::kMessage: {
+        StagedHostKeys source(b.keys, b.count);
+        StagedHostResults sink(b.values_out, b.indices_out);
+        return RunTopKBetween(work.spec, source, sink, job.cancellation, job.report);
+      }
+      case Memory::kRegisteredHost:
+      case Memory::kDeviceRegion: {
+        // Issue 18: through the staging buffers a 16M f32 top-k from shared memory spent 3.2 ms in h2d,
+        // where the registered path's DMA takes 1.4 ms for the same 64 MiB.
+        const bool on_device = job.memory == Memory::kDeviceRegion;
+        RegisteredHostKeys source(b.keys, b.count, on_device);
+        RegisteredHostResults sink(b.values_out, b.indices_out, on_device);
+        return RunTopKBetween(work.spec, source, sink, job.cancellation, job.report);
+      }
+    }
+    return absl::InternalError("a job in memory of no known kind");
+  }
+
+  absl::Status SortStaged(const SortSpec& spec, const SortBuffers& buffers, const Cancellation& cancellation,
+                          ExecutionReport& report) {
     RETURN_IF_ERROR(CheckGpuAlgorithm("Sort", spec.algorithm, sort_algorithms()));
     RETURN_IF_ERROR(CheckComparisonSortSize(spec.algorithm, buffers.count));
     RETURN_IF_ERROR(CheckRowSort(spec, buffers.count));
@@ -204,13 +215,19 @@ class CudaEngine final : public Backend {
     return spec.algorithm == Algorithm::kAuto ? ChooseRowSortKernel(spec, count) : GpuAlgorithm(spec.algorithm);
   }
 
-  absl::Status RunSortPinned(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
-                             const Cancellation& cancellation, ExecutionReport& report) {
+  absl::Status SortPinned(const SortWork& work, const Job& job) {
+    const SortSpec& spec = work.spec;
+    const SortBuffers& buffers = work.buffers;
+    const std::span<const std::byte> keys_in = work.source();
+    const Cancellation& cancellation = job.cancellation;
+    ExecutionReport& report = job.report;
     RETURN_IF_ERROR(CheckGpuAlgorithm("Sort", spec.algorithm, sort_algorithms()));
-    // Values and the named comparison sorts of one array take the ordinary path (copy in, Sort);
-    // radix sorts, rows and segments copy straight from and to the region.
+    // Values and the named comparison sorts of one array take the ordinary path (a private copy, then
+    // the staged sort); radix sorts, rows and segments copy straight from and to the region.
     if (spec.payload == SortPayload::kValues || (!spec.segmented() && IsComparisonSort(spec.algorithm))) {
-      return Backend::SortPinned(spec, keys_in, buffers, cancellation, report);
+      return RunInOwnMemory(
+          job, [&](const SortSpec& s, const SortBuffers& b) { return SortStaged(s, b, cancellation, report); },
+          [](const TopKSpec&, const TopKBuffers&) { return absl::InternalError("not a TopK"); });
     }
     if (spec.segmented()) {
       return RunRowsOnRegisteredRanges(spec, keys_in, buffers, /*on_device=*/false, cancellation, report);
@@ -256,8 +273,8 @@ class CudaEngine final : public Backend {
 
   // Device regions take the radix sort, rows and segments (the jobs whose ends copy from and to any
   // registered range); values and the named comparison sorts of one array would need a device-side
-  // ingest of their own, and the host fallback (Backend::SortPinned) cannot read device memory.
-  absl::Status RunSortInDeviceMemory(const SortSpec& spec, std::span<const std::byte> keys_in,
+  // ingest of their own, and the host fallback (RunInOwnMemory) cannot read device memory.
+  absl::Status SortInDeviceMemory(const SortSpec& spec, std::span<const std::byte> keys_in,
                                      const SortBuffers& buffers, const Cancellation& cancellation,
                                      ExecutionReport& report) {
     RETURN_IF_ERROR(CheckGpuAlgorithm("Sort", spec.algorithm, sort_algorithms()));
@@ -270,29 +287,6 @@ class CudaEngine final : public Backend {
       return RunRowsOnRegisteredRanges(spec, keys_in, buffers, /*on_device=*/true, cancellation, report);
     }
     return RunRadixOnRegisteredRanges(spec, keys_in, buffers, /*on_device=*/true, cancellation, report);
-  }
-
-  absl::Status RunTopK(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                       ExecutionReport& report) {
-    StagedHostKeys source(buffers.keys, buffers.count);
-    StagedHostResults sink(buffers.values_out, buffers.indices_out);
-    return RunTopKBetween(spec, source, sink, cancellation, report);
-  }
-
-  // Issue 18: through the staging buffers a 16M f32 top-k from shared memory spent 3.2 ms in h2d,
-  // where the registered path's DMA takes 1.4 ms for the same 64 MiB.
-  absl::Status RunTopKPinned(const TopKSpec& spec, const TopKBuffers& buffers, const Cancellation& cancellation,
-                             ExecutionReport& report) {
-    RegisteredHostKeys source(buffers.keys, buffers.count);
-    RegisteredHostResults sink(buffers.values_out, buffers.indices_out);
-    return RunTopKBetween(spec, source, sink, cancellation, report);
-  }
-
-  absl::Status RunTopKInDeviceMemory(const TopKSpec& spec, const TopKBuffers& buffers,
-                                     const Cancellation& cancellation, ExecutionReport& report) {
-    RegisteredHostKeys source(buffers.keys, buffers.count, /*on_device=*/true);
-    RegisteredHostResults sink(buffers.values_out, buffers.indices_out, /*on_device=*/true);
-    return RunTopKBetween(spec, source, sink, cancellation, report);
   }
 
   absl::Status RunTopKBetween(const TopKSpec& spec, GpuKeySource& source, GpuResultSink& sink,
