@@ -174,9 +174,9 @@ class Backend {
   virtual absl::Status CheckSortLimits(const SortSpec&, std::size_t /*count*/) const { return absl::OkStatus(); }
   virtual absl::Status CheckTopKLimits(const TopKSpec&, std::size_t /*count*/) const { return absl::OkStatus(); }
 
-  // Runs `job`: a whole-array Sort or TopK, wherever its arrays lie. One of the engine's request
-  // operations, with StartSortIngest, StartPartedSortIngest and, until the GPU set owns the multi-GPU
-  // merge, SortMergedOnDevice (docs/design/one-house.md).
+  // Runs `job`: a whole-array Sort or TopK, wherever its arrays lie. The engine's request operations
+  // are this, StartSortIngest and StartPartedSortIngest; the merge across GPUs is the GPU set's
+  // (gpu_set.h, MergeOnDevices).
   virtual absl::Status Run(const Job& job) = 0;
   // Registers host memory the server mapped from a shared-memory region, once, so that requests on it
   // can copy to and from the device without staging. nullptr: this backend needs nothing of the kind.
@@ -195,20 +195,6 @@ class Backend {
   // gathers them in host memory and calls Sort; the CUDA backend copies each part to the GPU as it comes.
   virtual absl::StatusOr<std::unique_ptr<PartedSortIngest>> StartPartedSortIngest(const SortSpec& spec,
                                                                                   std::size_t total_keys);
-  // A whole-array Sort of more keys than one pass takes here (the GPU paths' 2^31-1, or more than a run
-  // may hold in this device's memory share), or one split across GPUs, sorted in runs of at most
-  // `max_run_keys` that stay in device memory and are merged there (cuda/device_merged_sort.h): on this
-  // backend's GPU and on the GPUs of `peers` (other engines of the same kind; others are ignored). Reads
-  // keys_in (memory given to PinHostMemory, or buffers.keys itself) and writes buffers.keys, as a
-  // Memory::kRegisteredHost job does; report.device names every GPU that took part. false, with nothing done, where the
-  // backend declines: this default, and the CUDA engine for a payload or where the GPUs' memory does
-  // not hold every key; the caller then sorts in runs merged on the host.
-  virtual absl::StatusOr<bool> SortMergedOnDevice(const SortSpec&, std::span<const std::byte> /*keys_in*/,
-                                                  const SortBuffers&, std::size_t /*max_run_keys*/,
-                                                  std::span<Backend* const> /*peers*/, const Cancellation&,
-                                                  ExecutionReport&) {
-    return false;
-  }
 };
 
 std::string_view BackendKindName(BackendKind kind);  // "cpu", "cuda"

@@ -265,18 +265,22 @@ class GpuSet final : public Backend {
   const Backend& first() const { return *gpus_.front()->engine; }
 
   // An array served in runs (one pass on a GPU cannot take it, or --split-from-keys splits it): first
-  // sorted in runs kept in every serving GPU's memory and merged there (Backend::SortMergedOnDevice; the
-  // keys cross PCIe once each way, each GPU's share over its own link). Where the engines decline
-  // (payloads, too little memory), in runs merged on the host (sort_in_runs.h).
+  // sorted in runs kept in every serving GPU's memory and merged there (options_.merge_on_devices; the
+  // keys cross PCIe once each way, each GPU's share over its own link). Where that declines (payloads,
+  // too little memory), in runs merged on the host (sort_in_runs.h).
   absl::Status SortLarge(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
                          bool pinned, const Cancellation& cancellation, ExecutionReport& report) {
     const absl::StatusOr<Gpu*> gpu = Place();
-    if (gpu.ok()) {  // with no GPU serving, SortInRuns says why
+    if (gpu.ok() && options_.merge_on_devices) {  // with no GPU serving, SortInRuns says why
       const Charge charge(*gpu, Weight(buffers.count, spec.dtype));
+      std::vector<int> ordinals = {(*gpu)->ordinal};
+      for (const auto& other : gpus_) {
+        if (other.get() != *gpu && other->engine->Healthy().ok()) ordinals.push_back(other->ordinal);
+      }
       ExecutionReport merged;
-      ASSIGN_OR_RETURN(const bool done, (*gpu)->engine->SortMergedOnDevice(spec, keys_in, buffers,
-                                                                          options_.max_keys_per_run, Serving(),
-                                                                          cancellation, merged));
+      ASSIGN_OR_RETURN(const bool done,
+                       options_.merge_on_devices(ordinals, SortWork{spec, buffers, keys_in}, options_.max_keys_per_run,
+                                                 cancellation, merged));
       if (done) {
         for (const StageTime& s : merged.stages) report.AddStage(s.stage, s.seconds);
         report.algorithm = merged.algorithm;

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <span>
 #include <memory>
 #include <vector>
 
@@ -27,6 +28,14 @@ struct GpuSetMember {
   std::size_t memory_bytes = 0;
 };
 
+// Sorts a whole array's keys in runs kept in the memory of the GPUs `ordinals` names (the first is the
+// one the set placed it on) and merges them there; reads work.source() and writes work.buffers.keys,
+// names every GPU that took part in report.device. false, with nothing done, where it declines
+// (payloads, too little device memory): the set then sorts in runs merged on the host.
+using MergeOnDevices = std::function<absl::StatusOr<bool>(std::span<const int> ordinals, const SortWork& work,
+                                                          std::size_t max_run_keys, const Cancellation& cancellation,
+                                                          ExecutionReport& report)>;
+
 struct GpuSetOptions {
   // The most keys one engine takes in one request (the GPU paths index with 32-bit offsets).
   std::size_t max_keys_per_run = (std::size_t{1} << 31) - 1;
@@ -41,6 +50,9 @@ struct GpuSetOptions {
   std::size_t max_request_bytes = 0;
   // The GPU a device region's memory lives on, from its descriptor; unset: the first GPU that serves.
   std::function<absl::StatusOr<int>(int fd)> home_of_region;
+  // The merge on the GPUs themselves (the CUDA backend's, over cuda/device_merged_sort.h); unset: runs
+  // always merge on the host.
+  MergeOnDevices merge_on_devices;
 };
 
 std::unique_ptr<Backend> MakeGpuSet(std::vector<GpuSetMember> members, GpuSetOptions options);

@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <future>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "server/backend/gpu_set.h"
 #include "server/backend/sort_in_runs.h"
 #include "server/core/dtype.h"
+#include "server/core/status_macros.h"
 #include "tests/support/inputs.h"
 #include "tests/support/reference.h"
 #include "tests/support/stand_in_gpu.h"
@@ -29,13 +32,42 @@ namespace {
 
 constexpr std::size_t kRunBytes = 12000;  // each stand-in GPU's "memory": runs of a few hundred keys
 
+// A stand-in for the CUDA backend's merge on the GPUs (gpu_set.h, MergeOnDevices): while `takes` is set,
+// sorts keys alone on the CPU and names the GPUs it was given, as the real one would with the memory.
+struct StandInMerge {
+  std::atomic<bool> takes{false};
+  std::atomic<int> calls{0};
+  std::atomic<std::size_t> gpus{0};  // how many GPUs the last call was given
+  std::unique_ptr<Backend> cpu = MakeCpuBackend({});
+};
+
+MergeOnDevices MergeOf(std::shared_ptr<StandInMerge> merge) {
+  return [merge](std::span<const int> ordinals, const SortWork& work, std::size_t, const Cancellation& cancellation,
+                 ExecutionReport& report) -> absl::StatusOr<bool> {
+    if (!merge->takes || work.spec.payload != SortPayload::kNone) return false;
+    ++merge->calls;
+    merge->gpus = ordinals.size();
+    SortSpec spec = work.spec;
+    spec.algorithm = Algorithm::kAuto;
+    RETURN_IF_ERROR(RunSort(*merge->cpu, spec, work.buffers, cancellation, report, Memory::kRegisteredHost,
+                            work.keys_in));
+    report.AddStage(Stage::kDeviceMerge, 0);
+    report.device.clear();
+    for (const int ordinal : ordinals) {
+      report.device += (report.device.empty() ? "cuda:" : ", cuda:") + std::to_string(ordinal) + " stand-in";
+    }
+    return true;
+  };
+}
+
 struct Set {
   std::unique_ptr<Backend> backend;
   std::vector<std::shared_ptr<StandInGpu::State>> gpus;
+  std::shared_ptr<StandInMerge> merge = std::make_shared<StandInMerge>();
 };
 
 // `gpus` stand-ins, each taking at most `max_keys` keys per call, with `memory` bytes each (0: runs only
-// past the GPU paths' 2^31 keys).
+// past the GPU paths' 2^31 keys), and the stand-in merge on the GPUs (declining until told).
 Set MakeSet(int gpus, std::size_t max_keys, GpuSetOptions options = {}, std::size_t memory = kRunBytes) {
   Set set;
   std::vector<GpuSetMember> members;
@@ -44,6 +76,7 @@ Set MakeSet(int gpus, std::size_t max_keys, GpuSetOptions options = {}, std::siz
     set.gpus.push_back(engine->state());
     members.push_back({.ordinal = g, .engine = std::move(engine), .memory_bytes = memory});
   }
+  options.merge_on_devices = MergeOf(set.merge);
   set.backend = MakeGpuSet(std::move(members), std::move(options));
   return set;
 }
@@ -158,11 +191,11 @@ bool HasStage(const ExecutionReport& report, Stage stage) {
   return std::any_of(report.stages.begin(), report.stages.end(), [&](const StageTime& s) { return s.stage == stage; });
 }
 
-// Keys alone go first to the engines' own merge on the devices, with every serving GPU as a peer;
-// payloads, and arrays the engines decline, are merged on the host.
+// Keys alone go first to the merge on the devices, with every serving GPU; payloads, and arrays that
+// merge declines, are merged on the host.
 TEST(GpuSet, KeysAloneAreMergedOnTheDevicesWithEveryServingGpu) {
   Set set = MakeSet(2, 1000);
-  for (const auto& gpu : set.gpus) gpu->merges_on_device = true;
+  set.merge->takes = true;
   std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 2500, 3);
   std::vector<uint32_t> want = keys;
   std::sort(want.begin(), want.end());
@@ -175,13 +208,14 @@ TEST(GpuSet, KeysAloneAreMergedOnTheDevicesWithEveryServingGpu) {
   EXPECT_EQ(keys, want);
   EXPECT_TRUE(HasStage(report, Stage::kDeviceMerge));
   EXPECT_FALSE(HasStage(report, Stage::kMerge));
-  EXPECT_EQ(set.gpus[0]->merged_on_device + set.gpus[1]->merged_on_device, 1);
-  EXPECT_EQ(set.gpus[0]->merge_peers + set.gpus[1]->merge_peers, 2u);
-  EXPECT_EQ(set.gpus[0]->calls + set.gpus[1]->calls, 0);  // no run went through Sort
+  EXPECT_EQ(set.merge->calls, 1);
+  EXPECT_EQ(set.merge->gpus, 2u);
+  EXPECT_EQ(report.device, "cuda:0 stand-in, cuda:1 stand-in");
+  EXPECT_EQ(set.gpus[0]->calls + set.gpus[1]->calls, 0);  // no run went through an engine
 
   // One GPU lost: the other merges alone.
   set.gpus[1]->lost = true;
-  set.gpus[0]->merge_peers = 0;
+  set.merge->gpus = 0;
   keys = MakeInput<uint32_t>(Pattern::kFewDistinct, 2500, 4);
   want = keys;
   std::sort(want.begin(), want.end());
@@ -189,21 +223,21 @@ TEST(GpuSet, KeysAloneAreMergedOnTheDevicesWithEveryServingGpu) {
   report = ExecutionReport{};
   ASSERT_TRUE(RunSort(*set.backend, spec, buffers, Cancellation(), report).ok());
   EXPECT_EQ(keys, want);
-  EXPECT_EQ(set.gpus[0]->merge_peers, 1u);
+  EXPECT_EQ(set.merge->gpus, 1u);
   EXPECT_EQ(report.device, "cuda:0 stand-in");
 }
 
 TEST(GpuSet, PayloadsAndDeclinedMergesGoToTheHostMerge) {
   Set set = MakeSet(2, 1000);
-  for (const auto& gpu : set.gpus) gpu->merges_on_device = true;
+  set.merge->takes = true;
   std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kFewDistinct, 2500, 5);
   SortSpec spec;
   spec.payload = SortPayload::kIndices;
   spec.stable = true;
   ExpectSortedInRuns<uint32_t>(*set.backend, spec, keys, "indices");
-  EXPECT_EQ(set.gpus[0]->merged_on_device + set.gpus[1]->merged_on_device, 0);
+  EXPECT_EQ(set.merge->calls, 0);
 
-  for (const auto& gpu : set.gpus) gpu->merges_on_device = false;  // as engines without the memory
+  set.merge->takes = false;  // as GPUs without the memory
   SortSpec keys_only;
   std::vector<uint32_t> got = keys;
   SortBuffers buffers;

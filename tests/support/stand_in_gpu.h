@@ -5,9 +5,7 @@
 //  - can be failed for good (`State::lost`), as a sticky CUDA error loses a GPU: Healthy() is then
 //    UNAVAILABLE and every call fails; or fail at its next call (`fail_next`), losing itself then;
 //  - can hold its calls until released (`State::hold`), to show where the next request is placed;
-//  - imports "device memory" that is host memory, so device-region requests can be placed and served;
-//  - where `State::merges_on_device` is set, takes SortMergedOnDevice for keys alone (sorting on the CPU,
-//    counting the peers it was given), as a CUDA engine with the memory would.
+//  - imports "device memory" that is host memory, so device-region requests can be placed and served.
 #pragma once
 
 #include <algorithm>
@@ -30,9 +28,6 @@ class StandInGpu final : public Backend {
     std::atomic<bool> fail_next{false};  // the next job fails and loses this GPU
     std::atomic<int> calls{0};           // jobs reaching it
     std::atomic<std::size_t> largest{0};  // the most keys of one call
-    std::atomic<bool> merges_on_device{false};
-    std::atomic<int> merged_on_device{0};   // SortMergedOnDevice calls taken
-    std::atomic<std::size_t> merge_peers{0};  // the peers the last one was given
     // While `hold` is set, calls wait (after counting themselves) until it is cleared.
     std::mutex mutex;
     std::condition_variable released;
@@ -83,20 +78,6 @@ class StandInGpu final : public Backend {
     }
     const TopKWork& work = std::get<TopKWork>(job.work);
     return RunTopK(*cpu_, AsCpu(work.spec), work.buffers, job.cancellation, job.report, memory);
-  }
-
-  absl::StatusOr<bool> SortMergedOnDevice(const SortSpec& spec, std::span<const std::byte> keys_in,
-                                          const SortBuffers& buffers, std::size_t, std::span<Backend* const> peers,
-                                          const Cancellation& cancellation, ExecutionReport& report) override {
-    if (!state_->merges_on_device || spec.payload != SortPayload::kNone || state_->lost) return false;
-    ++state_->merged_on_device;
-    state_->merge_peers = peers.size();
-    absl::Status status =
-        RunSort(*cpu_, AsCpu(spec), buffers, cancellation, report, Memory::kRegisteredHost, keys_in);
-    if (!status.ok()) return status;
-    report.AddStage(Stage::kDeviceMerge, 0);
-    report.device = device();
-    return true;
   }
 
   // "Device memory": the descriptor is ignored; the import is host memory of the size asked.

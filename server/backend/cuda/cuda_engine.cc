@@ -46,7 +46,7 @@ Algorithm GpuAlgorithm(Algorithm asked) { return asked == Algorithm::kAuto ? Alg
 
 class CudaEngine final : public Backend {
  public:
-  explicit CudaEngine(std::unique_ptr<DeviceContext> context) : context_(std::move(context)) {
+  explicit CudaEngine(std::shared_ptr<DeviceContext> context) : context_(std::move(context)) {
     const auto& p = context_->properties();
     device_ = "cuda:" + std::to_string(p.ordinal) + " " + p.name;
   }
@@ -108,25 +108,6 @@ class CudaEngine final : public Backend {
     if (!pin.ok()) return context_->Watch(pin.status());
     return pin;
   }
-  // On this GPU and the peers' that are CUDA engines too, each with its own context.
-  absl::StatusOr<bool> SortMergedOnDevice(const SortSpec& spec, std::span<const std::byte> keys_in,
-                                          const SortBuffers& buffers, std::size_t max_run_keys,
-                                          std::span<Backend* const> peers, const Cancellation& cancellation,
-                                          ExecutionReport& report) override {
-    std::vector<DeviceContext*> contexts = {context_.get()};
-    for (Backend* peer : peers) {
-      auto* engine = dynamic_cast<CudaEngine*>(peer);
-      if (engine != nullptr && engine != this) contexts.push_back(engine->context_.get());
-    }
-    absl::StatusOr<bool> done = SortMergedOnDevices(contexts, spec, buffers.count, keys_in, buffers.keys,
-                                                    max_run_keys, cancellation, report);
-    if (done.ok()) return done;
-    // A sticky error met on any of the GPUs is watched on each: the status does not say which GPU met
-    // it, and on the H200 pair such an error ruined the process's other GPU too (multi_gpu_fault_test).
-    for (DeviceContext* context : contexts) (void)context->Watch(done.status());
-    return done.status();
-  }
-
   absl::StatusOr<std::unique_ptr<DeviceMemoryImport>> ImportDeviceMemory(int fd, std::size_t bytes) override {
     absl::StatusOr<std::unique_ptr<DeviceMemoryImport>> memory = ImportForDevice(fd, bytes, context_->ordinal());
     if (!memory.ok()) return context_->Watch(memory.status());
@@ -308,13 +289,13 @@ class CudaEngine final : public Backend {
     return RunGpuJob(*context_, job, cancellation, report);
   }
 
-  std::unique_ptr<DeviceContext> context_;
+  std::shared_ptr<DeviceContext> context_;
   std::string device_;
 };
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Backend>> MakeCudaEngine(const CudaEngineOptions& options) {
+absl::StatusOr<std::shared_ptr<DeviceContext>> MakeDeviceContext(const CudaEngineOptions& options) {
   std::string why_none;
   if (kernels::CountDevices(&why_none) <= options.device) {
     return absl::UnavailableError("no usable GPU: " +
@@ -329,7 +310,16 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaEngine(const CudaEngineOptions&
       .memory_limit_bytes = options.memory_limit_bytes,
       .kept_block_bytes = options.stream_memory_bytes};
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceContext> context, DeviceContext::Create(context_options));
-  return std::unique_ptr<Backend>(new CudaEngine(std::move(context)));
+  return std::shared_ptr<DeviceContext>(std::move(context));
+}
+
+std::unique_ptr<Backend> MakeCudaEngineOn(std::shared_ptr<DeviceContext> context) {
+  return std::make_unique<CudaEngine>(std::move(context));
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> MakeCudaEngine(const CudaEngineOptions& options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<DeviceContext> context, MakeDeviceContext(options));
+  return MakeCudaEngineOn(std::move(context));
 }
 
 }  // namespace gpusort

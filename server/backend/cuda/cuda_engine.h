@@ -21,7 +21,17 @@ struct CudaEngineOptions {
   std::size_t stream_memory_bytes = std::size_t{64} << 20;  // kept per stream for its jobs (StreamSlot::kept)
 };
 
-// UNAVAILABLE (with the reason) when no GPU is usable, so that --backend auto can fall back.
+class DeviceContext;
+
+// The context (streams, pools, health) of options.device's GPU; UNAVAILABLE (with the reason) when no
+// GPU is usable, so that --backend auto can fall back.
+absl::StatusOr<std::shared_ptr<DeviceContext>> MakeDeviceContext(const CudaEngineOptions& options);
+
+// An engine on `context`'s GPU. Shared: the CUDA backend's merge across GPUs (cuda_backend.cc) runs on
+// the contexts of the GPUs it uses too.
+std::unique_ptr<Backend> MakeCudaEngineOn(std::shared_ptr<DeviceContext> context);
+
+// Both at once (tests and benches of one engine).
 absl::StatusOr<std::unique_ptr<Backend>> MakeCudaEngine(const CudaEngineOptions& options);
 
 }  // namespace gpusort
