@@ -6,8 +6,12 @@
 #   parts16M:   16M u32 sort streamed in 8 parts (the client's default) beside the one-stream echo
 #   small:      1000-key u32 sorts, 64 in flight on 8 connections, beside the echo (5 s after 1 s)
 #   topk256M:   256M f32 top-k, k = 100, device time (top_k_bench, beside its device-to-device copy)
+#   sockets16M: 16M u32 sort over the data port in 8 parts (SortOnSockets), as service-bench.sh measures it
+#   mid64K:     64K-key u32 sorts, 16 in flight on 4 connections (5 s after 1 s), on the CUDA server and
+#               on a --backend cpu server of the same build
 #
 #   [ROUNDS=2] [PARTS="shm16M parts16M small topk256M"] scripts/before-after-bench.sh BEFORE_BIN AFTER_BIN OUT_DIR
+# (issue 42's set: PARTS="shm16M parts16M small sockets16M mid64K"; the two-GPU mix is mix-ab-device.sh)
 #
 # Each BIN holds gpusort-server, gpusort and top_k_bench, with its libraries in BIN/lib (COMMON_LIB, if
 # set, is searched after it: the libraries both builds share, carried once). JSON per
@@ -21,11 +25,11 @@ mkdir -p "$out/json"
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 
-# start_server BIN NAME: a CUDA server from BIN; sets $port and $shm_socket.
+# start_server BIN NAME [BACKEND]: a server from BIN (CUDA unless told); sets $port and $shm_socket.
 start_server() {
-  local bin=$1 name=$2
-  LD_LIBRARY_PATH="$bin/lib${COMMON_LIB:+:$COMMON_LIB}" "$bin/gpusort-server" --backend cuda --listen 127.0.0.1:0 --metrics-listen "" \
-    --log-level warn --max-message-bytes 1073741824 --max-request-bytes 4294967296 \
+  local bin=$1 name=$2 backend=${3:-cuda}
+  LD_LIBRARY_PATH="$bin/lib${COMMON_LIB:+:$COMMON_LIB}" "$bin/gpusort-server" --backend "$backend" --listen 127.0.0.1:0 --metrics-listen "" \
+    --log-level warn --max-message-bytes 1073741824 --max-request-bytes 4294967296 --data-port 0 \
     --shm-socket "$work/$name.sock" --port-file "$work/$name.ports" >"$out/server-$name.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 300); do [ -s "$work/$name.ports" ] && break; sleep 0.1; done
@@ -57,7 +61,14 @@ for round in $(seq "$rounds"); do
     want parts16M && run "$bin" "$tag-stream16M-echo" --method echo --transport stream --count 16M --requests 20 --warmup 0.5 --payloads 2
     want small && run "$bin" "$tag-small-echo" --method echo --count 1000 --concurrency 64 --connections 8 --duration 5 --warmup 1
     want small && run "$bin" "$tag-small-sort" --method sort --count 1000 --concurrency 64 --connections 8 --duration 5 --warmup 1 --check
+    want sockets16M && run "$bin" "$tag-sockets16M-sort" --method sort --transport sockets --stream-parts 8 --count 16M --requests 20 --warmup 0.5 --payloads 2
+    want mid64K && run "$bin" "$tag-mid64K-cuda" --method sort --count 64K --concurrency 16 --connections 4 --duration 5 --warmup 1 --check
     kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null
+    if want mid64K; then
+      start_server "$bin" "$side-r$round-cpu" cpu
+      run "$bin" "$tag-mid64K-cpu" --method sort --count 64K --concurrency 16 --connections 4 --duration 5 --warmup 1 --check
+      kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null
+    fi
     want topk256M || continue
     LD_LIBRARY_PATH="$bin/lib${COMMON_LIB:+:$COMMON_LIB}" timeout 120 "$bin/top_k_bench" --only f32_256M_k100 --no-full-sort \
       --json "$out/json/$tag-topk256M.json" >"$out/$tag-topk256M.log" 2>&1 || echo "FAILED: top_k_bench $tag"

@@ -111,20 +111,12 @@ absl::Status RunTopK(Backend& backend, const TopKSpec& spec, const TopKBuffers& 
       Job{.work = TopKWork{spec, buffers}, .memory = memory, .cancellation = cancellation, .report = report});
 }
 
-absl::Status RunInOwnMemory(const Job& job, const SortInOwnMemory& sort, const TopKInOwnMemory& top_k) {
+absl::Status RunOnPrivateCopies(const Job& job, const SortInOwnMemory& sort, const TopKInOwnMemory& top_k) {
   if (job.memory == Memory::kDeviceRegion) {
     return absl::FailedPreconditionError("device regions need a GPU server; this one serves from the CPU");
   }
-  if (const auto* work = std::get_if<SortWork>(&job.work)) {
-    if (job.memory == Memory::kRegisteredHost) return SortOnCopies(*work, sort, job.report);
-    if (!work->keys_in.empty() && work->keys_in.data() != work->buffers.keys.data()) {
-      std::memmove(work->buffers.keys.data(), work->keys_in.data(), work->keys_in.size());
-    }
-    return sort(work->spec, work->buffers);
-  }
-  const TopKWork& work = std::get<TopKWork>(job.work);
-  if (job.memory == Memory::kRegisteredHost) return TopKOnCopies(work, top_k, job.report);
-  return top_k(work.spec, work.buffers);
+  if (const auto* work = std::get_if<SortWork>(&job.work)) return SortOnCopies(*work, sort, job.report);
+  return TopKOnCopies(std::get<TopKWork>(job.work), top_k, job.report);
 }
 
 absl::Status AlgorithmUnavailable(std::string_view method, Algorithm asked,

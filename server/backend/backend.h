@@ -5,6 +5,7 @@
 // algorithms they do not have and honour cancellation.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -216,7 +217,19 @@ absl::Status RunTopK(Backend& backend, const TopKSpec& spec, const TopKBuffers& 
 //   - Memory::kDeviceRegion: refused (FAILED_PRECONDITION): only a GPU engine imports device memory.
 using SortInOwnMemory = std::function<absl::Status(const SortSpec&, const SortBuffers&)>;
 using TopKInOwnMemory = std::function<absl::Status(const TopKSpec&, const TopKBuffers&)>;
-absl::Status RunInOwnMemory(const Job& job, const SortInOwnMemory& sort, const TopKInOwnMemory& top_k);
+absl::Status RunOnPrivateCopies(const Job& job, const SortInOwnMemory& sort, const TopKInOwnMemory& top_k);
+template <typename SortFn, typename TopKFn>
+absl::Status RunInOwnMemory(const Job& job, SortFn&& sort, TopKFn&& top_k) {
+  if (job.memory != Memory::kMessage) return RunOnPrivateCopies(job, sort, top_k);
+  if (const auto* work = std::get_if<SortWork>(&job.work)) {
+    if (!work->keys_in.empty() && work->keys_in.data() != work->buffers.keys.data()) {
+      std::copy(work->keys_in.begin(), work->keys_in.end(), work->buffers.keys.begin());
+    }
+    return sort(work->spec, work->buffers);
+  }
+  const TopKWork& work = std::get<TopKWork>(job.work);
+  return top_k(work.spec, work.buffers);
+}
 
 // UNIMPLEMENTED naming what was asked and what this backend has, for a consistent message.
 absl::Status AlgorithmUnavailable(std::string_view method, Algorithm asked,

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Issue 42's engine seam (Backend::Run, the set's merge across GPUs) on the GPU machine: the CUDA engine's
+# suites that go through the seam, then, with `bench`, the before/after figures of before-after-bench.sh.
+#   here:        bundle build/seam (device-bundle.sh: the server, CLI and GPU tests of this build, and a
+#                "before" server and CLI in build/seam/before), tar it with xz into build/seam.tar.xz
+#   GPU machine: scripts/engine-seam-device.sh tests "$OUT"     # carry build/seam.tar.xz
+#                scripts/engine-seam-device.sh rest "$OUT"      # two GPUs
+#                scripts/engine-seam-device.sh bench "$OUT"
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode=$1 out=$2 b=/tmp/seam
+[ -d "$b" ] || tar -xJf build/seam.tar.xz -C /tmp
+nvidia-smi -L > "$out/gpu.txt" 2>&1
+step() {  # name, then the command; one line each in summary.txt
+  local name=$1; shift
+  local start=$SECONDS
+  if "$@" > "$out/$name.log" 2>&1; then echo "PASS $name $((SECONDS - start)) s"; else echo "FAIL $name $((SECONDS - start)) s"; fi \
+    | tee -a "$out/summary.txt"
+}
+case $mode in
+  tests)
+    for t in pinned_ranges_test device_region_test stream_memory_test sort_ingest_test \
+             gpu_job_source_test gpu_oom_test gpu_fault_test device_merged_sort_test; do
+      step "$t" timeout 300 "$b/run" "$t" --gtest_brief=1
+    done
+    ;;
+  rest)  # cuda_backend_test (about 6 minutes on one GPU) in two shards, one a GPU, then the multi-GPU suites
+    shard() { CUDA_VISIBLE_DEVICES=$1 GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$1 timeout 400 "$b/run" cuda_backend_test --gtest_brief=1; }
+    step cuda_backend_shard0 shard 0 & step cuda_backend_shard1 shard 1 & wait
+    step multi_gpu_test timeout 200 "$b/run" multi_gpu_test --gtest_brief=1
+    step multi_gpu_fault_test timeout 120 "$b/run" multi_gpu_fault_test --gtest_brief=1
+    step service_cuda env GPUSORT_TEST_BACKEND=cuda timeout 150 "$b/run" service_tests --gtest_brief=1
+    ;;
+  bench)
+    mkdir -p "$b/before/lib"
+    COMMON_LIB="$b/lib" ROUNDS=2 PARTS="shm16M parts16M small sockets16M mid64K" \
+      scripts/before-after-bench.sh "$b/before" "$b" "$out/ab" > "$out/before-after.txt" 2>&1
+    cat "$out/before-after.txt" >> "$out/summary.txt"
+    cp "$out/ab/before-after-json.tar.gz" "$out/" 2>/dev/null
+    ;;
+esac
+(cd "$out" && tar czf "logs-$mode.tar.gz" ./*.log ab/*.log 2>/dev/null; rm -f ./*.log; rm -rf ab)
