@@ -5,6 +5,7 @@
 #                "before" server and CLI in build/seam/before), tar it with xz into build/seam.tar.xz
 #   GPU machine: scripts/engine-seam-device.sh tests "$OUT"     # carry build/seam.tar.xz
 #                scripts/engine-seam-device.sh rest "$OUT"      # two GPUs
+#                scripts/engine-seam-device.sh leases "$OUT"    # two GPUs
 #                scripts/engine-seam-device.sh bench "$OUT"
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +30,12 @@ case $mode in
     step cuda_backend_shard0 shard 0 & step cuda_backend_shard1 shard 1 & wait
     step multi_gpu_test timeout 200 "$b/run" multi_gpu_test --gtest_brief=1
     step multi_gpu_fault_test timeout 120 "$b/run" multi_gpu_fault_test --gtest_brief=1
+    step service_cuda env GPUSORT_TEST_BACKEND=cuda timeout 150 "$b/run" service_tests --gtest_brief=1
+    ;;
+  leases)  # the leases' move into gpu_job.cc (RunGpuStep, LeaseSlots): the ingest and the merge across GPUs
+    for t in sort_ingest_test stream_memory_test device_merged_sort_test gpu_oom_test multi_gpu_test; do
+      step "$t" timeout 200 "$b/run" "$t" --gtest_brief=1
+    done
     step service_cuda env GPUSORT_TEST_BACKEND=cuda timeout 150 "$b/run" service_tests --gtest_brief=1
     ;;
   bench)

@@ -505,10 +505,14 @@ absl::StatusOr<bool> SortMergedOnDevices(std::span<DeviceContext* const> context
   if (shares.size() > 1 && !ConnectPeers(shares)) shares.resize(1);
 
   const StageClock wait;
+  std::vector<DeviceContext*> leased;
+  for (auto& share : shares) leased.push_back(&share->context);
+  ASSIGN_OR_RETURN(std::vector<DeviceContext::Lease> leases, LeaseSlots(leased));  // in the GPUs' order, as shares
   std::vector<std::size_t> budgets;
-  for (auto& share : shares) {
-    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(share->context));  // selects the GPU too
-    share->lease.emplace(std::move(lease));
+  for (std::size_t d = 0; d < shares.size(); ++d) {
+    const std::unique_ptr<Share>& share = shares[d];
+    share->lease.emplace(std::move(leases[d]));
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(share->context.ordinal()), "selecting the GPU");
     // A sticky error left by earlier work surfaces here as what it is (the sizing below would meet it
     // as an unrelated cudaErrorInvalidDevice, which does not mark the GPU lost).
     GPUSORT_RETURN_IF_KERNEL_ERROR(share->upload().Synchronize(), "checking the GPU");

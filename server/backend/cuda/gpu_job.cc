@@ -1,15 +1,39 @@
 #include "server/backend/cuda/gpu_job.h"
 
+#include <algorithm>
+
 #include "gpusort/kernels/runtime.h"
 #include "server/backend/cuda/kernel_status.h"
 #include "server/core/status_macros.h"
 
 namespace gpusort {
 
+namespace {
+
 absl::StatusOr<DeviceContext::Lease> LeaseSlot(DeviceContext& context) {
   // The calling thread may be any worker: the device is per thread in the CUDA runtime.
   GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::UseDevice(context.ordinal()), "selecting the GPU");
   return context.Acquire();
+}
+
+}  // namespace
+
+absl::Status RunGpuStep(DeviceContext& context, const std::function<absl::Status(StreamSlot&)>& step) {
+  ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context));
+  return step(lease.slot());
+}
+
+absl::StatusOr<std::vector<DeviceContext::Lease>> LeaseSlots(std::span<DeviceContext* const> contexts) {
+  std::vector<DeviceContext*> ordered(contexts.begin(), contexts.end());
+  std::sort(ordered.begin(), ordered.end(),
+            [](const DeviceContext* a, const DeviceContext* b) { return a->ordinal() < b->ordinal(); });
+  std::vector<DeviceContext::Lease> leases;
+  leases.reserve(ordered.size());
+  for (DeviceContext* context : ordered) {
+    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(*context));
+    leases.push_back(std::move(lease));
+  }
+  return leases;
 }
 
 absl::Status AllocateBuffers(const GpuJobEnv& env, std::initializer_list<BufferRequest> requests) {

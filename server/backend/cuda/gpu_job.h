@@ -15,7 +15,9 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <initializer_list>
+#include <span>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -64,9 +66,13 @@ absl::Status AllocateBuffers(const GpuJobEnv& env, std::initializer_list<BufferR
 absl::Status AllocateJobMemory(const GpuJobEnv& env, const std::vector<std::size_t>& sizes,
                                std::vector<kernels::DeviceAllocation>* out);
 
-// The device selected and a slot leased for a step that is not a whole job (an ingest's piece, a
-// ranged read): the lease half of RunGpuJob, for the stream ingest (sort_ingest.cc).
-absl::StatusOr<DeviceContext::Lease> LeaseSlot(DeviceContext& context);
+// Runs `step`, a piece of work that is not a whole job (an ingest's piece, a ranged read: sort_ingest.cc),
+// on a slot of `context`'s GPU: the device selected, a slot leased for the step and given back after.
+absl::Status RunGpuStep(DeviceContext& context, const std::function<absl::Status(StreamSlot&)>& step);
+
+// A slot of each GPU, leased in the GPUs' order (so that two callers never wait on each other's GPUs),
+// for work that spans them (device_merged_sort.cc). The device selected last is the last GPU's.
+absl::StatusOr<std::vector<DeviceContext::Lease>> LeaseSlots(std::span<DeviceContext* const> contexts);
 
 // Runs `job` through the pipeline above and adds its stages to `report`.
 absl::Status RunGpuJob(DeviceContext& context, GpuJob& job, const Cancellation& cancellation,

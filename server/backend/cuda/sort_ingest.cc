@@ -77,31 +77,31 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
 
   // Parted form: the whole array's device buffer, at once (the parts then only write into it).
   absl::Status ReserveKeys(std::size_t total_keys) {
-    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
-    StreamSlot& slot = lease.slot();
-    std::vector<kernels::DeviceAllocation> buffer;
-    RETURN_IF_ERROR(
-        context_.AllocateAll(slot.stream, {std::max<std::size_t>(1, total_keys * widths_.device)}, &buffer));
-    keys_ = std::move(buffer[0]);
-    count_ = total_keys;
-    return absl::OkStatus();
+    return RunGpuStep(context_, [&](StreamSlot& slot) -> absl::Status {
+      std::vector<kernels::DeviceAllocation> buffer;
+      RETURN_IF_ERROR(
+          context_.AllocateAll(slot.stream, {std::max<std::size_t>(1, total_keys * widths_.device)}, &buffer));
+      keys_ = std::move(buffer[0]);
+      count_ = total_keys;
+      return absl::OkStatus();
+    });
   }
 
   // Parted form: converts one part's piece on a slot of its own, so that parts cross side by side.
   absl::Status WriteKeys(std::size_t first_key, std::span<const std::byte> keys) {
     if (keys.empty()) return absl::OkStatus();
     StageClock clock;
-    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
-    StreamSlot& slot = lease.slot();
-    KeyBitsScan scan;
-    RETURN_IF_ERROR(Upload(slot, keys.data(), keys_.as<std::byte>() + first_key * widths_.device,
-                           keys.size() / widths_.host, widths_, ToOrderedBitsFn(spec_.dtype, descending_, &scan)));
-    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "host to device");
-    std::lock_guard lock(parts_mutex_);
-    scan_.or_bits |= scan.or_bits;
-    scan_.and_bits &= scan.and_bits;
-    h2d_seconds_ += clock.Seconds();  // summed over the parts: the GPU copy time, not wall time
-    return absl::OkStatus();
+    return RunGpuStep(context_, [&](StreamSlot& slot) -> absl::Status {
+      KeyBitsScan scan;
+      RETURN_IF_ERROR(Upload(slot, keys.data(), keys_.as<std::byte>() + first_key * widths_.device,
+                             keys.size() / widths_.host, widths_, ToOrderedBitsFn(spec_.dtype, descending_, &scan)));
+      GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "host to device");
+      std::lock_guard lock(parts_mutex_);
+      scan_.or_bits |= scan.or_bits;
+      scan_.and_bits &= scan.and_bits;
+      h2d_seconds_ += clock.Seconds();  // summed over the parts: the GPU copy time, not wall time
+      return absl::OkStatus();
+    });
   }
 
   // The keys lie on the device already: the sort is a SortJob from them (device_resident_ends.h), and
@@ -129,80 +129,81 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
 
   absl::Status ReadKeys(std::size_t begin, std::size_t end, std::byte* keys, int64_t* indices) {
     if (begin >= end) return absl::OkStatus();
-    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
-    StreamSlot& slot = lease.slot();
-    RETURN_IF_ERROR(Download(slot, keys_.as<std::byte>() + begin * widths_.device, keys, end - begin, widths_,
-                             FromOrderedBitsFn(spec_.dtype, descending_)));
-    if (indices == nullptr) return absl::OkStatus();
-    return DownloadPositions(slot, positions_.as<std::uint32_t>() + begin, indices, end - begin);
+    return RunGpuStep(context_, [&](StreamSlot& slot) -> absl::Status {
+      RETURN_IF_ERROR(Download(slot, keys_.as<std::byte>() + begin * widths_.device, keys, end - begin, widths_,
+                               FromOrderedBitsFn(spec_.dtype, descending_)));
+      if (indices == nullptr) return absl::OkStatus();
+      return DownloadPositions(slot, positions_.as<std::uint32_t>() + begin, indices, end - begin);
+    });
   }
 
   KeyCoding Coding() const { return KeyCoding{.dtype = spec_.dtype, .complement = descending_}; }
 
   // The device's OR and AND of every ordered key, {0, ~0} to start, folded by each part's conversion.
   absl::Status StartOrAnd() {
-    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
-    StreamSlot& slot = lease.slot();
-    std::vector<kernels::DeviceAllocation> or_and;
-    RETURN_IF_ERROR(context_.AllocateAll(slot.stream, {2 * sizeof(std::uint64_t)}, &or_and));
-    const std::uint64_t start[2] = {0, ~std::uint64_t{0}};
-    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(or_and[0].data(), start, sizeof(start), slot.stream),
-                                   "host to device");
-    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "host to device");
-    or_and_ = std::move(or_and[0]);
-    return absl::OkStatus();
+    return RunGpuStep(context_, [&](StreamSlot& slot) -> absl::Status {
+      std::vector<kernels::DeviceAllocation> or_and;
+      RETURN_IF_ERROR(context_.AllocateAll(slot.stream, {2 * sizeof(std::uint64_t)}, &or_and));
+      const std::uint64_t start[2] = {0, ~std::uint64_t{0}};
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(or_and[0].data(), start, sizeof(start), slot.stream),
+                                     "host to device");
+      GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "host to device");
+      or_and_ = std::move(or_and[0]);
+      return absl::OkStatus();
+    });
   }
 
   // A part's range crosses by DMA from the pinned buffer and becomes ordered bits on the device.
   absl::Status CommitDirectKeys(std::size_t first_key, std::size_t count) {
     if (count == 0) return absl::OkStatus();
     StageClock clock;
-    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
-    StreamSlot& slot = lease.slot();
-    const KeyCoding coding = Coding();
-    void* device = keys_.as<std::byte>() + first_key * widths_.device;
-    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToDeviceAsync(device, DirectKeys().data() + first_key * widths_.host,
-                                                              count * widths_.host, slot.stream),
-                                   "host to device");
-    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::ToOrderedBitsAsync(coding.width(), coding.kind(), coding.complement, device,
-                                                               count, or_and_.as<std::uint64_t>(), slot.stream),
-                                   "ordered bits");
-    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "host to device");
-    std::lock_guard lock(parts_mutex_);
-    h2d_seconds_ += clock.Seconds();
-    return absl::OkStatus();
+    return RunGpuStep(context_, [&](StreamSlot& slot) -> absl::Status {
+      const KeyCoding coding = Coding();
+      void* device = keys_.as<std::byte>() + first_key * widths_.device;
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToDeviceAsync(device, DirectKeys().data() + first_key * widths_.host,
+                                                                count * widths_.host, slot.stream),
+                                     "host to device");
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::ToOrderedBitsAsync(coding.width(), coding.kind(), coding.complement, device,
+                                                                 count, or_and_.as<std::uint64_t>(), slot.stream),
+                                     "ordered bits");
+      GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "host to device");
+      std::lock_guard lock(parts_mutex_);
+      h2d_seconds_ += clock.Seconds();
+      return absl::OkStatus();
+    });
   }
 
   // The bits that vary, from the device's OR/AND (direct mode) or the host's scan (the staged parts).
   absl::StatusOr<std::uint64_t> VaryingBits() {
     if (!direct_) return scan_.varying();
-    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
-    StreamSlot& slot = lease.slot();
     std::uint64_t or_and[2];
-    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(or_and, or_and_.data(), sizeof(or_and), slot.stream),
-                                   "device to host");
-    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "device to host");
+    RETURN_IF_ERROR(RunGpuStep(context_, [&](StreamSlot& slot) -> absl::Status {
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(or_and, or_and_.data(), sizeof(or_and), slot.stream),
+                                     "device to host");
+      GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "device to host");
+      return absl::OkStatus();
+    }));
     return or_and[0] ^ or_and[1];
   }
 
   // A range of the answer back into the pinned buffer, turned into keys on the device on its way.
   absl::Status ReadDirectKeys(std::size_t begin, std::size_t end, int64_t* indices) {
     if (begin >= end) return absl::OkStatus();
-    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
-    StreamSlot& slot = lease.slot();
-    const KeyCoding coding = Coding();
-    void* device = keys_.as<std::byte>() + begin * widths_.device;  // each range is read once: in place
-    GPUSORT_RETURN_IF_KERNEL_ERROR(
-        kernels::FromOrderedBitsAsync(coding.width(), coding.kind(), coding.complement, device, end - begin, slot.stream),
-        "key bits");
-    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToHostAsync(DirectKeys().data() + begin * widths_.host, device,
-                                                            (end - begin) * widths_.host, slot.stream),
-                                   "device to host");
-    if (indices != nullptr) {
-      RETURN_IF_ERROR(DownloadPositions(slot, positions_.as<std::uint32_t>() + begin, indices, end - begin));
-    }
-    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "device to host");
-    return absl::OkStatus();
+    return RunGpuStep(context_, [&](StreamSlot& slot) -> absl::Status {
+      const KeyCoding coding = Coding();
+      void* device = keys_.as<std::byte>() + begin * widths_.device;  // each range is read once: in place
+      GPUSORT_RETURN_IF_KERNEL_ERROR(
+          kernels::FromOrderedBitsAsync(coding.width(), coding.kind(), coding.complement, device, end - begin, slot.stream),
+          "key bits");
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyToHostAsync(DirectKeys().data() + begin * widths_.host, device,
+                                                              (end - begin) * widths_.host, slot.stream),
+                                     "device to host");
+      if (indices != nullptr) {
+        RETURN_IF_ERROR(DownloadPositions(slot, positions_.as<std::uint32_t>() + begin, indices, end - begin));
+      }
+      GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "device to host");
+      return absl::OkStatus();
+    });
   }
 
   bool with_positions() const { return spec_.payload == SortPayload::kIndices; }
@@ -210,30 +211,30 @@ class CudaSortIngest final : public SortIngest, public PartedSortIngest {
   // Converts `keys` into ordered bits and appends them to the device buffer, growing it when full.
   absl::Status ToDevice(std::span<const std::byte> keys) {
     StageClock clock;
-    ASSIGN_OR_RETURN(DeviceContext::Lease lease, LeaseSlot(context_));
-    StreamSlot& slot = lease.slot();
-    const std::size_t count = keys.size() / widths_.host;
-    const std::size_t in_use = count_ * widths_.device, needed = in_use + count * widths_.device;
-    if (needed > keys_.size()) {
-      std::size_t capacity = std::max(keys_.size(), kFirstDeviceBytes);
-      while (capacity < needed) capacity *= 2;
-      std::vector<kernels::DeviceAllocation> grown;
-      RETURN_IF_ERROR(context_.AllocateAll(slot.stream, {capacity}, &grown));
-      if (in_use > 0) {
-        GPUSORT_RETURN_IF_KERNEL_ERROR(
-            kernels::CopyOnDeviceAsync(grown[0].data(), keys_.data(), in_use, slot.stream), "growing the buffer");
+    return RunGpuStep(context_, [&](StreamSlot& slot) -> absl::Status {
+      const std::size_t count = keys.size() / widths_.host;
+      const std::size_t in_use = count_ * widths_.device, needed = in_use + count * widths_.device;
+      if (needed > keys_.size()) {
+        std::size_t capacity = std::max(keys_.size(), kFirstDeviceBytes);
+        while (capacity < needed) capacity *= 2;
+        std::vector<kernels::DeviceAllocation> grown;
+        RETURN_IF_ERROR(context_.AllocateAll(slot.stream, {capacity}, &grown));
+        if (in_use > 0) {
+          GPUSORT_RETURN_IF_KERNEL_ERROR(
+              kernels::CopyOnDeviceAsync(grown[0].data(), keys_.data(), in_use, slot.stream), "growing the buffer");
+        }
+        // The old buffer is freed in order on the stream it came from: the copy must be done first.
+        GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "growing the buffer");
+        keys_ = std::move(grown[0]);
       }
-      // The old buffer is freed in order on the stream it came from: the copy must be done first.
-      GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "growing the buffer");
-      keys_ = std::move(grown[0]);
-    }
-    RETURN_IF_ERROR(Upload(slot, keys.data(), keys_.as<std::byte>() + in_use, count, widths_,
-                           ToOrderedBitsFn(spec_.dtype, descending_, &scan_)));
-    // Done before the slot goes back: the next piece may cross on another slot's stream.
-    GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "host to device");
-    count_ += count;
-    h2d_seconds_ += clock.Seconds();
-    return absl::OkStatus();
+      RETURN_IF_ERROR(Upload(slot, keys.data(), keys_.as<std::byte>() + in_use, count, widths_,
+                             ToOrderedBitsFn(spec_.dtype, descending_, &scan_)));
+      // Done before the slot goes back: the next piece may cross on another slot's stream.
+      GPUSORT_RETURN_IF_KERNEL_ERROR(slot.stream.Synchronize(), "host to device");
+      count_ += count;
+      h2d_seconds_ += clock.Seconds();
+      return absl::OkStatus();
+    });
   }
 
   DeviceContext& context_;
