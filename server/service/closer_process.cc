@@ -15,6 +15,8 @@
 #include <mutex>
 #include <string>
 
+#include <spdlog/spdlog.h>
+
 #include "server/service/caller_descriptor.h"
 #include "server/service/closing_threads.h"
 
@@ -169,7 +171,19 @@ bool HandToCloserProcess(uid_t owner, UniqueFd& fd, bool connection) {
                     .sequence = server.sequence + 1,
                     .connection = connection ? 1u : 0u,
                     .unused = 0};
-  if (!Send(server.socket, item, fd.get())) return false;
+  if (!Send(server.socket, item, fd.get())) {
+    const int error = errno;
+    if (error == EPIPE || error == ECONNRESET || error == ENOTCONN) {
+      spdlog::warn("the closer process (pid {}) is gone: descriptors callers hand over are closed on the server's "
+                   "own per-user threads from now on",
+                   server.pid);
+      close(server.socket);
+      server.socket = -1;
+      (void)waitpid(server.pid, nullptr, WNOHANG);  // reaped now if it has finished exiting
+      server.pid = -1;
+    }
+    return false;
+  }
   ++server.sequence;
   fd.reset();  // not the last copy: the closer process holds one until told this is done
   const Record done{.type = kAcknowledgement, .owner = 0, .sequence = server.sequence, .connection = 0, .unused = 0};
@@ -191,6 +205,12 @@ void StopCloserProcess() {
   close(server.socket);
   server.socket = -1;
   server.pid = -1;
+}
+
+pid_t CloserProcessId() {
+  ServerEnd& server = Server();
+  std::lock_guard lock(server.mutex);
+  return server.socket >= 0 ? server.pid : -1;
 }
 
 bool CloserProcessRunning() {

@@ -38,7 +38,9 @@ bool HandToCloserProcess(uid_t owner, UniqueFd& fd, bool connection);
 // Ends the closer process and waits for it (tests); its exit closes what it held.
 void StopCloserProcess();
 
-// Whether a closer process is running.
+// Whether a closer process is running, and its process id (-1: none). A closer process found gone (a
+// hand-over fails because its end of the socket closed) is said once in the log and not used again.
 bool CloserProcessRunning();
+pid_t CloserProcessId();
 
 }  // namespace gpusort

@@ -9,12 +9,15 @@
 // with no data into it holds the pipe's lock, and its last close waits for that lock. It needs no FUSE
 // mount, and, being no socket, it stays on the server's closing threads as a FUSE file would.
 #include <fcntl.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <memory>
 #include <thread>
 
@@ -193,6 +196,40 @@ TEST(CloserProcess, RefusedConnectionsThatCarryDescriptorsCostTheServerNothing) 
   ExpectAGrpcSort(*server);
   parked->Release();
   server.reset();
+  StopCloserProcess();
+}
+
+// A closer process that dies (killed, out of memory) is noticed at the next hand-over: that descriptor,
+// and every later one, is closed on the server's own threads, and the log says so once.
+TEST(CloserProcess, WhenItDiesTheServerClosesOnItsOwnThreads) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "ThreadSanitizer supports no threads in a child forked from a threaded process";
+#endif
+  ASSERT_TRUE(StartCloserProcess().ok());
+  const pid_t closer = CloserProcessId();
+  ASSERT_GT(closer, 0);
+  ASSERT_EQ(kill(closer, SIGKILL), 0);
+  // Gone once its end of the socket is closed: a hand-over then fails with EPIPE. Wait for its exit.
+  for (int wait = 0; wait < 200; ++wait) {
+    char state = 0;
+    if (FILE* stat = std::fopen(("/proc/" + std::to_string(closer) + "/stat").c_str(), "r")) {
+      (void)std::fscanf(stat, "%*d %*s %c", &state);
+      std::fclose(stat);
+    }
+    if (state == 'Z' || state == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  int ends[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends), 0);
+  UniqueFd mine(ends[0]);
+  CloseConnectionAside(geteuid(), UniqueFd(ends[1]));
+  EXPECT_FALSE(CloserProcessRunning()) << "the dead closer process was not noticed";
+  EXPECT_EQ(CloserProcessId(), -1);
+  // Closed all the same, on the server's closing thread: this end sees the other's end.
+  pollfd hangup{mine.get(), POLLIN, 0};
+  ASSERT_EQ(poll(&hangup, 1, 5000), 1);
+  char byte;
+  EXPECT_EQ(recv(mine.get(), &byte, 1, MSG_DONTWAIT), 0);
   StopCloserProcess();
 }
 
