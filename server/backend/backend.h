@@ -5,7 +5,6 @@
 // algorithms they do not have and honour cancellation.
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -95,9 +94,10 @@ enum class Memory {
   kDeviceRegion,    // device memory ImportDeviceMemory gave: the host never touches it
 };
 
-// A whole-array Sort: sorts buffers.keys in place, or, with keys_in (which is that same range or does not
-// overlap it), reads keys_in and writes the sorted keys to buffers.keys; fills values_out / indices_out
-// as spec.payload asks. kValues only in Memory::kMessage.
+// A whole-array Sort: sorts buffers.keys in place, or, with keys_in (registered memory and device
+// regions only: which is that same range or does not overlap it), reads keys_in and writes the sorted
+// keys to buffers.keys; fills values_out / indices_out as spec.payload asks. kValues only in
+// Memory::kMessage.
 struct SortWork {
   const SortSpec& spec;
   const SortBuffers& buffers;
@@ -221,12 +221,7 @@ absl::Status RunOnPrivateCopies(const Job& job, const SortInOwnMemory& sort, con
 template <typename SortFn, typename TopKFn>
 absl::Status RunInOwnMemory(const Job& job, SortFn&& sort, TopKFn&& top_k) {
   if (job.memory != Memory::kMessage) return RunOnPrivateCopies(job, sort, top_k);
-  if (const auto* work = std::get_if<SortWork>(&job.work)) {
-    if (!work->keys_in.empty() && work->keys_in.data() != work->buffers.keys.data()) {
-      std::copy(work->keys_in.begin(), work->keys_in.end(), work->buffers.keys.begin());
-    }
-    return sort(work->spec, work->buffers);
-  }
+  if (const auto* work = std::get_if<SortWork>(&job.work)) return sort(work->spec, work->buffers);
   const TopKWork& work = std::get<TopKWork>(job.work);
   return top_k(work.spec, work.buffers);
 }

@@ -142,19 +142,6 @@ bool RefusedForItsCloses(int connection, int fd) {
          reply->text.find("still being closed") != std::string::npos;
 }
 
-void ExpectAGrpcSort(TestServer& server) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  v1::SortRequest request;
-  *request.mutable_options() = TestSortOptions(v1::DTYPE_UINT32);
-  const std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 1000, 7);
-  request.set_keys(ToBytes(keys));
-  v1::SortResponse response;
-  const grpc::Status status = server.stub().Sort(&context, request, &response);
-  ASSERT_TRUE(status.ok()) << status.error_message();
-  EXPECT_EQ(FromBytes<uint32_t>(response.keys()), ReferenceSort(keys, SortOrder::kAscending));
-}
-
 // A user past its share opens 400 more connections, each carrying a descriptor: all refused, and none of
 // them stays in the server's table (before: each waited there behind the blocked close, 400 in all).
 TEST(CloserProcess, RefusedConnectionsThatCarryDescriptorsCostTheServerNothing) {

@@ -1,5 +1,5 @@
-// What the tests of callers' descriptors share: counting this process's descriptors, and registering
-// as another user.
+// What the tests of callers' descriptors share: counting this process's descriptors, registering as
+// another user, and a gRPC sort that shows the server still serves.
 #pragma once
 
 #include <dirent.h>
@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "tests/service/shm_test_support.h"
+#include "tests/support/inputs.h"
+#include "tests/support/reference.h"
 
 namespace gpusort::testing {
 
@@ -69,6 +71,20 @@ inline int RegisterAsUser(uid_t uid, const std::string& path) {
   int status = 0;
   if (waitpid(child, &status, 0) != child || !WIFEXITED(status)) return 106;
   return WEXITSTATUS(status);
+}
+
+// A gRPC Sort of 1000 keys through `server`, checked: the other transports are still served.
+inline void ExpectAGrpcSort(TestServer& server) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::SortRequest request;
+  *request.mutable_options() = TestSortOptions(v1::DTYPE_UINT32);
+  const std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 1000, 7);
+  request.set_keys(ToBytes(keys));
+  v1::SortResponse response;
+  const grpc::Status status = server.stub().Sort(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(FromBytes<uint32_t>(response.keys()), ReferenceSort(keys, SortOrder::kAscending));
 }
 
 }  // namespace gpusort::testing

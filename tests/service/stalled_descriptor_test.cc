@@ -163,16 +163,7 @@ TEST(StalledDescriptors, WhatWaitsBehindABlockedCloseStaysWithinItsUsersShare) {
   if (geteuid() == 0) {
     EXPECT_EQ(RegisterAsUser(65534, server->shm_socket()), 0) << "another user's registration was not accepted";
   }
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  v1::SortRequest request;
-  *request.mutable_options() = TestSortOptions(v1::DTYPE_UINT32);
-  const std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 1000, 7);
-  request.set_keys(ToBytes(keys));
-  v1::SortResponse response;
-  const grpc::Status status = server->stub().Sort(&context, request, &response);
-  ASSERT_TRUE(status.ok()) << status.error_message();
-  EXPECT_EQ(FromBytes<uint32_t>(response.keys()), ReferenceSort(keys, SortOrder::kAscending));
+  ExpectAGrpcSort(*server);
 
   const auto stop = Clock::now();
   server.reset();
