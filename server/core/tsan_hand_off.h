@@ -15,6 +15,8 @@
 #ifdef GPUSORT_TSAN
 extern "C" void __tsan_acquire(void* addr);
 extern "C" void __tsan_release(void* addr);
+extern "C" void __tsan_ignore_thread_begin();
+extern "C" void __tsan_ignore_thread_end();
 #endif
 
 namespace gpusort {
@@ -28,6 +30,19 @@ inline void TsanRelease([[maybe_unused]] const void* handed_over) {
 inline void TsanAcquire([[maybe_unused]] const void* handed_over) {
 #ifdef GPUSORT_TSAN
   __tsan_acquire(const_cast<void*>(handed_over));
+#endif
+}
+
+// Hides this thread's memory accesses from TSan until the matching end (synchronization still counts).
+inline void TsanIgnoreAccessesBegin() {
+#ifdef GPUSORT_TSAN
+  __tsan_ignore_thread_begin();
+#endif
+}
+
+inline void TsanIgnoreAccessesEnd() {
+#ifdef GPUSORT_TSAN
+  __tsan_ignore_thread_end();
 #endif
 }
 

@@ -11,26 +11,19 @@ namespace {
 class EchoStreamReactor final : public grpc::ServerBidiReactor<v1::EchoMessage, v1::EchoMessage> {
  public:
   EchoStreamReactor() {
-    ReleaseToGrpc(this);
-    StartRead(&message_);
+    StartOnGrpc(this, [&] { StartRead(&message_); });
   }
   void OnReadDone(bool ok) override {
     AcquireFromGrpc(this);
-    ReleaseToGrpc(this);
-    if (!ok) {
-      Finish(grpc::Status::OK);
-      return;
-    }
-    StartWrite(&message_);
+    if (!ok) return StartOnGrpc(this, [&] { Finish(grpc::Status::OK); });
+    StartOnGrpc(this, [&] { StartWrite(&message_); });
   }
   void OnWriteDone(bool ok) override {
     AcquireFromGrpc(this);
-    ReleaseToGrpc(this);
     if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away"));
-      return;
+      return StartOnGrpc(this, [&] { Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away")); });
     }
-    StartRead(&message_);
+    StartOnGrpc(this, [&] { StartRead(&message_); });
   }
   void OnDone() override {
     AcquireFromGrpc(this);

@@ -20,8 +20,7 @@ template <typename Request, typename Response>
 class RefusedBidiCall final : public grpc::ServerBidiReactor<Request, Response> {
  public:
   explicit RefusedBidiCall(const absl::Status& status) {
-    ReleaseToGrpc(this);
-    this->Finish(ToGrpcStatus(status));
+    StartOnGrpc(this, [&] { this->Finish(ToGrpcStatus(status)); });
   }
   void OnDone() override {
     AcquireFromGrpc(this);
@@ -33,8 +32,7 @@ template <typename Response>
 class RefusedWriteCall final : public grpc::ServerWriteReactor<Response> {
  public:
   explicit RefusedWriteCall(const absl::Status& status) {
-    ReleaseToGrpc(this);
-    this->Finish(ToGrpcStatus(status));
+    StartOnGrpc(this, [&] { this->Finish(ToGrpcStatus(status)); });
   }
   void OnDone() override {
     AcquireFromGrpc(this);

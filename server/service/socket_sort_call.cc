@@ -54,8 +54,7 @@ class SocketSortCall final : public grpc::ServerWriteReactor<v1::SocketSortEvent
     }
     first_.set_ticket(reinterpret_cast<const char*>(ticket_.data()), ticket_.size());
     first_.set_port(static_cast<uint32_t>(core_.socket_sorts().port()));
-    ReleaseToGrpc(this);
-    StartWrite(&first_);
+    StartOnGrpc(this, [&] { StartWrite(&first_); });
     return this;
   }
 
@@ -151,14 +150,12 @@ class SocketSortCall final : public grpc::ServerWriteReactor<v1::SocketSortEvent
     const absl::Status status = core_.Complete(call_, end_status_);
     if (!status.ok()) return FinishWith(status);
     core_.FillInfo(call_, last_.mutable_info());
-    ReleaseToGrpc(this);
-    StartWriteAndFinish(&last_, grpc::WriteOptions(), grpc::Status::OK);
+    StartOnGrpc(this, [&] { StartWriteAndFinish(&last_, grpc::WriteOptions(), grpc::Status::OK); });
   }
 
   void FinishWith(const absl::Status& status) {
     const grpc::Status answer = ToGrpcStatus(status);
-    ReleaseToGrpc(this);
-    Finish(answer);
+    StartOnGrpc(this, [&] { Finish(answer); });
   }
 
   ServiceCore& core_;

@@ -83,8 +83,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     if (start_worker) working_ = true;
     lock.unlock();
     if (start_worker) Hold();  // before StartRead: OnDone may follow the read, and must not delete it
-    ReleaseToGrpc(this);
-    this->StartRead(&request_);
+    StartOnGrpc(this, [&] { this->StartRead(&request_); });
     if (start_worker) {
       core_.scheduler().EnqueueStep(call_, [this] {
         Work();
@@ -111,8 +110,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     // Refused: Trailers-Only, so that the caller's retry policy may still retry it (as unary calls).
     if (!status.ok()) return Reply(status);
     core_.watchdog().Watch(this);
-    ReleaseToGrpc(this);
-    this->StartRead(&request_);
+    StartOnGrpc(this, [&] { this->StartRead(&request_); });
   }
 
   // Where the call is, for the watchdog: whose turn it is, and so which timeout applies.
@@ -399,14 +397,12 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
 
   void WriteAnswerSlot(int index) {
     AnswerSlot& slot = slots_[index];
-    ReleaseToGrpc(this);
-    if (!slot.last) return this->StartWrite(&slot.message);
+    if (!slot.last) return StartOnGrpc(this, [&] { this->StartWrite(&slot.message); });
     call_.report.AddStage(Stage::kSend, sending_.Seconds());
     if (replied_.exchange(true)) return;
     core_.FillInfo(call_, slot.message.mutable_info());
     (void)core_.Complete(call_, absl::OkStatus());  // OK comes back as it went
-    ReleaseToGrpc(this);
-    this->StartWriteAndFinish(&slot.message, grpc::WriteOptions(), grpc::Status::OK);
+    StartOnGrpc(this, [&] { this->StartWriteAndFinish(&slot.message, grpc::WriteOptions(), grpc::Status::OK); });
   }
 
   bool replied() const { return replied_.load(); }
@@ -416,14 +412,12 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     bool more = false;
     absl::Status chunk = NextChunk(&response_, &more);
     if (!chunk.ok()) return Reply(chunk);
-    ReleaseToGrpc(this);
-    if (more) return this->StartWrite(&response_);
+    if (more) return StartOnGrpc(this, [&] { this->StartWrite(&response_); });
     call_.report.AddStage(Stage::kSend, sending_.Seconds());
     if (replied_.exchange(true)) return;
     core_.FillInfo(call_, response_.mutable_info());
     (void)core_.Complete(call_, absl::OkStatus());  // OK comes back as it went
-    ReleaseToGrpc(this);
-    this->StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+    StartOnGrpc(this, [&] { this->StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK); });
   }
 
   // Finishes the call with `status`, once; later calls do nothing.
@@ -438,8 +432,8 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     // The watchdog cancelled a caller that stopped reading: the log and the metrics say why; the caller
     // sees the cancellation. Otherwise the answer as Complete gives it (with the request id for INTERNAL).
     const absl::Status answer = core_.Complete(call_, expired.ok() ? status : expired);
-    ReleaseToGrpc(this);
-    this->Finish(ToGrpcStatus(expired.ok() ? answer : status));
+    const grpc::Status finish = ToGrpcStatus(expired.ok() ? answer : status);
+    StartOnGrpc(this, [&] { this->Finish(finish); });
   }
 
   Request request_;

@@ -57,8 +57,7 @@ class UnaryCall : public grpc::ServerUnaryReactor {
     // keeps a refusal by a draining replica retryable on another (ClientOptions::retry).
     if (call_.admitted) context_->AddInitialMetadata("x-request-id", call_.request_id);
     const grpc::Status answer = ToGrpcStatus(core_.Complete(call_, status));
-    ReleaseToGrpc(this);
-    Finish(answer);  // with the request id where it helps (INTERNAL)
+    StartOnGrpc(this, [&] { Finish(answer); });  // with the request id where it helps (INTERNAL)
   }
 
   absl::Status RequestFits(std::size_t bytes) const {
