@@ -5,9 +5,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "server/service/closer_process.h"
+#include "server/transport/shm_socket/closer_process.h"
 #include "server/service/config.h"
-#include "server/service/descriptor_limit.h"
+#include "server/transport/descriptor_limit.h"
 #include "server/service/server.h"
 
 namespace {

@@ -1,6 +1,6 @@
 // Hand-offs through libraries that ThreadSanitizer cannot see (Debian's gRPC and TBB are not
 // instrumented), told to TSan as a release on one thread and an acquire on the next, on the address of
-// the object handed over. Empty without TSan. gRPC's uses: server/service/grpc_hand_off.h; TBB's:
+// the object handed over. Empty without TSan. gRPC's uses: server/transport/grpc/grpc_hand_off.h; TBB's:
 // server/backend/cpu/parallel.h.
 #pragma once
 

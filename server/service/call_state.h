@@ -13,7 +13,7 @@
 #include "server/core/cancellation.h"
 #include "server/core/execution_report.h"
 #include "server/core/spec.h"
-#include "server/service/joint_record.h"
+#include "server/transport/grpc/joint_record.h"
 
 namespace gpusort {
 

@@ -13,7 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/core/thread_name.h"
-#include "server/service/tcp_listen.h"
+#include "server/transport/tcp_listen.h"
 
 namespace gpusort {
 namespace {

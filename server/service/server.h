@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "server/backend/backend.h"
 #include "server/service/config.h"
-#include "server/service/descriptor_limit.h"
+#include "server/transport/descriptor_limit.h"
 #include "server/service/metrics_listener.h"
 
 namespace grpc {

@@ -7,8 +7,8 @@
 #include "server/core/caller_text.h"
 #include "server/core/status_macros.h"
 #include "server/service/caller_identity.h"
-#include "server/service/grpc_status.h"
-#include "server/service/request_decode.h"
+#include "server/transport/grpc/grpc_status.h"
+#include "server/transport/request_decode.h"
 
 namespace gpusort {
 namespace {

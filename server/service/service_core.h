@@ -16,9 +16,9 @@
 #include "server/service/metrics.h"
 #include "server/service/scheduler.h"
 #include "server/service/shared_regions.h"
-#include "server/service/socket_sorts.h"
-#include "server/service/sort_parts.h"
-#include "server/service/stream_watchdog.h"
+#include "server/transport/data_port/socket_sorts.h"
+#include "server/transport/sort_parts.h"
+#include "server/transport/grpc/stream_watchdog.h"
 
 namespace gpusort {
 

@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "gpusort/v1/sort.pb.h"
 #include "server/backend/backend.h"
-#include "server/service/shared_memory_fd.h"
+#include "server/transport/shm_socket/shared_memory_fd.h"
 
 namespace gpusort {
 

@@ -56,7 +56,7 @@ threads_in_close() {
   return 0
 }
 
-# The server's closer process (server/service/closer_process.h): its child named gpusort-closer.
+# The server's closer process (server/transport/shm_socket/closer_process.h): its child named gpusort-closer.
 closer_of() {
   local status
   for status in /proc/[0-9]*/status; do

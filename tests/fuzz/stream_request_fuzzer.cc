@@ -23,8 +23,8 @@
 #include "server/backend/cpu/cpu_backend.h"
 #include "server/core/key_order.h"
 #include "server/core/status_macros.h"
-#include "server/service/request_decode.h"
-#include "server/service/sort_parts.h"
+#include "server/transport/request_decode.h"
+#include "server/transport/sort_parts.h"
 
 namespace {
 

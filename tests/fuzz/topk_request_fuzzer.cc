@@ -9,8 +9,8 @@
 #include "fuzz_check.h"
 #include "gpusort/v1/sort.pb.h"
 #include "server/backend/cpu/cpu_backend.h"
-#include "server/service/region_requests.h"
-#include "server/service/request_decode.h"
+#include "server/transport/region_requests.h"
+#include "server/transport/request_decode.h"
 #include "server/service/shared_regions.h"
 
 namespace {

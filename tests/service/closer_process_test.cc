@@ -21,9 +21,9 @@
 #include <memory>
 #include <thread>
 
-#include "server/service/caller_descriptor.h"
-#include "server/service/closer_process.h"
-#include "server/service/descriptor_limit.h"
+#include "server/transport/shm_socket/caller_descriptor.h"
+#include "server/transport/shm_socket/closer_process.h"
+#include "server/transport/descriptor_limit.h"
 #include "tests/service/descriptor_test_support.h"
 #include "tests/service/shm_test_support.h"
 #include "tests/support/inputs.h"

@@ -17,7 +17,7 @@
 #include "server/service/scheduler.h"
 #include "server/service/worker_pool.h"
 #include "server/service/log_limiter.h"
-#include "server/service/stream_watchdog.h"
+#include "server/transport/grpc/stream_watchdog.h"
 #include "tests/support/own_memory_backend.h"
 
 namespace gpusort {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "gpusort/v1/data_socket.h"
-#include "server/service/data_socket_listener.h"
-#include "server/service/socket_sorts.h"
+#include "server/transport/data_port/data_socket_listener.h"
+#include "server/transport/data_port/socket_sorts.h"
 #include "tests/service/test_server.h"
 #include "tests/support/inputs.h"
 #include "tests/support/reference.h"
