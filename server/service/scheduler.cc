@@ -83,6 +83,7 @@ void Scheduler::Release(CallState& call) {
 }
 
 Scheduler::Placement Scheduler::Place(const Request& request) const {
+  if (request.on_callers_thread) return Placement::kInline;
   if (request.on_shared_memory) return Placement::kWorker;
   const bool small = request.keys <= config_.inline_max_keys &&
                      (request.algorithm == Algorithm::kAuto || request.algorithm == Algorithm::kCpu) &&

@@ -4,11 +4,12 @@
 //   inline:  on the gRPC thread that took it, as the echo is answered: AUTO or CPU work of at most
 //            --inline-max-keys keys on a backend whose small calls are cheap, never on shared memory
 //            (tens of microseconds, cheaper than the hop to a worker);
-//   worker:  everything else, queued for a worker thread.
+//   worker:  everything else, queued for a worker thread;
+//   the caller's thread: a call whose transport gave it a thread of its own (on_callers_thread).
 // (Dynamic batching, small Sorts waiting for others of their kind to share a launch, was measured
 // slower than answering each inline, 0.47-0.71x echo's requests/s against 0.81-1.03x, and is gone:
 // docs/benchmarks-log.md, "Dynamic batching".)
-// Reactors call Admit, Enqueue and EnqueueStep and hold no policy of their own. Deadlines: every
+// Transports reach it through ServiceCore (Submit, OpenCall) and hold no policy of their own. Deadlines: every
 // queued request keeps its Cancellation, which the engine checks when the work starts and between its
 // stages, so one whose deadline passed in the queue ends DEADLINE_EXCEEDED before any work.
 #pragma once
@@ -54,6 +55,9 @@ class Scheduler {
     std::size_t keys = 0;
     Algorithm algorithm = Algorithm::kAuto;  // as asked
     bool on_shared_memory = false;
+    // The transport's own thread is the call's (a connection of the shared-memory socket, whose caller
+    // waits on it): run there, with no hop to a worker.
+    bool on_callers_thread = false;
     std::function<void()> run;               // runs it and replies
   };
   // Runs the request where the policy places it; stamps its "queue" stage (0 when inline).

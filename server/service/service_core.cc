@@ -71,39 +71,43 @@ std::string ServiceCore::CallerOf(CallState& call, const grpc::CallbackServerCon
   return call.caller;
 }
 
-absl::Status ServiceCore::Open(CallState& call, const grpc::CallbackServerContext& context) {
-  RETURN_IF_ERROR(Open());
-  (void)CallerOf(call, context);  // the scheduler's tickets are per caller
-  return absl::OkStatus();
-}
-
-absl::Status ServiceCore::Open() {
+absl::Status ServiceCore::Open(CallState& call, const grpc::CallbackServerContext* context) {
   if (draining()) {
     last_drain_refusal_.store(std::chrono::steady_clock::now().time_since_epoch().count());
     return absl::UnavailableError("the server is shutting down; retry on another replica");
   }
-  return BackendHealth();
+  RETURN_IF_ERROR(BackendHealth());
+  if (context != nullptr) (void)CallerOf(call, *context);  // the scheduler's tickets are per caller
+  return absl::OkStatus();
 }
 
-absl::Status ServiceCore::Admit(CallState& call, const grpc::CallbackServerContext& context) {
+absl::Status ServiceCore::Admit(CallState& call, const grpc::CallbackServerContext* context) {
   RETURN_IF_ERROR(Open(call, context));
-  return scheduler_.Admit(call);
-}
-
-absl::Status ServiceCore::Admit(CallState& call) {
-  RETURN_IF_ERROR(Open());
   return scheduler_.Admit(call);
 }
 
 absl::Status ServiceCore::AdmitIntoJob(CallState& call, const grpc::CallbackServerContext& context) {
-  RETURN_IF_ERROR(Open(call, context));
+  RETURN_IF_ERROR(Open(call, &context));
   scheduler_.Release(call);
   return absl::OkStatus();
 }
 
 absl::Status ServiceCore::AdmitWaitingStream(CallState& call, const grpc::CallbackServerContext& context) {
-  RETURN_IF_ERROR(Open(call, context));
+  RETURN_IF_ERROR(Open(call, &context));
   return scheduler_.AdmitWaitingStream(call);
+}
+
+void ServiceCore::Submit(CallState& call, const grpc::CallbackServerContext* context, WholeCall whole) {
+  if (!whole.refused.ok()) return whole.reply(Refuse(call, whole.refused));
+  absl::Status admitted = Admit(call, context);
+  if (admitted.ok() && whole.admitted) whole.admitted();
+  absl::StatusOr<Scheduler::Request> request =
+      admitted.ok() ? whole.prepare() : absl::StatusOr<Scheduler::Request>(admitted);
+  if (!request.ok()) return whole.reply(Complete(call, request.status()));
+  request->run = [this, &call, run = std::move(whole.run), reply = std::move(whole.reply)] {
+    reply(Complete(call, run()));  // the last touch: the call may be gone after reply
+  };
+  scheduler_.Enqueue(call, *std::move(request));
 }
 
 absl::Status ServiceCore::BackendHealth() {

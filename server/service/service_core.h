@@ -1,5 +1,6 @@
 // State shared by every call of the service: the backend, admission, the worker pool, metrics and
-// the drain flag. Reactors (unary_calls, stream_calls) use it; it knows nothing of reactors.
+// the drain flag; and the one entry every transport hands its calls to (Submit, or an OpenCall for a
+// call that lives across events). It knows nothing of reactors or sockets.
 #pragma once
 
 #include <atomic>
@@ -39,28 +40,29 @@ class ServiceCore {
   PartedSorts& parted_sorts() { return parted_sorts_; }
   SocketSorts& socket_sorts() { return socket_sorts_; }
 
-  // Takes an in-flight ticket for the call: UNAVAILABLE while draining or once the backend has failed
-  // for good (Backend::Healthy), RESOURCE_EXHAUSTED when max_inflight calls, or the caller's share of
-  // them, are already in flight. A stream calls it when its first message arrives (and gives back its
-  // waiting ticket then).
-  absl::Status Admit(CallState& call, const grpc::CallbackServerContext& context);
-  // The same for a call that came without gRPC, whose call.caller is already set.
-  absl::Status Admit(CallState& call);
-  // A stream's ticket while it waits for its first message: as many again as --max-inflight, with the
-  // same per-caller share, so that streams that never send cannot hold the tickets that do work.
-  absl::Status AdmitWaitingStream(CallState& call, const grpc::CallbackServerContext& context);
-  // Counts and logs the finished call (failed ones through a rate limit), returns its tickets, and
-  // returns the status to answer with: `status`, except that the server's own failures (INTERNAL,
-  // UNKNOWN, DATA_LOSS) name the request id, which is what the caller can hand to whoever reads this
-  // server's log. When the call failed because the backend has failed for good, health is NOT_SERVING
-  // before the answer goes out. Call it once, right before Finish, and finish with what it returns.
-  absl::Status Complete(CallState& call, const absl::Status& status);
+  // The one entry for a call of one request and one answer (a unary gRPC call, a call on the
+  // shared-memory socket). The order is the service's, not the transport's: a refusal the transport made
+  // before any ticket (a token) is counted and answered; else the call's ticket (Admit), `prepare` (a
+  // failure is answered at once), `run` where the scheduler places it, then Complete, once, and `reply`
+  // with what Complete returns. `reply` is the call's last act: the call may be gone after it.
+  struct WholeCall {
+    absl::Status refused = absl::OkStatus();
+    // The call holds its ticket (gRPC: its answer will carry x-request-id). May be empty.
+    std::function<void()> admitted;
+    // Decodes and validates the request; says what the scheduler needs to place it (`run` unset).
+    std::function<absl::StatusOr<Scheduler::Request>()> prepare;
+    std::function<absl::Status()> run;  // the work, and the reply's message filled
+    std::function<void(const absl::Status& answer)> reply;
+  };
+  // `context`: the gRPC call's, which names the caller; null for a call whose call.caller is set.
+  void Submit(CallState& call, const grpc::CallbackServerContext* context, WholeCall whole);
+  // A call refused before it asked for a ticket (no or a wrong token): counted and logged like any other
+  // finished call, so that the request-rate panels and the error-rate alert see it. Returns what to answer.
+  absl::Status Refuse(CallState& call, const absl::Status& why) { return Complete(call, why); }
 
-  // When and where work runs (admission, placement, the workers' queue).
+  // The scheduler: where work runs (the workers' queue). Tickets and completion are not taken through
+  // it by transports: Submit above, or an OpenCall (open_call.h) for calls that hold theirs across events.
   Scheduler& scheduler() { return scheduler_; }
-  // A stream whose work joins a job that holds the ticket (a part of a Sort in parts): Admit's checks,
-  // and its waiting stream's ticket given back; the job takes its own (Scheduler::AdmitJob).
-  absl::Status AdmitIntoJob(CallState& call, const grpc::CallbackServerContext& context);
 
   // UNIMPLEMENTED (with the list) when the backend lacks the asked algorithm.
   absl::Status CheckSortAlgorithm(Algorithm a) const;
@@ -89,14 +91,32 @@ class ServiceCore {
   StreamWatchdog& watchdog() { return watchdog_; }
 
  private:
+  friend class OpenCall;  // the tickets of calls that live across events (open_call.h)
+
+  // Takes an in-flight ticket for the call: UNAVAILABLE while draining or once the backend has failed
+  // for good (Backend::Healthy), RESOURCE_EXHAUSTED when max_inflight calls, or the caller's share of
+  // them, are already in flight. `context` null: call.caller is already set (a call without gRPC).
+  absl::Status Admit(CallState& call, const grpc::CallbackServerContext* context);
+  // A stream's ticket while it waits for its first message: as many again as --max-inflight, with the
+  // same per-caller share, so that streams that never send cannot hold the tickets that do work.
+  absl::Status AdmitWaitingStream(CallState& call, const grpc::CallbackServerContext& context);
+  // A stream whose work joins a job that holds the ticket (a part of a Sort in parts): Admit's checks,
+  // and its waiting stream's ticket given back; the job takes its own (Scheduler::AdmitJob).
+  absl::Status AdmitIntoJob(CallState& call, const grpc::CallbackServerContext& context);
+  // Counts and logs the finished call (failed ones through a rate limit), returns its tickets, and
+  // returns the status to answer with: `status`, except that the server's own failures (INTERNAL,
+  // UNKNOWN, DATA_LOSS) name the request id, which is what the caller can hand to whoever reads this
+  // server's log. When the call failed because the backend has failed for good, health is NOT_SERVING
+  // before the answer goes out. Once per call, right before its answer.
+  absl::Status Complete(CallState& call, const absl::Status& status);
+
   const ServerConfig& config_;
   Backend& backend_;
   Metrics& metrics_;
   std::string CallerOf(CallState& call, const grpc::CallbackServerContext& context) const;
   // What every ticket needs first: UNAVAILABLE while draining or once the backend has failed for good;
-  // names the caller.
-  absl::Status Open(CallState& call, const grpc::CallbackServerContext& context);
-  absl::Status Open();
+  // names the caller (from `context` when there is one).
+  absl::Status Open(CallState& call, const grpc::CallbackServerContext* context);
   // The backend's Healthy(); the first failure is logged and handed to backend_failed_, once. A GPU lost
   // while others serve is logged and handed to devices_changed_.
   absl::Status BackendHealth();

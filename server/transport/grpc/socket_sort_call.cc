@@ -8,6 +8,7 @@
 #include "gpusort/v1/data_socket.h"
 #include "server/core/status_macros.h"
 #include "server/service/caller_identity.h"
+#include "server/service/open_call.h"
 #include "server/transport/grpc/grpc_hand_off.h"
 #include "server/transport/grpc/grpc_status.h"
 #include "server/transport/request_decode.h"
@@ -42,14 +43,14 @@ absl::Status CheckSocketSort(const SortSpec& spec, uint64_t total_keys, uint32_t
 class SocketSortCall final : public grpc::ServerWriteReactor<v1::SocketSortEvent> {
  public:
   SocketSortCall(ServiceCore& core, grpc::CallbackServerContext* context)
-      : core_(core), context_(context), call_("SortOnSockets", context) {}
+      : core_(core), context_(context), call_("SortOnSockets", context), open_(core, call_, *context) {}
 
   SocketSortCall* Start(const v1::SocketSortRequest& request) {
     absl::Status status = Prepare(request);
     ReleaseToGrpc(&call_.cancellation);  // the call is gRPC's from here: OnCancel may come
     if (call_.admitted) context_->AddInitialMetadata("x-request-id", call_.request_id);
     if (!status.ok()) {
-      FinishWith(core_.Complete(call_, status));
+      FinishWith(open_.Finish(status));
       return this;
     }
     first_.set_ticket(reinterpret_cast<const char*>(ticket_.data()), ticket_.size());
@@ -91,7 +92,7 @@ class SocketSortCall final : public grpc::ServerWriteReactor<v1::SocketSortEvent
 
  private:
   absl::Status Prepare(const v1::SocketSortRequest& request) {
-    RETURN_IF_ERROR(core_.Admit(call_, *context_));
+    RETURN_IF_ERROR(open_.Start(OpenCall::Ticket::kCall));
     StageClock clock;
     if (core_.socket_sorts().port() == 0) {
       return absl::FailedPreconditionError("this server has no data port (start it with --data-port)");
@@ -147,7 +148,7 @@ class SocketSortCall final : public grpc::ServerWriteReactor<v1::SocketSortEvent
   // forgotten first, so that a caller who has the call's end can no longer use it.
   void FinishJob() {
     core_.socket_sorts().Forget(ticket_);
-    const absl::Status status = core_.Complete(call_, end_status_);
+    const absl::Status status = open_.Finish(end_status_);
     if (!status.ok()) return FinishWith(status);
     core_.FillInfo(call_, last_.mutable_info());
     StartOnGrpc(this, [&] { StartWriteAndFinish(&last_, grpc::WriteOptions(), grpc::Status::OK); });
@@ -161,6 +162,7 @@ class SocketSortCall final : public grpc::ServerWriteReactor<v1::SocketSortEvent
   ServiceCore& core_;
   grpc::CallbackServerContext* context_;
   CallState call_;
+  OpenCall open_;  // the call's ticket and its completion
   SortSpec spec_;
   SocketSorts::Ticket ticket_{};
   v1::SocketSortEvent first_, last_;

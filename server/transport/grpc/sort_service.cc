@@ -17,7 +17,7 @@ absl::Status SortService::Authorize(grpc::CallbackServerContext* context, std::s
     // Counted and logged like any other finished call (code UNAUTHENTICATED or PERMISSION_DENIED), so
     // that the request-rate panels and the error-rate alert see callers with no or a wrong token.
     CallState refused(method, context);
-    (void)core_.Complete(refused, status);  // the caller is answered `status`, below
+    (void)core_.Refuse(refused, status);  // the caller is answered `status`, below
   }
   return status;
 }

@@ -13,6 +13,7 @@
 #include "server/transport/grpc/grpc_hand_off.h"
 #include "server/transport/grpc/grpc_status.h"
 #include "server/service/caller_identity.h"
+#include "server/service/open_call.h"
 #include "server/transport/request_decode.h"
 #include "server/transport/sort_parts.h"
 
@@ -29,7 +30,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
   using Clock = StreamWatchdog::Clock;
 
   StreamCall(ServiceCore& core, grpc::CallbackServerContext* context, std::string_view method)
-      : core_(core), context_(context), call_(method, context) {}
+      : core_(core), context_(context), call_(method, context), open_(core, call_, *context) {}
 
   void OnCancel() override {
     AcquireFromGrpc(&call_.cancellation);  // released when Begin handed the call to gRPC
@@ -106,7 +107,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
   // most --stream-first-message-timeout, so that streams that never send cannot keep others out.
   void Begin() {
     ReleaseToGrpc(&call_.cancellation);  // construction happens before OnCancel
-    absl::Status status = core_.AdmitWaitingStream(call_, *context_);
+    absl::Status status = open_.WaitForFirstMessage();
     // Refused: Trailers-Only, so that the caller's retry policy may still retry it (as unary calls).
     if (!status.ok()) return Reply(status);
     core_.watchdog().Watch(this);
@@ -169,6 +170,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
   ServiceCore& core_;
   grpc::CallbackServerContext* context_;
   CallState call_;
+  OpenCall open_;  // the call's tickets and its completion
   std::mutex work_mutex_;  // between the reads (gRPC's threads) and the pending work (a worker)
 
   // Who holds the call: gRPC until OnDone, and each worker task inside it (Work, FillAnswerChunks).
@@ -282,13 +284,9 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
 
   // The first message is in: trade the waiting stream's ticket for one of --max-inflight.
   absl::Status AdmitOnFirstMessage() {
-    if (TicketIsTheJobs(request_)) {
-      // A part of a Sort in parts: the job holds the one ticket (sort_parts.h); the part gives back its
-      // waiting stream's ticket and joins, and the part that starts the job takes the job's.
-      RETURN_IF_ERROR(core_.AdmitIntoJob(call_, *context_));
-    } else {
-      RETURN_IF_ERROR(core_.Admit(call_, *context_));
-    }
+    // A part of a Sort in parts: the job holds the one ticket (sort_parts.h); the part gives back its
+    // waiting stream's ticket and joins, and the part that starts the job takes the job's (JoinParts).
+    RETURN_IF_ERROR(open_.Start(TicketIsTheJobs(request_) ? OpenCall::Ticket::kJobPart : OpenCall::Ticket::kCall));
     phase_ = Phase::kReading;
     // Only now: a refusal goes out Trailers-Only, which the caller's retry policy may retry.
     context_->AddInitialMetadata("x-request-id", call_.request_id);
@@ -401,7 +399,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     call_.report.AddStage(Stage::kSend, sending_.Seconds());
     if (replied_.exchange(true)) return;
     core_.FillInfo(call_, slot.message.mutable_info());
-    (void)core_.Complete(call_, absl::OkStatus());  // OK comes back as it went
+    (void)open_.Finish(absl::OkStatus());  // OK comes back as it went
     StartOnGrpc(this, [&] { this->StartWriteAndFinish(&slot.message, grpc::WriteOptions(), grpc::Status::OK); });
   }
 
@@ -416,7 +414,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     call_.report.AddStage(Stage::kSend, sending_.Seconds());
     if (replied_.exchange(true)) return;
     core_.FillInfo(call_, response_.mutable_info());
-    (void)core_.Complete(call_, absl::OkStatus());  // OK comes back as it went
+    (void)open_.Finish(absl::OkStatus());  // OK comes back as it went
     StartOnGrpc(this, [&] { this->StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK); });
   }
 
@@ -431,7 +429,7 @@ class StreamCall : public grpc::ServerBidiReactor<Request, Response>, public Str
     }
     // The watchdog cancelled a caller that stopped reading: the log and the metrics say why; the caller
     // sees the cancellation. Otherwise the answer as Complete gives it (with the request id for INTERNAL).
-    const absl::Status answer = core_.Complete(call_, expired.ok() ? status : expired);
+    const absl::Status answer = open_.Finish(expired.ok() ? status : expired);
     const grpc::Status finish = ToGrpcStatus(expired.ok() ? answer : status);
     StartOnGrpc(this, [&] { this->Finish(finish); });
   }
@@ -553,7 +551,7 @@ class SortStreamCall final
     ASSIGN_OR_RETURN(std::shared_ptr<PartedSort> job,
                      core_.parted_sorts().Join(PeerHost(context_->peer()), spec_, ref, core_.backend(),
                                                core_.config().max_request_bytes,
-                                               [this] { return core_.scheduler().AdmitJob(call_.caller); }));
+                                               [this] { return open_.JobTicket(); }));
     part_index_ = ref.index;
     part_first_ = job->Begin(ref.index);
     part_keys_ = job->Begin(ref.index + 1) - part_first_;

@@ -29,35 +29,39 @@ class UnaryCall : public grpc::ServerUnaryReactor {
     ReleaseToGrpc(core);  // the server's shutdown acquires it before the core goes
   }
 
-  // Validates on the gRPC thread (bad requests are answered at once), then hands the call to the
-  // scheduler, which runs it here or on a worker (scheduler.h).
+  // Hands the call to the service's one entry: it validates on the gRPC thread (bad requests are
+  // answered at once), then runs here or on a worker (scheduler.h), and answers.
   UnaryCall* Start() {
-    absl::Status status = Prepare();
-    if (!status.ok()) {
-      Reply(status);
-    } else {
-      Scheduler::Request request = Describe();
-      request.run = [this] { Reply(Run()); };
-      core_.scheduler().Enqueue(call_, std::move(request));
-    }
+    core_.Submit(call_, context_,
+                 {.admitted =
+                      [this] {
+                        // With the answer's headers. A call refused at admission (draining, too many in
+                        // flight) answers Trailers-Only, with no headers: gRPC commits a call, never to
+                        // retry it, once its answer's headers arrive, so this keeps a refusal by a
+                        // draining replica retryable on another (ClientOptions::retry).
+                        context_->AddInitialMetadata("x-request-id", call_.request_id);
+                      },
+                  .prepare = [this]() -> absl::StatusOr<Scheduler::Request> {
+                    RETURN_IF_ERROR(Prepare());
+                    return Describe();
+                  },
+                  .run = [this] { return Run(); },
+                  .reply = [this](const absl::Status& answer) { Reply(answer); }});
     ReleaseToGrpc(&call_.cancellation);  // the call is gRPC's from here: OnCancel may come
     return this;
   }
 
  protected:
-  virtual absl::Status Prepare() = 0;
+  virtual absl::Status Prepare() = 0;  // the call holds its ticket
   virtual absl::Status Run() = 0;
   // What the scheduler needs to place this call: what only the call knows (its spec, size, regions).
   virtual Scheduler::Request Describe() = 0;
 
-  // Last thing a call does: gRPC may delete it as soon as Finish is called.
-  void Reply(const absl::Status& status) {
-    // A call refused at admission (draining, too many in flight) answers Trailers-Only, with no
-    // headers: gRPC commits a call, never to retry it, once its answer's headers arrive, so this
-    // keeps a refusal by a draining replica retryable on another (ClientOptions::retry).
-    if (call_.admitted) context_->AddInitialMetadata("x-request-id", call_.request_id);
-    const grpc::Status answer = ToGrpcStatus(core_.Complete(call_, status));
-    StartOnGrpc(this, [&] { Finish(answer); });  // with the request id where it helps (INTERNAL)
+  // Last thing a call does: gRPC may delete it as soon as Finish is called. `answer` is what the
+  // service's Complete returned (with the request id where it helps: INTERNAL).
+  void Reply(const absl::Status& answer) {
+    const grpc::Status finish = ToGrpcStatus(answer);
+    StartOnGrpc(this, [&] { Finish(finish); });
   }
 
   absl::Status RequestFits(std::size_t bytes) const {
@@ -94,7 +98,6 @@ class SortCall final : public UnaryCall {
 
  private:
   absl::Status Prepare() override {
-    RETURN_IF_ERROR(core_.Admit(call_, *context_));
     StageClock clock;
     RETURN_IF_ERROR(RequestFits(request_->keys().size() + request_->values().size()));
     RETURN_IF_ERROR(CheckNoStrayRegions(*request_));
@@ -177,7 +180,6 @@ class TopKCall final : public UnaryCall {
 
  private:
   absl::Status Prepare() override {
-    RETURN_IF_ERROR(core_.Admit(call_, *context_));
     StageClock clock;
     RETURN_IF_ERROR(RequestFits(request_->keys().size()));
     RETURN_IF_ERROR(CheckNoStrayRegions(*request_));

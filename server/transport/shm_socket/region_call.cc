@@ -1,6 +1,7 @@
 #include "server/transport/shm_socket/region_call.h"
 
 #include <string>
+#include <type_traits>
 
 #include "gpusort/v1/region_calls.h"
 #include "server/core/status_macros.h"
@@ -33,27 +34,48 @@ absl::Status NeedsKeysRegion(bool has_keys_region) {
 absl::StatusOr<SortSpec> DecodeOptions(const v1::SortOptions& options) { return DecodeSortOptions(options); }
 absl::StatusOr<TopKSpec> DecodeOptions(const v1::TopKOptions& options) { return DecodeTopKOptions(options); }
 
-// A call's work, as the gRPC reactor does it for regions (unary_calls.cc); the serialized reply.
+// A call's work, as the gRPC reactor does it for regions (unary_calls.cc), through the service's one
+// entry; on this connection's thread, whose caller waits for the answer. `refused`: why the call was
+// refused before it asked for a ticket (its token, a caller already gone), or OK.
 template <typename Request, typename Response>
-absl::StatusOr<std::string> RunOnRegions(ServiceCore& core, CallState& call, const std::string& bytes) {
+RegionCallAnswer SubmitOnRegions(ServiceCore& core, CallState& call, const std::string& bytes,
+                                 absl::Status refused) {
   Request request;
-  if (!request.ParseFromString(bytes)) {
-    return absl::InvalidArgumentError("the call's request is not a " + Request::descriptor()->name());
+  if (refused.ok() && !request.ParseFromString(bytes)) {
+    refused = absl::InvalidArgumentError("the call's request is not a " + Request::descriptor()->name());
   }
-  RETURN_IF_ERROR(core.Admit(call));
-  StageClock clock;
-  RETURN_IF_ERROR(NeedsKeysRegion(request.has_keys_region()));
-  RETURN_IF_ERROR(CheckNoStrayRegions(request));
-  ASSIGN_OR_RETURN(const auto spec, DecodeOptions(request.options()));
-  call.dtype_label = DTypeName(spec.dtype);
-  call.requested = spec.algorithm;
-  ASSIGN_OR_RETURN(const auto regions, PrepareOnRegions(core, call, request, spec));
-  call.report.AddStage(Stage::kValidate, clock.Seconds());
-  RETURN_IF_ERROR(call.cancellation.Check());
-  RETURN_IF_ERROR(WorkOnRegions(core, call, spec, regions));
-  Response response;
-  core.FillInfo(call, response.mutable_info());
-  return response.SerializeAsString();
+  std::remove_cvref_t<decltype(*DecodeOptions(request.options()))> spec;  // SortSpec or TopKSpec
+  std::remove_cvref_t<decltype(*PrepareOnRegions(core, call, request, spec))> regions;
+  std::string response;
+  RegionCallAnswer answer;
+  core.Submit(call, /*context=*/nullptr,
+              {.refused = refused,
+               .prepare = [&]() -> absl::StatusOr<Scheduler::Request> {
+                 StageClock clock;
+                 RETURN_IF_ERROR(NeedsKeysRegion(request.has_keys_region()));
+                 RETURN_IF_ERROR(CheckNoStrayRegions(request));
+                 ASSIGN_OR_RETURN(spec, DecodeOptions(request.options()));
+                 call.dtype_label = DTypeName(spec.dtype);
+                 call.requested = spec.algorithm;
+                 ASSIGN_OR_RETURN(regions, PrepareOnRegions(core, call, request, spec));
+                 call.report.AddStage(Stage::kValidate, clock.Seconds());
+                 return Scheduler::Request{.keys = call.keys,
+                                           .algorithm = spec.algorithm,
+                                           .on_shared_memory = true,
+                                           .on_callers_thread = true};
+               },
+               .run = [&]() -> absl::Status {
+                 RETURN_IF_ERROR(call.cancellation.Check());
+                 RETURN_IF_ERROR(WorkOnRegions(core, call, spec, regions));
+                 Response reply;
+                 core.FillInfo(call, reply.mutable_info());
+                 response = reply.SerializeAsString();
+                 return absl::OkStatus();
+               },
+               .reply = [&](const absl::Status& status) {
+                 answer = Answer(status, status.ok() ? std::string_view(response) : std::string_view{});
+               }});
+  return answer;
 }
 
 Cancellation::Clock::time_point DeadlineOf(std::uint32_t timeout_ms) {
@@ -94,23 +116,23 @@ RegionCallAnswer AnswerRegionCall(ServiceCore& core, const TokenAuth* auth, uid_
                                            " is not offered; 1 (Sort) and 2 (TopK) are"));
   }
   CallState state(sort ? "Sort" : "TopK", call->request_id, DeadlineOf(call->timeout_ms));
+  absl::Status refused = absl::OkStatus();
   if (auth != nullptr) {
     const std::string authorization = "Bearer " + call->token;  // as the gRPC metadata carries it
     const std::string_view header(authorization);
-    absl::Status allowed = auth->CheckAuthorization(call->token.empty() ? nullptr : &header);
-    if (!allowed.ok()) return Answer(core.Complete(state, allowed));  // counted, as over gRPC
+    refused = auth->CheckAuthorization(call->token.empty() ? nullptr : &header);  // counted, as over gRPC
     state.caller = TokenCallerIdentity(authorization);
   } else {
     state.caller = "unix-uid:" + std::to_string(uid);
   }
-  absl::StatusOr<std::string> response = absl::CancelledError("the caller went away before the call started");
-  if (watch.Begin(&state.cancellation)) {
-    response = sort ? RunOnRegions<v1::SortRequest, v1::SortResponse>(core, state, call->request)
-                    : RunOnRegions<v1::TopKRequest, v1::TopKResponse>(core, state, call->request);
+  if (!watch.Begin(&state.cancellation) && refused.ok()) {
+    refused = absl::CancelledError("the caller went away before the call started");
   }
+  RegionCallAnswer answer =
+      sort ? SubmitOnRegions<v1::SortRequest, v1::SortResponse>(core, state, call->request, refused)
+           : SubmitOnRegions<v1::TopKRequest, v1::TopKResponse>(core, state, call->request, refused);
   watch.End();
-  const absl::Status answer = core.Complete(state, response.status());
-  return Answer(answer, response.ok() ? std::string_view(*response) : std::string_view{});
+  return answer;
 }
 
 }  // namespace gpusort
