@@ -6,6 +6,7 @@
 #   GPU machine: scripts/engine-seam-device.sh tests "$OUT"     # carry build/seam.tar.xz
 #                scripts/engine-seam-device.sh rest "$OUT"      # two GPUs
 #                scripts/engine-seam-device.sh leases "$OUT"    # two GPUs
+#                scripts/engine-seam-device.sh transport "$OUT"  # the transport layer (issue 42 part B)
 #                scripts/engine-seam-device.sh bench "$OUT"
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +38,10 @@ case $mode in
       step "$t" timeout 200 "$b/run" "$t" --gtest_brief=1
     done
     step service_cuda env GPUSORT_TEST_BACKEND=cuda timeout 150 "$b/run" service_tests --gtest_brief=1
+    ;;
+  transport)  # the service and client suites against a CUDA server: every transport through the one entry
+    step service_cuda env GPUSORT_TEST_BACKEND=cuda timeout 200 "$b/run" service_tests --gtest_brief=1
+    step client_cuda env GPUSORT_TEST_BACKEND=cuda timeout 200 "$b/run" client_tests --gtest_brief=1
     ;;
   bench)
     mkdir -p "$b/before/lib"

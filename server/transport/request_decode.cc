@@ -230,4 +230,26 @@ std::size_t TopKResponseBytes(const TopKSpec& spec) {
   return bytes;
 }
 
+absl::Status CheckSortInParts(const SortSpec& spec, uint64_t total_keys, std::string_view total_text,
+                              std::string_view method, std::size_t max_request_bytes) {
+  if (spec.payload == SortPayload::kValues) {
+    return absl::InvalidArgumentError(std::string(method) +
+                                      " carries keys only (or PAYLOAD_INDICES); send keys with values on one SortStream");
+  }
+  if (total_keys % spec.rows != 0) {
+    return absl::InvalidArgumentError("options.rows " + std::to_string(spec.rows) + " does not divide " +
+                                      std::string(total_text));
+  }
+  if (spec.segment_offsets != nullptr && spec.segment_offsets->back() != total_keys) {
+    return absl::InvalidArgumentError("options.segment_offsets ends at " +
+                                      std::to_string(spec.segment_offsets->back()) + ", not at " +
+                                      std::string(total_text));
+  }
+  if (total_keys > max_request_bytes / ElementSize(spec.dtype)) {
+    return absl::ResourceExhaustedError(std::string(total_text) + " would be over the server's request limit of " +
+                                        std::to_string(max_request_bytes) + " bytes");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace gpusort

@@ -20,6 +20,11 @@ absl::StatusOr<std::size_t> CheckSortSizes(const SortSpec& spec, std::size_t key
                                            std::size_t value_bytes);
 // n keys; rows divide n and 1 <= k <= n / rows.
 absl::StatusOr<std::size_t> CheckTopKShape(const TopKSpec& spec, std::size_t key_bytes);
+// A Sort whose keys come in parts (SortStream parts, SortOnSockets; `method` names it to the caller):
+// keys only or with indices, options.rows dividing the total, segments ending at it, and the whole within
+// the request limit. `total_text` says the total as the caller sent it ("the parts' 10 keys").
+absl::Status CheckSortInParts(const SortSpec& spec, uint64_t total_keys, std::string_view total_text,
+                              std::string_view method, std::size_t max_request_bytes);
 
 // Bytes of a Sort / TopK answer's arrays, to keep unary answers under the message limit.
 std::size_t SortResponseBytes(const SortSpec& spec, std::size_t count);

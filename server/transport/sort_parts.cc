@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "server/core/status_macros.h"
+#include "server/transport/request_decode.h"
 
 namespace gpusort {
 namespace {
@@ -31,48 +32,27 @@ absl::Status CheckPart(const SortSpec& spec, const PartRef& part, std::size_t ma
     return absl::InvalidArgumentError("part.index " + std::to_string(part.index) + " is not below part.count " +
                                       std::to_string(part.count));
   }
-  if (spec.payload == SortPayload::kValues) {
-    return absl::InvalidArgumentError(
-        "a Sort sent in parts carries keys only (or PAYLOAD_INDICES); send keys with values on one stream");
-  }
-  if (part.total_keys % spec.rows != 0) {
-    return absl::InvalidArgumentError("options.rows " + std::to_string(spec.rows) + " does not divide the parts' " +
-                                      std::to_string(part.total_keys) + " keys");
-  }
-  if (spec.segment_offsets != nullptr && spec.segment_offsets->back() != part.total_keys) {
-    return absl::InvalidArgumentError("options.segment_offsets ends at " +
-                                      std::to_string(spec.segment_offsets->back()) + ", not at the parts' " +
-                                      std::to_string(part.total_keys) + " keys");
-  }
-  const std::size_t width = ElementSize(spec.dtype);
-  if (part.total_keys > max_request_bytes / width) {
-    return absl::ResourceExhaustedError("the parts' " + std::to_string(part.total_keys) +
-                                        " keys exceed the server's request limit of " +
-                                        std::to_string(max_request_bytes) + " bytes");
-  }
-  return absl::OkStatus();
+  return CheckSortInParts(spec, part.total_keys, "the parts' " + std::to_string(part.total_keys) + " keys",
+                          "a Sort sent in parts", max_request_bytes);
 }
 
 }  // namespace
 
 PartedSort::PartedSort(const SortSpec& spec, const PartRef& first, std::unique_ptr<PartedSortIngest> ingest,
                        std::function<void(const RequestRecord&)> record)
-    : spec_(spec),
-      count_(first.count),
-      total_keys_(first.total_keys),
-      ingest_(std::move(ingest)),
+    : SortInParts(spec, first.total_keys, first.count, std::move(ingest)),
       joint_record_(std::make_shared<JointRecord>(first.count, std::move(record))),
       joined_(first.count, false) {}
 
 bool PartedSort::AllArrived() {
   std::lock_guard lock(mutex_);
-  return arrived_ == count_;
+  return arrived_ == parts();
 }
 
 absl::Status PartedSort::Join(const SortSpec& spec, const PartRef& part) {
   std::lock_guard lock(mutex_);
   if (!failed_.ok()) return failure_for_others_;
-  if (!SameSpec(spec, spec_) || part.count != count_ || part.total_keys != total_keys_) {
+  if (!SameSpec(spec, this->spec()) || part.count != parts() || part.total_keys != total_keys()) {
     return absl::InvalidArgumentError("part " + std::to_string(part.index) +
                                       " disagrees with the job's earlier parts (options, part.count or "
                                       "part.total_keys differ)");
@@ -92,7 +72,7 @@ void PartedSort::Arrive(std::function<void()> resume) {
       go.push_back(std::move(resume));
     } else {
       waiting_.push_back(std::move(resume));
-      if (++arrived_ == count_) go.swap(waiting_);
+      if (++arrived_ == parts()) go.swap(waiting_);
     }
   }
   for (auto& f : go) f();
@@ -104,7 +84,7 @@ void PartedSort::Fail(uint32_t index, const absl::Status& status) {
   uint32_t parts_to_come = 0;
   {
     std::lock_guard lock(mutex_);
-    if (arrived_ == count_ || !failed_.ok()) return;
+    if (arrived_ == parts() || !failed_.ok()) return;
     failed_ = status.ok() ? absl::UnknownError("part failed") : status;
     failure_for_others_ = absl::AbortedError("part " + std::to_string(index) + " of this sort failed: " +
                                              std::string(failed_.message()));
@@ -121,16 +101,13 @@ absl::Status PartedSort::SortOnce(const Cancellation& cancellation, ExecutionRep
     std::lock_guard lock(mutex_);
     if (!failed_.ok()) return failure_for_others_;
   }
-  std::lock_guard lock(sort_mutex_);
-  if (!sorted_) {
-    sorted_ = true;
-    sort_status_ = ingest_->Sort(cancellation, sort_report_);
-  }
-  report.algorithm = sort_report_.algorithm;
-  report.backend = sort_report_.backend;
-  report.device = sort_report_.device;
-  for (const StageTime& stage : sort_report_.stages) report.stages.push_back(stage);
-  return sort_status_;
+  const absl::Status status =
+      RunSortOnce([&](ExecutionReport& sorted) { return ingest().Sort(cancellation, sorted); });
+  report.algorithm = sort_report().algorithm;
+  report.backend = sort_report().backend;
+  report.device = sort_report().device;
+  for (const StageTime& stage : sort_report().stages) report.stages.push_back(stage);
+  return status;
 }
 
 absl::StatusOr<std::shared_ptr<PartedSort>> PartedSorts::Join(const std::string& caller_host, const SortSpec& spec,

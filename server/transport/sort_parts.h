@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "server/backend/backend.h"
 #include "server/transport/grpc/joint_record.h"
+#include "server/transport/sort_in_parts.h"
 
 namespace gpusort {
 
@@ -35,28 +36,17 @@ struct PartRef {
   uint64_t total_keys = 0;
 };
 
-class PartedSort {
+class PartedSort : public SortInParts {
  public:
   // `record` receives the job's one RequestRecord (JointRecord), once its parts have ended.
   PartedSort(const SortSpec& spec, const PartRef& first, std::unique_ptr<PartedSortIngest> ingest,
              std::function<void(const RequestRecord&)> record);
 
-  const SortSpec& spec() const { return spec_; }
-  uint32_t count() const { return count_; }
-  uint64_t total_keys() const { return total_keys_; }
-  // Part `index` carries keys [Begin(index), Begin(index + 1)).
-  std::size_t Begin(uint32_t index) const { return static_cast<std::size_t>(total_keys_ * index / count_); }
-  PartedSortIngest& ingest() { return *ingest_; }
   // Where each part that joined adds its end instead of recording it: the job counts as one request.
   const std::shared_ptr<JointRecord>& joint_record() const { return joint_record_; }
 
-  // Some part of the job sent keys (or joined) now; LastMoved says when that last happened. A part
-  // waiting for its siblings gives up once none of them has moved for --stream-idle-timeout.
-  void Moved() { last_moved_ = std::chrono::steady_clock::now().time_since_epoch().count(); }
-  std::chrono::steady_clock::time_point LastMoved() const {
-    return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(last_moved_.load()));
-  }
-
+  // A part waiting for its siblings gives up once none of them has moved (Moved) for
+  // --stream-idle-timeout.
   // Part `index` has written all its keys. `resume` runs once every part has (on the thread of the
   // last one to arrive), or once the job fails, or at once if it already has.
   void Arrive(std::function<void()> resume);
@@ -73,27 +63,16 @@ class PartedSort {
   // Registers part `index` of `part`'s job; INVALID_ARGUMENT when it does not fit the job.
   absl::Status Join(const SortSpec& spec, const PartRef& part);
 
-  const SortSpec spec_;
-  const uint32_t count_;
-  const uint64_t total_keys_;
-  std::unique_ptr<PartedSortIngest> ingest_;
   std::shared_ptr<JointRecord> joint_record_;
   JobTicket ticket_;  // given back when the job goes
   // Called once, with the failure, when the job fails before the sort (PartedSorts remembers it).
   std::function<void(const absl::Status& for_others, uint32_t parts_to_come)> on_failed_;
-  std::atomic<std::chrono::steady_clock::rep> last_moved_{0};
-
   std::mutex mutex_;
   std::vector<bool> joined_;
   uint32_t arrived_ = 0;
   std::vector<std::function<void()>> waiting_;
   absl::Status failed_;  // the first part failure before the sort
   absl::Status failure_for_others_;
-
-  std::mutex sort_mutex_;  // held while the sort runs
-  bool sorted_ = false;
-  absl::Status sort_status_;
-  ExecutionReport sort_report_;
 };
 
 // The jobs whose parts are still running, by caller host and job id; and the jobs that failed, for a

@@ -61,14 +61,10 @@ bool SameCallerHost(const std::string& caller_host, const std::string& peer_host
 SocketSortJob::SocketSortJob(const SortSpec& spec, uint64_t total_keys, uint32_t parts,
                              std::unique_ptr<PartedSortIngest> ingest, std::string caller_host,
                              Cancellation::Clock::time_point deadline, EndFn on_end, RunFn run)
-    : spec_(spec),
-      total_keys_(total_keys),
-      parts_(parts),
-      ingest_(std::move(ingest)),
-      direct_(ingest_->StartDirect()),
+    : SortInParts(spec, total_keys, parts, std::move(ingest)),
+      direct_(this->ingest().StartDirect()),
       caller_host_(std::move(caller_host)),
       cancellation_(deadline),
-      last_moved_(Clock::now().time_since_epoch().count()),
       claimed_(parts, false),
       on_end_(std::move(on_end)),
       run_(std::move(run)) {}
@@ -78,12 +74,12 @@ absl::Status SocketSortJob::Claim(uint32_t index, uint64_t bytes) {
   {
     std::lock_guard lock(mutex_);
     if (!failed_.ok()) return failed_;
-    if (index >= parts_) {
+    if (index >= parts()) {
       refused = absl::InvalidArgumentError("part " + std::to_string(index) + " is not below the call's " +
-                                           std::to_string(parts_) + " parts");
+                                           std::to_string(parts()) + " parts");
     } else if (claimed_[index]) {
       refused = absl::InvalidArgumentError("part " + std::to_string(index) + " came twice");
-    } else if (const uint64_t expected = (Begin(index + 1) - Begin(index)) * ElementSize(spec_.dtype);
+    } else if (const uint64_t expected = (Begin(index + 1) - Begin(index)) * ElementSize(spec().dtype);
                bytes != expected) {
       refused = absl::InvalidArgumentError("part " + std::to_string(index) + " announces " + std::to_string(bytes) +
                                            " bytes; its range holds " + std::to_string(expected));
@@ -97,16 +93,10 @@ absl::Status SocketSortJob::Claim(uint32_t index, uint64_t bytes) {
   return refused;
 }
 
-void SocketSortJob::Moved() { last_moved_.store(Clock::now().time_since_epoch().count()); }
-
-SocketSortJob::Clock::time_point SocketSortJob::LastMoved() const {
-  return Clock::time_point(Clock::duration(last_moved_.load()));
-}
-
 absl::Status SocketSortJob::ArriveAndWait(const std::function<bool()>& stop) {
   std::unique_lock lock(mutex_);
-  if (failed_.ok() && ++arrived_ == parts_) all_arrived_.notify_all();
-  while (failed_.ok() && arrived_ < parts_) {
+  if (failed_.ok() && ++arrived_ == parts()) all_arrived_.notify_all();
+  while (failed_.ok() && arrived_ < parts()) {
     if (stop()) return absl::UnavailableError("the server is stopping");
     all_arrived_.wait_for(lock, std::chrono::milliseconds(100));
   }
@@ -115,26 +105,24 @@ absl::Status SocketSortJob::ArriveAndWait(const std::function<bool()>& stop) {
 
 absl::Status SocketSortJob::SortOnce() {
   if (absl::Status f = failure(); !f.ok()) return f;
-  std::lock_guard lock(sort_mutex_);
-  if (!sorted_) {
-    sorted_ = true;
+  return RunSortOnce([this](ExecutionReport& report) {
     sorting_.store(true);  // the server's turn: not a stall, however long it takes
-    sort_status_ = run_([this] { return ingest_->Sort(cancellation_, report_); });
+    const absl::Status sorted = run_([&] { return ingest().Sort(cancellation_, report); });
     sorting_.store(false);
     Moved();
-    if (!sort_status_.ok()) Fail(sort_status_);
-  }
-  return sort_status_;
+    if (!sorted.ok()) Fail(sorted);
+    return sorted;
+  });
 }
 
 void SocketSortJob::Answered(uint32_t /*index*/) {
   bool last = false;
   {
     std::lock_guard lock(mutex_);
-    last = failed_.ok() && ++answered_ == parts_ && !ended_;
+    last = failed_.ok() && ++answered_ == parts() && !ended_;
     if (last) ended_ = true;
   }
-  if (last) on_end_(absl::OkStatus(), report_);  // report_ is complete: every part sorted before answering
+  if (last) on_end_(absl::OkStatus(), sort_report());  // complete: every part sorted before answering
 }
 
 void SocketSortJob::Fail(const absl::Status& status) {

@@ -20,12 +20,12 @@
 #include "absl/status/statusor.h"
 #include "gpusort/v1/data_socket.h"
 #include "server/backend/backend.h"
+#include "server/transport/sort_in_parts.h"
 
 namespace gpusort {
 
-class SocketSortJob {
+class SocketSortJob : public SortInParts {
  public:
-  using Clock = std::chrono::steady_clock;
   // Called once: with OK and the sort's report when every part has been answered, or with the job's
   // first failure.
   using EndFn = std::function<void(const absl::Status&, const ExecutionReport&)>;
@@ -37,12 +37,7 @@ class SocketSortJob {
                 std::string caller_host, Cancellation::Clock::time_point deadline, EndFn on_end,
                 RunFn run = [](std::function<absl::Status()> sort) { return sort(); });
 
-  const SortSpec& spec() const { return spec_; }
-  uint32_t parts() const { return parts_; }
   const std::string& caller_host() const { return caller_host_; }
-  // Part `index` carries keys [Begin(index), Begin(index + 1)).
-  std::size_t Begin(uint32_t index) const { return static_cast<std::size_t>(total_keys_ * index / parts_); }
-  PartedSortIngest& ingest() { return *ingest_; }
   // Whether the parts receive straight into the ingest's memory (PartedSortIngest::StartDirect, asked
   // once when the job is made).
   bool direct() const { return direct_; }
@@ -50,9 +45,7 @@ class SocketSortJob {
   // A connection takes part `index`, announcing `bytes` of keys. INVALID_ARGUMENT (and the job fails)
   // when the part does not exist, came already, or announces other than its range's bytes.
   absl::Status Claim(uint32_t index, uint64_t bytes);
-  // Bytes of some part arrived now: the job is not stalled.
-  void Moved();
-  Clock::time_point LastMoved() const;
+  // (Moved: bytes of some part arrived now, so the job is not stalled.)
   // Whether the sort is running (the server's turn: the job is not stalled meanwhile).
   bool sorting() const { return sorting_.load(); }
 
@@ -72,16 +65,11 @@ class SocketSortJob {
  private:
   void End(const absl::Status& status);  // with mutex_ not held
 
-  const SortSpec spec_;
-  const uint64_t total_keys_;
-  const uint32_t parts_;
-  const std::unique_ptr<PartedSortIngest> ingest_;
   const bool direct_;
   const std::string caller_host_;
   // The job's own (it may outlive its call by a part still inside it): the call's deadline, and
   // cancelled when the job fails.
   Cancellation cancellation_;
-  std::atomic<Clock::rep> last_moved_;
   std::atomic<bool> sorting_{false};
 
   mutable std::mutex mutex_;
@@ -92,11 +80,6 @@ class SocketSortJob {
   bool ended_ = false;
   EndFn on_end_;
   const RunFn run_;
-
-  std::mutex sort_mutex_;
-  bool sorted_ = false;
-  absl::Status sort_status_;
-  ExecutionReport report_;
 };
 
 // The jobs of the calls in progress, by ticket. A ticket is looked up by its first half and checked in

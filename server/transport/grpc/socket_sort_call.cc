@@ -20,24 +20,8 @@ absl::Status CheckSocketSort(const SortSpec& spec, uint64_t total_keys, uint32_t
   if (parts < 1 || parts > v1::data_socket::kMaxParts) {
     return absl::InvalidArgumentError("parts must be 1 to 64; got " + std::to_string(parts));
   }
-  if (spec.payload == SortPayload::kValues) {
-    return absl::InvalidArgumentError(
-        "SortOnSockets carries keys only (or PAYLOAD_INDICES); send keys with values through SortStream");
-  }
-  if (total_keys % spec.rows != 0) {
-    return absl::InvalidArgumentError("options.rows " + std::to_string(spec.rows) + " does not divide total_keys " +
-                                      std::to_string(total_keys));
-  }
-  if (spec.segment_offsets != nullptr && spec.segment_offsets->back() != total_keys) {
-    return absl::InvalidArgumentError("options.segment_offsets ends at " + std::to_string(spec.segment_offsets->back()) +
-                                      ", not at total_keys " + std::to_string(total_keys));
-  }
-  if (total_keys > max_request_bytes / ElementSize(spec.dtype)) {
-    return absl::ResourceExhaustedError("total_keys " + std::to_string(total_keys) +
-                                        " exceeds the server's request limit of " + std::to_string(max_request_bytes) +
-                                        " bytes");
-  }
-  return absl::OkStatus();
+  return CheckSortInParts(spec, total_keys, "total_keys " + std::to_string(total_keys), "SortOnSockets",
+                          max_request_bytes);
 }
 
 class SocketSortCall final : public grpc::ServerWriteReactor<v1::SocketSortEvent> {
