@@ -20,8 +20,6 @@ namespace {
 
 constexpr int kListenBacklog = 128;
 constexpr std::size_t kMaxHeadBytes = 8192;
-// After accept fails for want of descriptors the listening socket stays readable: wait this long.
-constexpr std::chrono::milliseconds kAcceptPause{100};
 // After the answer is sent, what the scraper still sends is read (and dropped) for at most this long
 // before the close: closing with unread bytes resets the connection, which can lose the answer's end.
 constexpr std::chrono::milliseconds kCloseLinger{1000};
@@ -59,11 +57,11 @@ void MetricsListener::Run() {
   std::vector<pollfd> fds;
   for (;;) {
     const Clock::time_point now = Clock::now();
-    const bool accepting = now >= accept_paused_until_;
+    const bool accepting = accept_pause_.accepting(now);
     fds.clear();
     fds.push_back({wake_fd_.get(), POLLIN, 0});
     fds.push_back({accepting ? listen_fd_.get() : -1, POLLIN, 0});
-    Clock::time_point wake_at = accepting ? Clock::time_point::max() : accept_paused_until_;
+    Clock::time_point wake_at = accepting ? Clock::time_point::max() : accept_pause_.until();
     for (const Connection& c : connections_) {
       fds.push_back({c.fd.get(), static_cast<short>(c.stage == Stage::kWriting ? POLLOUT : POLLIN), 0});
       wake_at = std::min(wake_at, c.deadline);
@@ -101,12 +99,7 @@ void MetricsListener::Accept() {
     if (!fd.valid()) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        const Clock::time_point now = Clock::now();
-        if (now - last_pause_log_ >= std::chrono::seconds(1)) {  // at most a line a second
-          spdlog::warn("/metrics: accept: {}; accepting again in {} ms", std::strerror(errno), kAcceptPause.count());
-          last_pause_log_ = now;
-        }
-        accept_paused_until_ = now + kAcceptPause;
+        accept_pause_.Pause(std::string("accept: ") + std::strerror(errno));
       }
       return;  // EAGAIN: all taken
     }

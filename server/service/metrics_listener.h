@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/core/unique_fd.h"
+#include "server/transport/accept_pause.h"
 
 namespace gpusort {
 
@@ -68,8 +69,7 @@ class MetricsListener {
   UniqueFd listen_fd_;
   UniqueFd wake_fd_;  // an eventfd: written to stop the thread
   int port_ = 0;
-  Clock::time_point accept_paused_until_;
-  Clock::time_point last_pause_log_;
+  AcceptPause accept_pause_{"/metrics"};
   std::list<Connection> connections_;  // in the order they came: the oldest first; the thread's alone
   std::thread thread_;
 };

@@ -27,8 +27,6 @@ constexpr int kSweepMs = 250;
 // Refused connections linger at most this long, at most kMaxRefused at once (more are closed at once).
 constexpr std::chrono::milliseconds kRefusedLinger{1000};
 constexpr std::size_t kMaxRefused = 64;
-// How long the listener stops accepting after accept failed for want of descriptors or memory.
-constexpr std::chrono::milliseconds kAcceptPause{100};
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
@@ -66,7 +64,7 @@ void DataSocketListener::Run() {
   while (!stop_.load()) {
     // After accept failed for want of descriptors the waiting connection keeps the socket readable:
     // it is not polled until the pause ends, or this thread would wake at once forever (issue 41).
-    const bool accepting = std::chrono::steady_clock::now() >= accept_paused_until_;
+    const bool accepting = accept_pause_.accepting(std::chrono::steady_clock::now());
     std::vector<pollfd> p = {{.fd = accepting ? listen_fd_.get() : -1, .events = POLLIN, .revents = 0},
                              {.fd = wake_fd_.get(), .events = POLLIN, .revents = 0}};
     for (const Refused& r : refused_) p.push_back({.fd = r.fd.get(), .events = POLLIN, .revents = 0});
@@ -86,7 +84,7 @@ void DataSocketListener::Accept() {
     if (!fd.valid()) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        PauseAccepting();
+        accept_pause_.Pause(Errno("accept"));
       } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
         spdlog::warn("data port: {}", Errno("accept"));
       }
@@ -116,18 +114,6 @@ void DataSocketListener::Accept() {
       c.done.store(true);
     });
   }
-}
-
-void DataSocketListener::PauseAccepting() {
-  const std::string why = Errno("accept");
-  const auto now = std::chrono::steady_clock::now();
-  accept_paused_until_ = now + kAcceptPause;
-  ++pauses_since_log_;
-  if (now - last_pause_log_ < std::chrono::seconds(1)) return;  // at most a line a second
-  spdlog::warn("data port: {}; accepting again in {} ms ({} such pause(s) since the last line)", why,
-               kAcceptPause.count(), pauses_since_log_);
-  last_pause_log_ = now;
-  pauses_since_log_ = 0;
 }
 
 void DataSocketListener::Refuse(UniqueFd fd) {

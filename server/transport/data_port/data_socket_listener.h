@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "server/core/unique_fd.h"
 #include "server/service/config.h"
+#include "server/transport/accept_pause.h"
 #include "server/transport/data_port/data_connection.h"
 #include "server/transport/data_port/socket_sorts.h"
 
@@ -53,9 +54,6 @@ class DataSocketListener {
   // or kRefusedLinger passes, dropping what they send; the accepting thread polls them.
   void Refuse(UniqueFd fd);
   void ServeRefused(const std::vector<short>& revents);
-  // Stops accepting for a while after accept failed for want of descriptors or memory; logs it at most
-  // once a second.
-  void PauseAccepting();
 
   const DataPortOptions options_;
   SocketSorts& sorts_;
@@ -68,9 +66,7 @@ class DataSocketListener {
     std::chrono::steady_clock::time_point close_at;
   };
   std::vector<Refused> refused_;  // the accepting thread's alone
-  std::chrono::steady_clock::time_point accept_paused_until_{};  // so are these
-  std::chrono::steady_clock::time_point last_pause_log_{};
-  std::uint64_t pauses_since_log_ = 0;
+  AcceptPause accept_pause_{"data port"};  // so is this
   std::mutex connections_mutex_;
   std::list<Connection> connections_;
   std::thread thread_;

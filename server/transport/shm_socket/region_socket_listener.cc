@@ -24,9 +24,8 @@ namespace gpusort {
 namespace {
 
 constexpr int kListenBacklog = 128;
-// After accept fails for want of descriptors, the listening socket stays readable: wait this long
-// before trying again instead of spinning.
-constexpr std::chrono::milliseconds kAcceptPause{100};
+// How soon a user whose closes are behind is looked at again.
+constexpr std::chrono::milliseconds kCloseRecheck = AcceptPause::kPause;
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
@@ -128,17 +127,17 @@ void RegionSocketListener::Run() {
   std::vector<pollfd> fds;
   for (;;) {
     const Clock::time_point now = Clock::now();
-    const bool accepting = now >= accept_paused_until_;
+    const bool accepting = accept_pause_.accepting(now);
     fds.clear();
     fds.push_back({wake_fd_.get(), POLLIN, 0});
     fds.push_back({accepting ? listen_fd_.get() : -1, POLLIN, 0});
-    Clock::time_point wake_at = accepting ? Clock::time_point::max() : accept_paused_until_;
+    Clock::time_point wake_at = accepting ? Clock::time_point::max() : accept_pause_.until();
     for (const Connection& c : connections_) {
       // A user whose closes are behind is not read (poll skips a negative descriptor); looked at again
       // shortly, as its closing thread catches up.
       const bool waits = UserWaitsForItsCloses(c.uid);
       fds.push_back({waits ? -1 : c.fd.get(), POLLIN, 0});
-      if (waits) wake_at = std::min(wake_at, now + kAcceptPause);
+      if (waits) wake_at = std::min(wake_at, now + kCloseRecheck);
       if (c.region_id.empty()) wake_at = std::min(wake_at, c.deadline);
     }
     int timeout_ms = -1;
@@ -179,14 +178,14 @@ void RegionSocketListener::AcceptAll() {
     // The last resort, for when the closer process cannot take refused connections (closer_process.h):
     // past the whole share and one message more, accepting (which costs a descriptor) pauses.
     if (DescriptorsClosingAside() >= options_.max_closing_aside + kMaxPassedDescriptors) {
-      PauseAccepting(std::to_string(DescriptorsClosingAside()) +
+      accept_pause_.Pause(std::to_string(DescriptorsClosingAside()) +
                      " descriptors that callers handed over are still being closed");
       return;
     }
     UniqueFd fd(accept4(listen_fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd.valid()) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) PauseAccepting(Errno("accept"));
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) accept_pause_.Pause(Errno("accept"));
       return;  // EAGAIN: all taken
     }
     ucred peer{};
@@ -233,15 +232,6 @@ bool RegionSocketListener::UserWaitsForItsCloses(uid_t uid) const {
   // nothing waiting is still served (issue 41's third attack session: pausing for everyone let one
   // user's message of 253 stop every other user's registrations).
   return users >= users_share || (users > 0 && DescriptorsClosingAside() >= options_.max_closing_aside);
-}
-
-void RegionSocketListener::PauseAccepting(const std::string& why) {
-  const Clock::time_point now = Clock::now();
-  if (now - last_pause_log_ >= std::chrono::seconds(1)) {  // at most a line a second
-    spdlog::warn("shared-memory socket: {}; accepting again in {} ms", why, kAcceptPause.count());
-    last_pause_log_ = now;
-  }
-  accept_paused_until_ = now + kAcceptPause;
 }
 
 void RegionSocketListener::Serve(Connection& c, short revents) {

@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "server/core/unique_fd.h"
 #include "server/service/config.h"
+#include "server/transport/accept_pause.h"
 #include "server/transport/shm_socket/region_calls.h"
 #include "server/service/shared_regions.h"
 
@@ -81,7 +82,6 @@ class RegionSocketListener {
   // The user has more descriptors waiting on its closing thread than its share: leave its connections.
   bool UserWaitsForItsCloses(uid_t uid) const;
   // Out of descriptors, or too many waiting to be closed: no accept for a while, said at most once a second.
-  void PauseAccepting(const std::string& why);
 
   const RegionSocketOptions options_;
   SharedRegions& regions_;
@@ -90,8 +90,7 @@ class RegionSocketListener {
   UniqueFd wake_fd_;  // an eventfd: written to stop the thread
   dev_t socket_dev_ = 0;
   ino_t socket_ino_ = 0;
-  Clock::time_point accept_paused_until_;  // out of descriptors: accept again a little later
-  Clock::time_point last_pause_log_{};
+  AcceptPause accept_pause_{"shared-memory socket"};  // out of descriptors: accept again a little later
   std::vector<Connection> connections_;    // the thread's alone
   std::thread thread_;
 };
