@@ -62,13 +62,15 @@ struct Reply {
 
 namespace internal {
 using little_endian::Get;
+using little_endian::HasHead;
+using little_endian::HasMagic;
 using little_endian::Put;
+using little_endian::PutHead;
 }  // namespace internal
 
 inline std::array<std::byte, kRequestBytes> EncodeRequest(const Request& r) {
   std::array<std::byte, kRequestBytes> out{};
-  internal::Put(out, 0, kRequestMagic, 4);
-  internal::Put(out, 4, r.version, 2);
+  internal::PutHead(out, kRequestMagic, r.version);
   internal::Put(out, 8, r.index, 4);
   internal::Put(out, 16, r.bytes, 8);
   for (std::size_t i = 0; i < kTicketBytes; ++i) out[kTicketOffset + i] = r.ticket[i];
@@ -78,7 +80,7 @@ inline std::array<std::byte, kRequestBytes> EncodeRequest(const Request& r) {
 // nullopt unless `in` is one request header with the request magic. The version and reserved bytes are
 // for the receiver to judge.
 inline std::optional<Request> DecodeRequest(std::span<const std::byte> in) {
-  if (in.size() != kRequestBytes || internal::Get(in, 0, 4) != kRequestMagic) return std::nullopt;
+  if (in.size() != kRequestBytes || !internal::HasMagic(in, kRequestMagic)) return std::nullopt;
   Request r;
   r.version = static_cast<std::uint16_t>(internal::Get(in, 4, 2));
   r.index = static_cast<std::uint32_t>(internal::Get(in, 8, 4));
@@ -90,8 +92,7 @@ inline std::optional<Request> DecodeRequest(std::span<const std::byte> in) {
 
 inline std::array<std::byte, kReplyBytes> EncodeReply(const Reply& r) {
   std::array<std::byte, kReplyBytes> out{};
-  internal::Put(out, 0, kReplyMagic, 4);
-  internal::Put(out, 4, kVersion, 2);
+  internal::PutHead(out, kReplyMagic, kVersion);
   internal::Put(out, 8, r.code, 4);
   internal::Put(out, 12, r.text_length, 4);
   internal::Put(out, 16, r.key_bytes, 8);
@@ -101,7 +102,7 @@ inline std::array<std::byte, kReplyBytes> EncodeReply(const Reply& r) {
 
 // nullopt unless `in` is one reply header of this version whose reason fits kMaxReasonBytes.
 inline std::optional<Reply> DecodeReply(std::span<const std::byte> in) {
-  if (in.size() != kReplyBytes || internal::Get(in, 0, 4) != kReplyMagic || internal::Get(in, 4, 2) != kVersion) {
+  if (in.size() != kReplyBytes || !internal::HasHead(in, kReplyMagic, kVersion)) {
     return std::nullopt;
   }
   Reply r;

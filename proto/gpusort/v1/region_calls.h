@@ -72,7 +72,10 @@ struct Answer {
 
 namespace internal {
 using little_endian::Get;
+using little_endian::HasHead;
+using little_endian::HasMagic;
 using little_endian::Put;
+using little_endian::PutHead;
 
 // Copies `s` to `at` of `out` (sized beforehand: GCC 12 misreads vector::insert at the end as an
 // out-of-bounds write, -Warray-bounds) and returns the offset after it.
@@ -89,14 +92,13 @@ inline std::string Take(std::span<const std::byte> in, std::size_t& at, std::siz
 
 // Whether `in` starts as a call record does: what tells a calls connection from a registration.
 inline bool LooksLikeCall(std::span<const std::byte> in) {
-  return in.size() >= 4 && internal::Get(in, 0, 4) == kCallMagic;
+  return internal::HasMagic(in, kCallMagic);
 }
 
 // The caller's side. Lengths past the limits are the caller's to avoid (the server refuses them).
 inline std::vector<std::byte> EncodeCall(const Call& c) {
   std::vector<std::byte> out(kHeadBytes + c.token.size() + c.request_id.size() + c.request.size());
-  internal::Put(out, 0, kCallMagic, 4);
-  internal::Put(out, 4, c.version, 2);
+  internal::PutHead(out, kCallMagic, c.version);
   internal::Put(out, 6, c.method, 2);
   internal::Put(out, 8, c.timeout_ms, 4);
   internal::Put(out, 12, c.token.size(), 2);
@@ -133,8 +135,7 @@ inline std::vector<std::byte> EncodeAnswer(std::uint32_t code, std::string_view 
                                            std::uint16_t flags = 0) {
   message = message.substr(0, kMaxMessageBytes);
   std::vector<std::byte> out(kHeadBytes + message.size() + response.size());
-  internal::Put(out, 0, kAnswerMagic, 4);
-  internal::Put(out, 4, kVersion, 2);
+  internal::PutHead(out, kAnswerMagic, kVersion);
   internal::Put(out, 6, flags, 2);
   internal::Put(out, 8, code, 4);
   internal::Put(out, 12, message.size(), 4);
@@ -145,7 +146,7 @@ inline std::vector<std::byte> EncodeAnswer(std::uint32_t code, std::string_view 
 
 // nullopt unless `in` is one whole answer record of this version.
 inline std::optional<Answer> DecodeAnswer(std::span<const std::byte> in) {
-  if (in.size() < kHeadBytes || internal::Get(in, 0, 4) != kAnswerMagic || internal::Get(in, 4, 2) != kVersion) {
+  if (in.size() < kHeadBytes || !internal::HasHead(in, kAnswerMagic, kVersion)) {
     return std::nullopt;
   }
   const std::size_t message = internal::Get(in, 12, 4);

@@ -59,13 +59,15 @@ struct Reply {
 
 namespace internal {
 using little_endian::Get;
+using little_endian::HasHead;
+using little_endian::HasMagic;
 using little_endian::Put;
+using little_endian::PutHead;
 }  // namespace internal
 
 inline std::array<std::byte, kRequestBytes> EncodeRequest(const Request& r) {
   std::array<std::byte, kRequestBytes> out{};
-  internal::Put(out, 0, kRequestMagic, 4);
-  internal::Put(out, 4, r.version, 2);
+  internal::PutHead(out, kRequestMagic, r.version);
   internal::Put(out, 6, r.kind, 2);
   internal::Put(out, 8, r.size, 8);
   return out;
@@ -74,7 +76,7 @@ inline std::array<std::byte, kRequestBytes> EncodeRequest(const Request& r) {
 // nullopt unless `in` is exactly one request record with the request magic. The version, kind and
 // reserved bytes are for the receiver to judge (it answers each with its own message).
 inline std::optional<Request> DecodeRequest(std::span<const std::byte> in) {
-  if (in.size() != kRequestBytes || internal::Get(in, 0, 4) != kRequestMagic) return std::nullopt;
+  if (in.size() != kRequestBytes || !internal::HasMagic(in, kRequestMagic)) return std::nullopt;
   Request r;
   r.version = static_cast<std::uint16_t>(internal::Get(in, 4, 2));
   r.kind = static_cast<std::uint16_t>(internal::Get(in, 6, 2));
@@ -87,8 +89,7 @@ inline std::optional<Request> DecodeRequest(std::span<const std::byte> in) {
 inline std::array<std::byte, kReplyBytes> EncodeReply(std::uint32_t code, std::string_view text) {
   std::array<std::byte, kReplyBytes> out{};
   text = text.substr(0, kReplyTextMaxBytes);
-  internal::Put(out, 0, kReplyMagic, 4);
-  internal::Put(out, 4, kVersion, 2);
+  internal::PutHead(out, kReplyMagic, kVersion);
   internal::Put(out, 8, code, 4);
   internal::Put(out, 12, text.size(), 4);
   for (std::size_t i = 0; i < text.size(); ++i) out[kReplyTextOffset + i] = static_cast<std::byte>(text[i]);
@@ -97,7 +98,7 @@ inline std::array<std::byte, kReplyBytes> EncodeReply(std::uint32_t code, std::s
 
 // nullopt unless `in` is exactly one reply record of this version with a text length that fits.
 inline std::optional<Reply> DecodeReply(std::span<const std::byte> in) {
-  if (in.size() != kReplyBytes || internal::Get(in, 0, 4) != kReplyMagic || internal::Get(in, 4, 2) != kVersion) {
+  if (in.size() != kReplyBytes || !internal::HasHead(in, kReplyMagic, kVersion)) {
     return std::nullopt;
   }
   const std::uint64_t length = internal::Get(in, 12, 4);
