@@ -61,8 +61,8 @@ struct Streams {
     auto r = std::make_shared<JobRecord>();
     r->job = job;
     r->keys.assign(job->total_keys() * width, '\0');
-    r->written.assign(job->count(), false);
-    r->resumed.assign(job->count(), false);
+    r->written.assign(job->parts(), false);
+    r->resumed.assign(job->parts(), false);
     jobs.push_back(r);
     return r;
   }
@@ -134,11 +134,11 @@ class SortStream {
   absl::Status JoinParts(const v1::StreamPart& part) {
     const PartRef ref{.job = part.job(), .index = part.index(), .count = part.count(), .total_keys = part.total_keys()};
     ASSIGN_OR_RETURN(std::shared_ptr<PartedSort> job, streams_.parted.Join(host_, spec_, ref, Cpu(), kMaxRequestBytes, TakeTicket));
-    FUZZ_CHECK(ref.index < job->count() && job->total_keys() * ElementSize(spec_.dtype) <= kMaxRequestBytes);
+    FUZZ_CHECK(ref.index < job->parts() && job->total_keys() * ElementSize(spec_.dtype) <= kMaxRequestBytes);
     part_index_ = ref.index;
     part_first_ = job->Begin(ref.index);
     part_keys_ = job->Begin(ref.index + 1) - part_first_;
-    FUZZ_CHECK(job->Begin(ref.index + 1) >= part_first_ && job->Begin(job->count()) == job->total_keys());
+    FUZZ_CHECK(job->Begin(ref.index + 1) >= part_first_ && job->Begin(job->parts()) == job->total_keys());
     record_ = streams_.Record(job, ElementSize(spec_.dtype));
     return absl::OkStatus();
   }
@@ -228,7 +228,7 @@ void CheckSorted(JobRecord& record) {
   std::sort(expected.begin(), expected.end(), [&](T a, T b) { return ToSortBits(a, descending) < ToSortBits(b, descending); });
   std::vector<T> got(job.total_keys());
   std::vector<int64_t> indices(job.spec().payload == SortPayload::kIndices ? job.total_keys() : 0);
-  for (uint32_t part = 0; part < job.count(); ++part) {
+  for (uint32_t part = 0; part < job.parts(); ++part) {
     const std::size_t begin = job.Begin(part), end = job.Begin(part + 1);
     absl::Status read = job.ingest().Read(begin, end, reinterpret_cast<std::byte*>(got.data() + begin),
                                           indices.empty() ? nullptr : indices.data() + begin);
