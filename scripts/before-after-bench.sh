@@ -10,7 +10,7 @@
 #   mid64K:     64K-key u32 sorts, 16 in flight on 4 connections (5 s after 1 s), on the CUDA server and
 #               on a --backend cpu server of the same build
 #
-#   [ROUNDS=2] [PARTS="shm16M parts16M small topk256M"] scripts/before-after-bench.sh BEFORE_BIN AFTER_BIN OUT_DIR
+#   [ROUNDS=2] [REQUESTS_16M=20] [PARTS="shm16M parts16M small topk256M"] scripts/before-after-bench.sh BEFORE_BIN AFTER_BIN OUT_DIR
 # (issue 42's set: PARTS="shm16M parts16M small sockets16M mid64K"; the two-GPU mix is mix-ab-device.sh)
 #
 # Each BIN holds gpusort-server, gpusort and top_k_bench, with its libraries in BIN/lib (COMMON_LIB, if
@@ -56,12 +56,12 @@ for round in $(seq "$rounds"); do
     bin=$before; [ "$side" = after ] && bin=$after
     start_server "$bin" "$side-r$round"
     tag="r$round-$side"
-    want shm16M && run "$bin" "$tag-shm16M-sort" --method sort --transport shm --shm-socket "$shm_socket" --count 16M --requests 20 --warmup 0.5 --payloads 2
-    want parts16M && run "$bin" "$tag-parts16M-sort" --method sort --transport stream --stream-parts 8 --count 16M --requests 20 --warmup 0.5 --payloads 2 --check
-    want parts16M && run "$bin" "$tag-stream16M-echo" --method echo --transport stream --count 16M --requests 20 --warmup 0.5 --payloads 2
+    want shm16M && run "$bin" "$tag-shm16M-sort" --method sort --transport shm --shm-socket "$shm_socket" --count 16M --requests ${REQUESTS_16M:-20} --warmup 0.5 --payloads 2
+    want parts16M && run "$bin" "$tag-parts16M-sort" --method sort --transport stream --stream-parts 8 --count 16M --requests ${REQUESTS_16M:-20} --warmup 0.5 --payloads 2 --check
+    want parts16M && run "$bin" "$tag-stream16M-echo" --method echo --transport stream --count 16M --requests ${REQUESTS_16M:-20} --warmup 0.5 --payloads 2
     want small && run "$bin" "$tag-small-echo" --method echo --count 1000 --concurrency 64 --connections 8 --duration 5 --warmup 1
     want small && run "$bin" "$tag-small-sort" --method sort --count 1000 --concurrency 64 --connections 8 --duration 5 --warmup 1 --check
-    want sockets16M && run "$bin" "$tag-sockets16M-sort" --method sort --transport sockets --stream-parts 8 --count 16M --requests 20 --warmup 0.5 --payloads 2
+    want sockets16M && run "$bin" "$tag-sockets16M-sort" --method sort --transport sockets --stream-parts 8 --count 16M --requests ${REQUESTS_16M:-20} --warmup 0.5 --payloads 2
     want mid64K && run "$bin" "$tag-mid64K-cuda" --method sort --count 64K --concurrency 16 --connections 4 --duration 5 --warmup 1 --check
     kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null
     if want mid64K; then
