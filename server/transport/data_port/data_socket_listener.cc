@@ -51,11 +51,7 @@ DataSocketListener::~DataSocketListener() {
   const uint64_t one = 1;
   (void)!write(wake_fd_.get(), &one, sizeof(one));  // the accepting thread leaves its poll at once
   if (thread_.joinable()) thread_.join();
-  std::lock_guard lock(connections_mutex_);
-  for (Connection& c : connections_) {
-    if (c.thread.joinable()) c.thread.join();  // each sees stop_ within its 100 ms poll slice
-  }
-  connections_.clear();
+  connections_.JoinAll();
 }
 
 void DataSocketListener::Run() {
@@ -74,7 +70,7 @@ void DataSocketListener::Run() {
     ServeRefused(revents);
     if (ready && (p[0].revents & POLLIN) != 0) Accept();
     sorts_.FailStalled(idle);
-    JoinFinished();
+    connections_.ReapFinished();
   }
 }
 
@@ -92,8 +88,7 @@ void DataSocketListener::Accept() {
     }
     const int one = 1;
     setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    std::lock_guard lock(connections_mutex_);
-    if (connections_.size() >= options_.max_connections) {
+    if (connections_.running() >= options_.max_connections) {
       // Told why, at once and without waiting on the caller: a refusal must not hold this thread.
       const std::string reason = "the data port already serves " + std::to_string(options_.max_connections) +
                                  " connections (--data-max-connections); retry later";
@@ -105,13 +100,9 @@ void DataSocketListener::Accept() {
       Refuse(std::move(fd));
       continue;
     }
-    Connection& c = connections_.emplace_back();
-    c.fd = std::move(fd);
-    c.thread = std::thread([this, &c] {
-      NameThisThread("gs-data-conn");
-      ServeDataConnection(c.fd.get(), SocketPeerHost(c.fd.get()), sorts_, options_.limits, stop_);
-      shutdown(c.fd.get(), SHUT_RDWR);
-      c.done.store(true);
+    connections_.Start([this, fd = std::move(fd)] {
+      ServeDataConnection(fd.get(), SocketPeerHost(fd.get()), sorts_, options_.limits, stop_);
+      shutdown(fd.get(), SHUT_RDWR);
     });
   }
 }
@@ -130,18 +121,6 @@ void DataSocketListener::ServeRefused(const std::vector<short>& revents) {
     if (open && now < refused_[i].close_at) still.push_back(std::move(refused_[i]));
   }
   refused_ = std::move(still);
-}
-
-void DataSocketListener::JoinFinished() {
-  std::lock_guard lock(connections_mutex_);
-  for (auto it = connections_.begin(); it != connections_.end();) {
-    if (!it->done.load()) {
-      ++it;
-      continue;
-    }
-    it->thread.join();
-    it = connections_.erase(it);  // closes its descriptor
-  }
 }
 
 absl::StatusOr<std::unique_ptr<DataSocketListener>> StartDataPort(const ServerConfig& config, SocketSorts& sorts) {

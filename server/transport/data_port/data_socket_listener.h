@@ -6,9 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
-#include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +15,7 @@
 #include "server/core/unique_fd.h"
 #include "server/service/config.h"
 #include "server/transport/accept_pause.h"
+#include "server/transport/connection_threads.h"
 #include "server/transport/data_port/data_connection.h"
 #include "server/transport/data_port/socket_sorts.h"
 
@@ -40,16 +39,9 @@ class DataSocketListener {
   int port() const { return port_; }
 
  private:
-  struct Connection {
-    UniqueFd fd;
-    std::thread thread;
-    std::atomic<bool> done{false};
-  };
-
   DataSocketListener(const DataPortOptions& options, SocketSorts& sorts) : options_(options), sorts_(sorts) {}
   void Run();
   void Accept();
-  void JoinFinished();
   // Connections refused for the limit linger here (LingerAfterRefusal's reason) until their peer closes
   // or kRefusedLinger passes, dropping what they send; the accepting thread polls them.
   void Refuse(UniqueFd fd);
@@ -67,8 +59,7 @@ class DataSocketListener {
   };
   std::vector<Refused> refused_;  // the accepting thread's alone
   AcceptPause accept_pause_{"data port"};  // so is this
-  std::mutex connections_mutex_;
-  std::list<Connection> connections_;
+  ConnectionThreads connections_{"gs-data-conn"};  // each sees stop_ within its 100 ms poll slice
   std::thread thread_;
 };
 

@@ -62,25 +62,11 @@ RegionCalls::~RegionCalls() {
   }
   if (watcher_.joinable()) watcher_.join();
   // No thread adds a connection now (the listener, the only caller of Adopt, stopped first).
-  for (Connection& c : connections_) {
-    if (c.thread.joinable()) c.thread.join();
-  }
-}
-
-void RegionCalls::ReapFinished() {
-  for (auto it = connections_.begin(); it != connections_.end();) {
-    if (!it->finished) {
-      ++it;
-      continue;
-    }
-    it->thread.join();  // it has returned, or is returning
-    it = connections_.erase(it);
-  }
+  threads_.JoinAll();
 }
 
 void RegionCalls::Adopt(UniqueFd fd, uid_t uid, pid_t pid, IncomingMessage first_call) {
   std::lock_guard lock(mutex_);
-  ReapFinished();
   std::string refusal;
   if (!watcher_.joinable()) {
     refusal = "the server cannot serve calls on its shared-memory socket (see its log); use gRPC";
@@ -97,7 +83,8 @@ void RegionCalls::Adopt(UniqueFd fd, uid_t uid, pid_t pid, IncomingMessage first
     CloseConnectionAside(uid, std::move(fd));  // what it still holds may block its close
     return;
   }
-  Connection& c = connections_.emplace_back();
+  const auto it = connections_.emplace(connections_.end());
+  Connection& c = *it;
   c.fd = std::move(fd);
   c.uid = uid;
   c.pid = pid;
@@ -106,11 +93,11 @@ void RegionCalls::Adopt(UniqueFd fd, uid_t uid, pid_t pid, IncomingMessage first
   // Hang-ups only (no EPOLLIN: the calls are the connection thread's to read), edge-triggered: one event.
   epoll_event watch{.events = EPOLLRDHUP | EPOLLET, .data = {.u64 = c.id}};
   epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, c.fd.get(), &watch);
-  c.thread = std::thread([this, &c, first = std::move(first_call)]() mutable { Serve(c, std::move(first)); });
+  threads_.Start([this, it, first = std::move(first_call)]() mutable { Serve(it, std::move(first)); });
 }
 
-void RegionCalls::Serve(Connection& c, IncomingMessage message) {
-  NameThisThread("gs-shm-call");
+void RegionCalls::Serve(std::list<Connection>::iterator it, IncomingMessage message) {
+  Connection& c = *it;
   for (;;) {
     RegionCallAnswer answer;
     if (message.truncated || !message.fds.empty() || message.fds_truncated) {
@@ -131,7 +118,7 @@ void RegionCalls::Serve(Connection& c, IncomingMessage message) {
   // Not closed here, under the lock every connection takes: what it still holds may block its close.
   CloseConnectionAside(c.uid, std::move(c.fd));
   if (--per_user_[c.uid] == 0) per_user_.erase(c.uid);
-  c.finished = true;
+  connections_.erase(it);
 }
 
 bool RegionCalls::Send(Connection& c, const std::vector<std::byte>& record) {
@@ -199,7 +186,7 @@ void RegionCalls::Watch() {
     for (int i = 0; i < n; ++i) {
       if (events[i].data.u64 == 0) return;  // the stop eventfd
       for (Connection& c : connections_) {
-        if (c.id == events[i].data.u64 && !c.finished) c.watch.CallerGone();
+        if (c.id == events[i].data.u64) c.watch.CallerGone();
       }
     }
   }

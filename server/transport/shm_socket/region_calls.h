@@ -25,6 +25,7 @@
 
 #include "server/core/unique_fd.h"
 #include "server/service/auth.h"
+#include "server/transport/connection_threads.h"
 #include "server/transport/shm_socket/region_call.h"
 #include "server/transport/shm_socket/region_socket_io.h"
 #include "server/service/service_core.h"
@@ -51,17 +52,16 @@ class RegionCalls {
   void Adopt(UniqueFd fd, uid_t uid, pid_t pid, IncomingMessage first_call);
 
  private:
+  // A connection being served; its thread (in threads_) removes it from connections_ as it ends.
   struct Connection {
     UniqueFd fd;
     uid_t uid = 0;
     pid_t pid = 0;
     std::uint64_t id = 0;  // the watcher's key
     CallWatch watch;
-    std::thread thread;
-    bool finished = false;  // its thread has returned (guarded by mutex_)
   };
 
-  void Serve(Connection& c, IncomingMessage first_call);
+  void Serve(std::list<Connection>::iterator c, IncomingMessage first_call);
   // Waits for the next message (nullopt: the connection ends: closed, failed, idle or stopping).
   std::optional<IncomingMessage> NextCall(Connection& c);
   // Sends a whole record, waiting while the caller's queue is full (false: the connection is of no more
@@ -70,7 +70,6 @@ class RegionCalls {
   // Closes an idle connection: calls already queued on it are answered UNAVAILABLE.
   void CloseIdle(Connection& c);
   void Watch();
-  void ReapFinished();  // joins the threads that returned; under mutex_
 
   ServiceCore& core_;
   const TokenAuth* auth_;
@@ -78,10 +77,11 @@ class RegionCalls {
   UniqueFd stop_fd_;   // an eventfd, written once to stop every thread
   UniqueFd epoll_fd_;  // the watcher's: every connection, for its hang-up
   std::mutex mutex_;
-  std::list<Connection> connections_;
+  std::list<Connection> connections_;  // the connections being served (their threads are threads_')
   std::map<uid_t, std::size_t> per_user_;
   std::uint64_t next_id_ = 1;
   std::thread watcher_;
+  ConnectionThreads threads_{"gs-shm-call"};
 };
 
 }  // namespace gpusort
