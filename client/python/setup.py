@@ -22,7 +22,7 @@ if __name__ == "__main__":
     sys.path.insert(0, HERE)
     setup(
         name="gpusort",
-        version="0.1.0",
+        version="0.2.0",
         description="Client of the gpusort sorting and top-k service",
         packages=["gpusort", "gpusort.v1"],
         python_requires=">=3.9",

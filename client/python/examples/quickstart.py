@@ -25,12 +25,12 @@ client = gpusort.Client()  # $GPUSORT_SERVER or 127.0.0.1:50051
 
 a = rng.standard_normal(1_000_000).astype(np.float32)
 a[::1000] = np.nan
-s = client.sort(a, nan="numpy")  # numpy's order: NaNs last
+s = client.sort(a)  # numpy's order by default: NaNs last
 print("sort of 1M float32 with NaNs equals numpy.sort:", np.array_equal(s, np.sort(a), equal_nan=True))
 print("  served by", gpusort.v1.sort_pb2.Backend.Name(client.last_info.backend),
       "in %.2f ms of server time" % (client.last_info.server_seconds * 1e3))
 
-i = client.argsort(a, stable=True, nan="numpy")
+i = client.argsort(a)  # numpy.argsort(a, kind="stable")
 print("stable argsort equals numpy's:", np.array_equal(i, np.argsort(a, kind="stable")))
 
 scores = rng.standard_normal((512, 4096)).astype(np.float16)

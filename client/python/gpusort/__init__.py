@@ -2,8 +2,8 @@
 
     import gpusort
     client = gpusort.Client("127.0.0.1:50051")
-    client.sort(a)                      # numpy.sort(a, axis=-1), every row on its own
-    client.argsort(a, stable=True)      # numpy.argsort(a, kind="stable")
+    client.sort(a)                      # numpy.sort(a, axis=-1, kind="stable"), bit for bit
+    client.argsort(a, axis=None)        # numpy.argsort(a, axis=None, kind="stable")
     keys, vals = client.sort_with(k, v) # v moved with its keys
     values, indices = client.topk(a, 10, axis=-1, largest=True)   # torch.topk(a, 10)
 
@@ -11,8 +11,11 @@ CUDA arrays (torch, CuPy, anything with __cuda_array_interface__) stay on their 
 (the server's --shm-socket, same node) they go through device memory registered with the server and the
 answers come back as arrays of the same kind on the same GPU.
 
-The module-level functions use one client for $GPUSORT_SERVER (default 127.0.0.1:50051). Errors the
-service answers are GpusortError, carrying the gRPC status code; an OK answer that breaks the protocol
+Floats are ordered as numpy orders them (NaNs last, -0.0 equal to +0.0) unless nan="total" asks for the
+service's IEEE totalOrder. The module-level functions use one client for $GPUSORT_SERVER (default
+127.0.0.1:50051). Errors the service answers are GpusortError, carrying the gRPC status code, and where
+Python has an exception for the code, a subclass that is also it (InvalidArgumentError is a ValueError,
+UnavailableError a ConnectionError, DeadlineExceededError a TimeoutError: see gpusort.errors); an OK answer that breaks the protocol
 (wrong lengths, missing stream chunks, indices outside their rows) is BadAnswerError, a GpusortError
 with code DATA_LOSS, and none of it is returned.
 """
@@ -22,11 +25,14 @@ import threading
 from ._client import DEFAULT_TARGET, NAN_ORDERS, Client
 from ._device import DeviceArray
 from ._dtypes import SUPPORTED as SUPPORTED_DTYPES
-from .errors import BadAnswerError, GpusortError
+from . import errors
+from .errors import (BadAnswerError, DeadlineExceededError, GpusortError, InvalidArgumentError, PermissionDeniedError,
+                     ResourceExhaustedError, UnavailableError, UnimplementedError)
 
-__all__ = ["Client", "DeviceArray", "GpusortError", "BadAnswerError", "sort", "argsort", "sort_with", "topk",
-           "default_client", "SUPPORTED_DTYPES", "NAN_ORDERS", "DEFAULT_TARGET"]
-__version__ = "0.1.0"
+__all__ = ["Client", "DeviceArray", "GpusortError", "BadAnswerError", "InvalidArgumentError", "UnavailableError",
+           "DeadlineExceededError", "ResourceExhaustedError", "PermissionDeniedError", "UnimplementedError", "sort",
+           "argsort", "sort_with", "topk", "default_client", "SUPPORTED_DTYPES", "NAN_ORDERS", "DEFAULT_TARGET"]
+__version__ = "0.2.0"  # 0.2: numpy's float order and stable sorts by default; errors by code
 
 _lock = threading.Lock()
 _default = {}

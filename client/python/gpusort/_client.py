@@ -5,6 +5,7 @@ larger ones stream (SortStream / TopKStream) in chunks of `chunk_bytes`, so a ca
 message limit. The channel itself has no message limit; the server's --max-message-bytes (64 MiB by
 default) is what max_unary_bytes stays under.
 """
+import operator
 import os
 import threading
 
@@ -13,13 +14,13 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from . import _answers, _arrays, _device, _device_calls, _dtypes, _region_calls, _shm, _sockets
-from .errors import BadAnswerError, GpusortError
+from .errors import BadAnswerError, error_from
 from .v1 import sort_pb2 as pb
 from .v1 import sort_pb2_grpc as pb_grpc
 
 DEFAULT_PORT = 50051
 DEFAULT_TARGET = "127.0.0.1:%d" % DEFAULT_PORT
-NAN_ORDERS = ("total", "numpy")
+NAN_ORDERS = ("numpy", "total")
 
 _ALGORITHMS = {
     None: pb.ALGORITHM_AUTO, "auto": pb.ALGORITHM_AUTO, "radix": pb.ALGORITHM_RADIX, "merge": pb.ALGORITHM_MERGE,
@@ -39,6 +40,22 @@ def _target(target):
     if host.endswith(":"):
         raise ValueError("gpusort: the server %r names no port" % target)
     return target if ":" in host else "%s:%d" % (target, DEFAULT_PORT)
+
+
+def _flat(obj):
+    """obj as one dimension (numpy's axis=None): numpy, torch and CuPy arrays by their own reshape."""
+    return obj.reshape(-1) if hasattr(obj, "reshape") else np.asarray(obj).reshape(-1)
+
+
+def _axis(a, axis, values=None):
+    """(a, axis, values) as the calls take them: axis=None flattens `a` and `values` (numpy's rule), any
+    other axis must be an integer (operator.index: 1.0 or "1" is a TypeError, as in numpy)."""
+    if axis is None:
+        if values is not None and tuple(np.shape(values)) != tuple(np.shape(a)):
+            raise ValueError("gpusort: values must have the keys' shape %s, not %s"
+                             % (tuple(np.shape(a)), tuple(np.shape(values))))
+        return _flat(a), -1, None if values is None else _flat(values)
+    return a, operator.index(axis), values
 
 
 def _algorithm(name):
@@ -64,13 +81,19 @@ class Client:
     TopK and sort_with go as with "grpc").
     shm_calls: "socket" (the calls on shared memory go as records on shm_socket itself, without HTTP/2;
     a server that does not take them gets them over gRPC) or "grpc".
-    timeout: seconds for each call (None: no deadline). nan: "total" (the service's IEEE totalOrder:
-    -NaN first, -0.0 before +0.0, NaNs by payload) or "numpy" (as numpy orders floats: every NaN after
-    +inf, equal to each other and kept in position order, -0.0 equal to +0.0; torch.topk takes NaN as the
-    largest too); each call may override it.
+    timeout: seconds for each call (None: no deadline). nan: "numpy" (the default: as numpy orders
+    floats, so that sort, argsort and topk equal np.sort, np.argsort(kind="stable") and the stable
+    selection bit for bit: every NaN after +inf, equal to each other and kept in position order, -0.0
+    equal to +0.0; torch.topk takes NaN as the largest too) or "total" (the service's own IEEE totalOrder:
+    -NaN first, +NaN last, -0.0 before +0.0, NaNs by payload; no re-coding on the client); each call may
+    override it.
+
+    The calls mirror numpy: axis=None sorts the flattened array, an axis or k that is not an integer is a
+    TypeError, and stable=True (numpy's kind="stable": equal keys keep their order) is the default; no
+    algorithm of the service is slower for it.
     """
 
-    def __init__(self, target=None, *, token=None, tls=None, timeout=None, nan="total",
+    def __init__(self, target=None, *, token=None, tls=None, timeout=None, nan="numpy",
                  max_unary_bytes=32 << 20, chunk_bytes=4 << 20, shm_socket=None, transport="auto", socket_parts=8,
                  shm_calls="socket"):
         if nan not in NAN_ORDERS:
@@ -135,19 +158,19 @@ class Client:
 
     # --- public calls ------------------------------------------------------------------------------
 
-    def sort(self, a, axis=-1, *, descending=False, stable=False, algorithm=None, dtype=None, nan=None,
+    def sort(self, a, axis=-1, *, descending=False, stable=True, algorithm=None, dtype=None, nan=None,
              offsets=None):
         """The array sorted along `axis` (numpy.sort's shape and dtype). offsets: 1-D `a` cut into
         segments [offsets[s], offsets[s+1]) each sorted on its own (0 first, len(a) last)."""
         return self._sort(a, axis, descending, stable, algorithm, dtype, nan, offsets, None, False)[0]
 
-    def argsort(self, a, axis=-1, *, descending=False, stable=False, algorithm=None, dtype=None, nan=None,
+    def argsort(self, a, axis=-1, *, descending=False, stable=True, algorithm=None, dtype=None, nan=None,
                 offsets=None):
         """int64 positions that sort `a` along `axis` (numpy.argsort's shape; positions count from the
         start of each row or segment)."""
         return self._sort(a, axis, descending, stable, algorithm, dtype, nan, offsets, None, True)[1]
 
-    def sort_with(self, keys, values, axis=-1, *, descending=False, stable=False, algorithm=None, dtype=None,
+    def sort_with(self, keys, values, axis=-1, *, descending=False, stable=True, algorithm=None, dtype=None,
                   nan=None, offsets=None):
         """(sorted keys, values moved with their keys). values: the keys' shape, any fixed-size dtype."""
         sorted_keys, _, moved = self._sort(keys, axis, descending, stable, algorithm, dtype, nan, offsets,
@@ -159,6 +182,8 @@ class Client:
         """(values, indices) of the k largest (or smallest) along `axis`, as torch.topk: shape with `axis`
         of length k; ties go to the earlier position. offsets: 1-D `a` in segments, each giving its own
         min(k, length) results, concatenated (flat arrays)."""
+        k = operator.index(k)  # numpy's rule: 2.5 or "3" is a TypeError, not 2 or a late failure
+        a, axis, _ = _axis(a, axis)
         if _device.is_cuda(a):
             return _device_calls.topk(self, a, k, axis, largest, sorted, algorithm, dtype, nan, offsets)
         converted = _arrays.to_numpy(a, dtype)
@@ -230,6 +255,7 @@ class Client:
         return int(np.minimum(np.diff(np.asarray(offsets, dtype=np.int64)), k).sum())
 
     def _sort(self, a, axis, descending, stable, algorithm, dtype, nan, offsets, values, want_indices):
+        a, axis, values = _axis(a, axis, values)
         if _device.is_cuda(a):
             return _device_calls.sort(self, a, axis, descending, stable, algorithm, dtype, nan, offsets, values,
                                       want_indices)
@@ -327,7 +353,7 @@ class Client:
                     request_id = value
         except Exception:  # a stream's error may carry no call metadata
             pass
-        return GpusortError(error.code(), error.details(), request_id)
+        return error_from(error.code(), error.details(), request_id)
 
     # --- shared memory ----------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import time
 
 import grpc
 
-from .errors import GpusortError
+from .errors import error_from
 
 # magic, version, method, timeout_ms, token bytes, request-id bytes, request bytes, reserved u32, reserved u64
 _CALL_HEAD = struct.Struct("<4sHHIHHIIQ")
@@ -99,9 +99,9 @@ class RegionCalls:
                 if reused and attempt == 0 and isinstance(error, (BrokenPipeError, ConnectionResetError)):
                     continue  # closed while idle: once more on a new connection
                 if isinstance(error, socket.timeout):
-                    raise GpusortError(grpc.StatusCode.DEADLINE_EXCEEDED,
+                    raise error_from(grpc.StatusCode.DEADLINE_EXCEEDED,
                                        "no answer from the server within the call's deadline") from None
-                raise GpusortError(grpc.StatusCode.UNAVAILABLE,
+                raise error_from(grpc.StatusCode.UNAVAILABLE,
                                    "shared-memory socket %s: %s" % (self._path, error)) from None
             if answer[:4] == b"GSRP":  # a registration reply: this server takes no calls there
                 self._close(connection)
@@ -109,12 +109,12 @@ class RegionCalls:
                 return None
             if len(answer) < _ANSWER_HEAD.size:
                 self._close(connection)
-                raise GpusortError(grpc.StatusCode.UNAVAILABLE,
+                raise error_from(grpc.StatusCode.UNAVAILABLE,
                                    "the server closed its shared-memory socket connection before answering")
             magic, version, flags, code, message, response, _, _ = _ANSWER_HEAD.unpack_from(answer)
             if magic != b"GSCP" or version != 1 or _ANSWER_HEAD.size + message + response != len(answer):
                 self._close(connection)
-                raise GpusortError(grpc.StatusCode.INTERNAL, "the server's answer is not an answer record")
+                raise error_from(grpc.StatusCode.INTERNAL, "the server's answer is not an answer record")
             if flags & _CLOSED_NOT_RUN:
                 if reused and attempt == 0:
                     self._close(connection)
@@ -123,6 +123,6 @@ class RegionCalls:
                 return None  # a new connection refused: gRPC takes the call
             self._give(connection)
             if code != 0:
-                raise GpusortError(_status(code), answer[32:32 + message].decode("ascii", "replace"))
+                raise error_from(_status(code), answer[32:32 + message].decode("ascii", "replace"))
             return answer[32 + message:]
         return None

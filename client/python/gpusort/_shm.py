@@ -10,7 +10,7 @@ import struct
 
 import grpc
 
-from .errors import GpusortError
+from .errors import GpusortError, error_from
 from .v1 import sort_pb2 as pb
 
 _REQUEST = struct.Struct("<4sHHQQQ")
@@ -34,18 +34,18 @@ def register(socket_path, fd, size, kind, timeout):
         reply = connection.recv(512)
     except OSError as error:
         connection.close()
-        raise GpusortError(grpc.StatusCode.UNAVAILABLE,
+        raise error_from(grpc.StatusCode.UNAVAILABLE,
                            "shared memory through %s: %s" % (socket_path, error)) from None
     if len(reply) < _REPLY_HEAD.size:
         connection.close()
-        raise GpusortError(grpc.StatusCode.UNAVAILABLE, "the shared-memory socket closed without an answer")
+        raise error_from(grpc.StatusCode.UNAVAILABLE, "the shared-memory socket closed without an answer")
     magic, _, _, code, length = _REPLY_HEAD.unpack_from(reply)
     text = reply[16:16 + min(length, 496)].decode("ascii", "replace")
     if magic != b"GSRP" or code != 0:
         connection.close()
         status = next((s for s in grpc.StatusCode if s.value[0] == code), grpc.StatusCode.UNKNOWN)
         what = "device memory" if kind == DEVICE_MEMORY else "shared memory"
-        raise GpusortError(status, "registering %s: %s" % (what, text))
+        raise error_from(status, "registering %s: %s" % (what, text))
     return connection, text
 
 
@@ -65,7 +65,7 @@ class SharedRegion:
             self.buffer = mmap.mmap(self._fd, self.size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         except OSError as error:
             self.close()
-            raise GpusortError(grpc.StatusCode.UNAVAILABLE, "shared memory: %s" % error) from None
+            raise error_from(grpc.StatusCode.UNAVAILABLE, "shared memory: %s" % error) from None
         try:
             self._socket, self.region_id = register(socket_path, self._fd, self.size, HOST_MEMORY, timeout)
         except GpusortError:

@@ -8,7 +8,7 @@ import threading
 import grpc
 import numpy as np
 
-from .errors import BadAnswerError, GpusortError
+from .errors import BadAnswerError, GpusortError, error_from
 from .v1 import sort_pb2 as pb
 
 _REQUEST = struct.Struct("<4sHHIIQ32sQ")  # magic, version, 0, index, 0, bytes, ticket, 0
@@ -54,7 +54,7 @@ def _run_part(host, port, ticket, index, keys_bytes, keys_out, indices_out, time
             reason = bytearray(min(text_length, 1024))
             _receive_into(conn, memoryview(reason))
             status = {c.value[0]: c for c in grpc.StatusCode}.get(code, grpc.StatusCode.UNKNOWN)
-            raise GpusortError(status, "data port: " + reason.decode("ascii", "replace"))
+            raise error_from(status, "data port: " + reason.decode("ascii", "replace"))
         if key_bytes != keys_out.nbytes or index_bytes != (0 if indices_out is None else indices_out.nbytes):
             raise BadAnswerError("the data port's answer does not have the part's size")
         _receive_into(conn, memoryview(keys_out).cast("B"))
@@ -108,5 +108,5 @@ def sort(client, options, keys, with_indices):
     if isinstance(failure, GpusortError):
         raise failure
     if failure is not None:
-        raise GpusortError(grpc.StatusCode.UNAVAILABLE, "data connection: %s" % failure)
+        raise error_from(grpc.StatusCode.UNAVAILABLE, "data connection: %s" % failure)
     return keys_out, indices_out

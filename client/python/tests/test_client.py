@@ -49,7 +49,7 @@ def test_float_specials_in_both_nan_orders(client):
         same(client.sort(a, nan="numpy"), np.sort(a))
         same(client.argsort(a, nan="numpy", stable=True), np.argsort(a, kind="stable").astype(np.int64))
         # total order: -NaN first, +NaN last, -0.0 before +0.0; the keys come back bit for bit.
-        total = client.sort(a)
+        total = client.sort(a, nan="total")
         signs = np.signbit(total)
         assert np.isnan(total[0]) and signs[0] and np.isnan(total[-1]) and not signs[-1]
         zeros = np.flatnonzero(total == 0)
@@ -106,7 +106,7 @@ def test_topk_nan_is_largest_in_numpy_order(client):
     values, indices = client.topk(a, 3, nan="numpy")
     assert indices.tolist() == [1, 3, 5]
     assert np.isnan(values[:2]).all() and values[2] == np.inf
-    values, indices = client.topk(a, 2)  # total order: +NaN largest, -NaN smallest
+    values, indices = client.topk(a, 2, nan="total")  # +NaN largest, -NaN smallest
     assert indices.tolist() == [1, 5]
 
 
