@@ -27,7 +27,7 @@ a = rng.standard_normal(1_000_000).astype(np.float32)
 a[::1000] = np.nan
 s = client.sort(a)  # numpy's order by default: NaNs last
 print("sort of 1M float32 with NaNs equals numpy.sort:", np.array_equal(s, np.sort(a), equal_nan=True))
-print("  served by", gpusort.v1.sort_pb2.Backend.Name(client.last_info.backend),
+print("  served by", client.last_info.backend.name, client.last_info.algorithm.name,
       "in %.2f ms of server time" % (client.last_info.server_seconds * 1e3))
 
 i = client.argsort(a)  # numpy.argsort(a, kind="stable")

@@ -25,13 +25,15 @@ import threading
 from ._client import DEFAULT_TARGET, NAN_ORDERS, Client
 from ._device import DeviceArray
 from ._dtypes import SUPPORTED as SUPPORTED_DTYPES
-from . import errors
+from . import errors, info
 from .errors import (BadAnswerError, DeadlineExceededError, GpusortError, InvalidArgumentError, PermissionDeniedError,
                      ResourceExhaustedError, UnavailableError, UnimplementedError)
+from .info import Algorithm, Backend, CallInfo
 
 __all__ = ["Client", "DeviceArray", "GpusortError", "BadAnswerError", "InvalidArgumentError", "UnavailableError",
            "DeadlineExceededError", "ResourceExhaustedError", "PermissionDeniedError", "UnimplementedError", "sort",
-           "argsort", "sort_with", "topk", "default_client", "SUPPORTED_DTYPES", "NAN_ORDERS", "DEFAULT_TARGET"]
+           "argsort", "sort_with", "topk", "default_client", "Algorithm", "Backend", "CallInfo", "SUPPORTED_DTYPES",
+           "NAN_ORDERS", "DEFAULT_TARGET"]
 __version__ = "0.2.0"  # 0.2: numpy's float order and stable sorts by default; errors by code
 
 _lock = threading.Lock()

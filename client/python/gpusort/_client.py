@@ -15,6 +15,7 @@ from google.protobuf.message import DecodeError
 
 from . import _answers, _arrays, _device, _device_calls, _dtypes, _region_calls, _shm, _sockets
 from .errors import BadAnswerError, error_from
+from .info import CallInfo
 from .v1 import sort_pb2 as pb
 from .v1 import sort_pb2_grpc as pb_grpc
 
@@ -116,7 +117,7 @@ class Client:
         self.nan = nan
         self.max_unary_bytes = int(max_unary_bytes)
         self.chunk_bytes = max(1 << 16, int(chunk_bytes))
-        self.last_info = None  # ExecutionInfo of the last answered call (backend, algorithm, stages)
+        self.last_info = None  # info.CallInfo of the last answered call (backend, algorithm, stages)
         options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
         self._metadata = ()
         if tls:
@@ -341,7 +342,7 @@ class Client:
             reply = method(request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as error:
             raise self._fail(error) from None
-        self.last_info = reply.info
+        self.last_info = CallInfo.of(reply.info)
         return reply
 
     @staticmethod
@@ -367,7 +368,7 @@ class Client:
                     reply = reply_type.FromString(answer)
                 except DecodeError:  # protobuf's own error is no GpusortError
                     raise BadAnswerError("the server's answer on the shared-memory socket does not parse") from None
-                self.last_info = reply.info
+                self.last_info = CallInfo.of(reply.info)
                 return reply
         return self._unary(stub_method, request)
 
@@ -441,7 +442,7 @@ class Client:
             if max(key_bytes, answer_bytes) <= self.max_unary_bytes:
                 reply = self._stub.Sort(pb.SortRequest(options=options, keys=keys.tobytes()),
                                         timeout=self.timeout, metadata=self._metadata)
-                self.last_info = reply.info
+                self.last_info = CallInfo.of(reply.info)
                 sorted_keys = _answers.array_of(reply.keys, n, keys.dtype.newbyteorder("<"), "keys").astype(key_dtype)
                 indices = None
                 if with_indices:
@@ -475,7 +476,7 @@ class Client:
             for reply in replies:
                 answer.take(reply)
                 if reply.HasField("info"):
-                    self.last_info = reply.info
+                    self.last_info = CallInfo.of(reply.info)
         except BadAnswerError:
             replies.cancel()  # the rest of a broken answer is of no use: stop the server sending it
             raise
@@ -497,7 +498,7 @@ class Client:
             if max(key_bytes, answer_bytes) <= self.max_unary_bytes:
                 reply = self._stub.TopK(pb.TopKRequest(options=options, keys=keys.tobytes()),
                                         timeout=self.timeout, metadata=self._metadata)
-                self.last_info = reply.info
+                self.last_info = CallInfo.of(reply.info)
                 values = _answers.array_of(reply.values, results, keys.dtype.newbyteorder("<"), "values")
                 indices = _answers.array_of(reply.indices, results, "<i8", "indices")
                 return values.astype(key_dtype), indices.astype(np.int64)

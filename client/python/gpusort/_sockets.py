@@ -9,6 +9,7 @@ import grpc
 import numpy as np
 
 from .errors import BadAnswerError, GpusortError, error_from
+from .info import CallInfo
 from .v1 import sort_pb2 as pb
 
 _REQUEST = struct.Struct("<4sHHIIQ32sQ")  # magic, version, 0, index, 0, bytes, ticket, 0
@@ -101,7 +102,7 @@ def sort(client, options, keys, with_indices):
     try:
         for event in call:
             if event.HasField("info"):
-                client.last_info = event.info
+                client.last_info = CallInfo.of(event.info)
     except grpc.RpcError as error:
         if failure is None or error.code() != grpc.StatusCode.CANCELLED:
             raise

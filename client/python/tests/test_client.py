@@ -226,3 +226,13 @@ def test_sockets_transport(server_target, shm_socket):
         same(indices, want_i)
     with pytest.raises(ValueError, match="sockets"):
         gpusort.Client(server_target, transport="socket")
+
+
+def test_last_info_names_backend_and_algorithm_as_enums(client):
+    client.sort(make(np.int32, 5000, 12), algorithm="cpu")
+    info = client.last_info
+    assert isinstance(info, gpusort.CallInfo)
+    assert info.backend is gpusort.Backend.CPU and info.backend == gpusort._client.pb.BACKEND_CPU
+    assert info.algorithm is gpusort.Algorithm.CPU and info.algorithm.name == "CPU"
+    assert info.server_seconds > 0 and info.request_id and info.device
+    assert [s.name for s in info.stages][-1] == "sort" and all(s.seconds >= 0 for s in info.stages)
