@@ -332,10 +332,31 @@ absl::StatusOr<std::string> ParseTextNumbers(std::string_view text, DType dtype,
   return bytes;
 }
 
-// A raw or text file's whole content as an array of `dtype` (required: only .npy says its dtype).
+// Text read without --dtype: the first of i64, u64 and f64 that holds every number in it, so that
+// `gpusort gen ... --out - | gpusort sort --in - --out -` needs no flag (the order, and the numbers
+// written back, are those of the dtype gen wrote: a wider one holds each of them exactly).
+absl::StatusOr<DType> InferTextDType(std::string_view content, const std::string& name) {
+  for (DType candidate : {DType::kInt64, DType::kUint64}) {
+    if (ParseTextNumbers(content, candidate, name).ok()) return candidate;
+  }
+  if (absl::Status f64 = ParseTextNumbers(content, DType::kFloat64, name).status(); !f64.ok()) {
+    return absl::InvalidArgumentError(std::string(f64.message()) + " (text without --dtype is read as i64, u64 or f64)");
+  }
+  return DType::kFloat64;
+}
+
+// A raw or text file's whole content as an array of `dtype` (raw: required, only .npy says its dtype).
 absl::StatusOr<Array> RawOrTextArray(std::string content, FileFormat format, std::optional<DType> dtype,
                                      const std::string& name) {
-  if (!dtype) return absl::InvalidArgumentError("--dtype is required to read " + name + " (only .npy files say their dtype)");
+  if (!dtype && format != FileFormat::kText) {
+    return absl::InvalidArgumentError("--dtype is required to read " + name +
+                                      " as raw bytes (only .npy files say their dtype)");
+  }
+  if (!dtype) {
+    auto inferred = InferTextDType(content, name);
+    if (!inferred.ok()) return inferred.status();
+    dtype = *inferred;
+  }
   Array array;
   array.dtype = *dtype;
   if (format == FileFormat::kRaw) {
@@ -402,7 +423,8 @@ absl::StatusOr<Array> ReadArray(const std::string& path, FileFormat format,
     return array;
   }
 
-  if (!dtype) return RawOrTextArray({}, format, dtype, path);  // says --dtype is needed, before any read
+  // Raw without --dtype: says --dtype is needed, before any read.
+  if (!dtype && format != FileFormat::kText) return RawOrTextArray({}, format, dtype, path);
   std::string content;
   absl::Status read = ReadExactly(file->get(), *size, &content, path);
   if (!read.ok()) return read;

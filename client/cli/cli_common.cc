@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -43,12 +44,17 @@ int Usage(const absl::Status& status) {
   return kExitUsage;
 }
 
+int FailToConnect(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kInvalidArgument ? Usage(status) : Fail(status);
+}
+
 void AddConnectionFlags(CLI::App* app, Connection* c) {
   app->add_option("--server,-s", c->server,
                   "server address, or several separated by commas to balance over (or env GPUSORT_SERVER)")
       ->envname("GPUSORT_SERVER")
       ->capture_default_str();
-  app->add_option("--timeout", c->timeout_seconds, "deadline in seconds (0: none)");
+  app->add_option("--timeout", c->timeout_seconds, "deadline in seconds (0: none; any other value at least 1 ms)")
+      ->check(ZeroOrMore());
   app->add_flag("--verbose,-v", c->verbose, "print how the server ran it");
   app->add_option("--transport", c->transport,
                   "auto (stream from 4 MiB), unary, stream, shm (shared memory; server on this host), or "
@@ -62,7 +68,10 @@ void AddConnectionFlags(CLI::App* app, Connection* c) {
 absl::StatusOr<std::unique_ptr<Client>> MakeClient(const Connection& c) {
   ClientOptions options;
   if (absl::Status applied = ApplyConnectionFlags(c.server, c.security, &options); !applied.ok()) return applied;
-  options.timeout = std::chrono::milliseconds(static_cast<long long>(c.timeout_seconds * 1000));
+  // Rounded up to whole milliseconds (the library's unit), so that 0.0001 is a 1 ms deadline rather than
+  // none.
+  options.timeout = std::chrono::milliseconds(
+      c.timeout_seconds > 0 ? std::max<long long>(1, static_cast<long long>(std::ceil(c.timeout_seconds * 1000))) : 0);
   options.progress = ProgressLine();
   options.transport = c.transport == "unary"    ? Transport::kUnary
                       : c.transport == "stream" ? Transport::kStream
@@ -82,9 +91,10 @@ void PrintInfo(const ExecutionInfo& info, bool streamed, const std::string& tran
   std::fprintf(stderr, "algorithm %s, backend %s, device %s, request %s, %s\n",
                std::string(WireName(info.algorithm)).c_str(), std::string(WireName(info.backend)).c_str(),
                info.device.c_str(), info.request_id.c_str(),
-               streamed             ? "streamed"
-               : transport == "shm" ? "shared memory"
-                                    : "unary");
+               transport == "sockets" ? "data port"
+               : transport == "shm"   ? "shared memory"
+               : streamed             ? "streamed"
+                                      : "unary");
   for (const auto& s : info.stages) std::fprintf(stderr, "  %-10s %10.3f ms\n", s.stage.c_str(), s.seconds * 1e3);
   std::fprintf(stderr, "  %-10s %10.3f ms\n", "server", info.server_seconds * 1e3);
 }

@@ -38,7 +38,10 @@ struct Connection {
   SecurityFlags security;
 };
 void AddConnectionFlags(CLI::App* app, Connection* c);
+// INVALID_ARGUMENT for flags that do not go together or an address that is not one (a usage error).
 absl::StatusOr<std::unique_ptr<Client>> MakeClient(const Connection& c);
+// MakeClient's failure: kExitUsage for INVALID_ARGUMENT (the flags), else kExitFailed (a file, TLS).
+int FailToConnect(const absl::Status& status);
 
 // --verbose: how the server ran a call, on stderr.
 void PrintInfo(const ExecutionInfo& info, bool streamed, const std::string& transport);

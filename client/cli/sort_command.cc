@@ -43,7 +43,7 @@ class SortCommand final : public Subcommand {
     auto values = ReadValues(values_in_, value_width_, values_out_, input->count(), want_indices);
     if (!values.ok()) return Usage(values.status());
     auto made = MakeClient(connection_);
-    if (!made.ok()) return Fail(made.status());
+    if (!made.ok()) return FailToConnect(made.status());
     auto result = (*made)->SortRaw(Request(*input, want_indices, *values));
     if (!result.ok()) return Fail(result.status());
     if (connection_.verbose) PrintInfo(result->info, result->streamed, connection_.transport);

@@ -17,7 +17,7 @@ class TopKCommand final : public Subcommand {
       : Subcommand(app.add_subcommand("topk", "the k largest (or smallest) keys of a file, per row")) {
     AddConnectionFlags(app_, &connection_);
     AddFileFlags(app_, &files_);
-    app_->add_option("-k", k_, "how many per row")->capture_default_str();
+    app_->add_option("-k", k_, "how many per row (1 or more)")->check(AtLeastOne())->capture_default_str();
     app_->add_option("--rows", rows_, "rows of equal length (default: 2-D .npy rows, else 1)");
     app_->add_flag("--smallest", smallest_, "the k smallest instead of the largest");
     app_->add_flag("--unsorted", unsorted_, "any order within each row's k");
@@ -39,7 +39,7 @@ class TopKCommand final : public Subcommand {
     const DType out_dtype = output_ == "indices" ? DType::kInt64 : input->dtype;
     if (absl::Status s = CheckOutput(files_, files_.out, out_dtype); !s.ok()) return Fail(s);
     auto made = MakeClient(connection_);
-    if (!made.ok()) return Fail(made.status());
+    if (!made.ok()) return FailToConnect(made.status());
     auto result = (*made)->TopKRaw(input->dtype, input->bytes, Options());
     if (!result.ok()) return Fail(result.status());
     if (connection_.verbose) PrintInfo(result->info, result->streamed, connection_.transport);

@@ -313,8 +313,11 @@ absl::StatusOr<std::vector<v1::SortService::Stub*>> Client::Impl::PartStubs(std:
   for (std::size_t i = 0; i < count; ++i) part_channels_[i]->GetState(/*try_to_connect=*/true);
   for (std::size_t i = 0; i < count; ++i) {
     if (!part_channels_[i]->WaitForConnected(deadline)) {
-      return absl::UnavailableError("stream part connection " + std::to_string(i) + " to " + options_.target +
-                                    " did not connect within " + std::to_string(timeout.count()) + " ms");
+      const std::string what = "stream part connection " + std::to_string(i) + " to " + options_.target +
+                               " did not connect within " + std::to_string(timeout.count()) + " ms";
+      // The caller's own deadline ran out first: DEADLINE_EXCEEDED, as for any call it cuts short.
+      if (timeout < kPartConnectTimeout) return absl::DeadlineExceededError(what + " (the call's timeout)");
+      return absl::UnavailableError(what);
     }
   }
   std::vector<v1::SortService::Stub*> stubs;

@@ -183,11 +183,19 @@ ServerConfig ParseServerFlags(int argc, char** argv, int* exit_code) {
                  "plaintext address serving only grpc.health.v1.Health, for probes that cannot speak TLS "
                  "(Kubernetes gRPC probes); empty: none")
       ->group("Security");
+  // Sizes and counts take the suffixes the CLI takes (K M G as powers of 1024, also KB, MiB ...): the
+  // suffix is read before any range check.
+  for (const char* name : {"--max-message-bytes", "--max-request-bytes", "--cuda-stream-memory-bytes",
+                           "--cuda-memory-limit-bytes", "--shm-max-bytes", "--shm-max-bytes-per-user",
+                           "--inline-max-keys"}) {
+    app.get_option(name)->transform(CLI::AsSizeValue(false));
+  }
   try {
     app.parse(argc, argv);
     *exit_code = -1;
   } catch (const CLI::ParseError& e) {
-    *exit_code = app.exit(e);
+    // --help and --version are 0; every bad flag or value is 2, as the CLI (CLI11 has a code of its own for each).
+    *exit_code = app.exit(e) == 0 ? 0 : 2;
   }
   return c;
 }

@@ -187,8 +187,38 @@ TEST(Text, IntegersAtTheirLimitsAndBadLines) {
   WriteFile(path, "1\nseven\n");
   auto junk = ReadArray(path, FileFormat::kText, DType::kInt32);
   EXPECT_THAT(std::string(junk.status().message()), HasSubstr("'seven' is not a i32 number"));
-  EXPECT_THAT(std::string(ReadArray(path, FileFormat::kText, std::nullopt).status().message()),
+  const std::string no_dtype(ReadArray(path, FileFormat::kText, std::nullopt).status().message());
+  EXPECT_THAT(no_dtype, HasSubstr("'seven' is not a f64 number"));
+  EXPECT_THAT(no_dtype, HasSubstr("read as i64, u64 or f64"));
+  EXPECT_THAT(std::string(ReadArray(path, FileFormat::kRaw, std::nullopt).status().message()),
               HasSubstr("--dtype is required"));
+}
+
+// Text without --dtype (a pipe from `gpusort gen`, a file of numbers): the first of i64, u64 and f64 that
+// holds every number, so that the numbers written back are the ones read.
+TEST(Text, WithoutADTypeTheNarrowestOfI64U64F64ThatHoldsEveryNumber) {
+  const std::string path = TempPath("infer.txt");
+  struct Case {
+    const char* text;
+    DType want;
+  };
+  for (const Case& c : {Case{"3\n-1\n2\n", DType::kInt64}, Case{"# a comment\n\n-9223372036854775808\n0\n", DType::kInt64},
+                        Case{"9223372036854775808\n1\n", DType::kUint64}, Case{"18446744073709551615\n", DType::kUint64},
+                        Case{"1\n2.5\n", DType::kFloat64}, Case{"-1\n18446744073709551615\n", DType::kFloat64},
+                        Case{"nan\n-inf\n0\n-0.0\n1e-320\n", DType::kFloat64}, Case{"", DType::kInt64}}) {
+    WriteFile(path, c.text);
+    auto a = ReadArray(path, FileFormat::kText, std::nullopt);
+    ASSERT_TRUE(a.ok()) << c.text << ": " << a.status();
+    EXPECT_EQ(a->dtype, c.want) << c.text;
+  }
+  WriteFile(path, "5\n-7\n");
+  auto a = ReadArray(path, FileFormat::kText, std::nullopt);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_EQ(a->count(), 2u);
+  int64_t values[2];
+  std::memcpy(values, a->bytes.data(), sizeof values);
+  EXPECT_EQ(values[0], 5);
+  EXPECT_EQ(values[1], -7);
 }
 
 TEST(Text, OneSignAtMost) {
