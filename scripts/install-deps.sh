@@ -10,7 +10,7 @@ packages=(
   nlohmann-json3-dev libboost-dev libtbb-dev
   libssl-dev  # the server checks TLS files and hashes bearer tokens with OpenSSL (gRPC links it too)
   # The Python client (client/python): Debian's grpcio and its protoc plugin, setuptools for pip.
-  python3-grpcio python3-grpc-tools python3-setuptools python3-venv python3-pip
+  python3-grpcio python3-grpc-tools python3-setuptools python3-wheel python3-venv python3-pip
 )
 # Tests also start a real Prometheus and check /metrics with promtool; the deploy/ checks
 # (tests/deploy/) lint YAML and validate the Kubernetes manifests with npm packages under Node.js.
