@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs this build into a temporary prefix, builds tests/client/consumer against it with
-# find_package(gpusort), and runs it against a live server from the same build.
+# find_package(gpusort) and again with pkg-config (gpusort.pc), and runs both against a live server from
+# the same build.
 # usage: consumer_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1
@@ -39,6 +40,14 @@ echo "#include <gpusort/grpc_interop.h>" |
 cmake -S "$source/tests/client/consumer" -B "$work/consumer" -G Ninja \
   -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/consumer" >/dev/null
+# The same program without CMake, as docs/cpp-library.md says: gpusort.pc gives the C++20 flag, the
+# include path and every library to link.
+pc=$(find "$work/prefix" -name gpusort.pc)
+[ -n "$pc" ] || { echo "the install has no gpusort.pc"; exit 1; }
+flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs gpusort)
+grep -q -- "-std=c++20" <<<"$flags" || { echo "gpusort.pc does not say C++20: $flags"; exit 1; }
+# shellcheck disable=SC2086
+"$cxx" -O1 -Wall -Wextra -Werror "$source/tests/client/consumer/main.cpp" $flags -o "$work/consumer_pc"
 
 "$work/prefix/bin/gpusort-server" --listen 127.0.0.1:0 --metrics-listen "" --backend cpu \
   --port-file "$work/ports" >"$work/server.log" 2>&1 &
@@ -47,4 +56,5 @@ for _ in $(seq 200); do [ -f "$work/ports" ] && break; sleep 0.05; done
 [ -f "$work/ports" ] || { echo "the installed server did not start:"; cat "$work/server.log"; exit 1; }
 . "$work/ports"
 "$work/consumer/consumer" "127.0.0.1:$grpc_port"
+"$work/consumer_pc" "127.0.0.1:$grpc_port"
 echo "consumer: OK"
