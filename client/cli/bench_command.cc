@@ -93,7 +93,8 @@ class BenchCommand final : public Subcommand {
   int Run() override {
     static const std::map<std::string, BenchMethod> kMethods = {
         {"sort", BenchMethod::kSort}, {"topk", BenchMethod::kTopK}, {"echo", BenchMethod::kEcho}};
-    static const std::map<std::string, BenchTransport> kTransports = {{"unary", BenchTransport::kUnary},
+    static const std::map<std::string, BenchTransport> kTransports = {{"auto", BenchTransport::kAuto},
+                                                                      {"unary", BenchTransport::kUnary},
                                                                       {"stream", BenchTransport::kStream},
                                                                       {"shm", BenchTransport::kShm},
                                                                       {"device", BenchTransport::kDevice},
@@ -143,10 +144,11 @@ class BenchCommand final : public Subcommand {
         ->check(CLI::IsMember({"sort", "topk", "echo"}))
         ->capture_default_str();
     app_->add_option("--transport", transport_,
-                     "unary, stream, shm (shared memory), device (the keys in GPU memory of this node, "
-                     "registered as a device region; needs a gpusort built with CUDA), or sockets (sort only: "
-                     "the keys over the server's --data-port in --stream-parts parts)")
-        ->check(CLI::IsMember({"unary", "stream", "shm", "device", "sockets"}))
+                     "auto (the client library's choice, as sort and topk make it: stream from 4 MiB), unary, "
+                     "stream, shm (shared memory), device (the keys in GPU memory of this node, registered as a "
+                     "device region; needs a gpusort built with CUDA), or sockets (sort only: the keys over the "
+                     "server's --data-port in --stream-parts parts)")
+        ->check(CLI::IsMember(TransportNames()))
         ->capture_default_str();
     AddShmSocketFlag(app_, &config_.shm_socket);
     app_->add_option("-k", config_.k, "topk: how many (of each row)")->capture_default_str();
@@ -253,7 +255,7 @@ class BenchCommand final : public Subcommand {
   void AddDataFlags() {
     app_->add_option("--dtype,-t", dtype_, kDTypeHelp)->check(DTypeName())->capture_default_str();
     app_->add_option("--count,-n", config_.count, "keys per request (K M G: powers of 1024; or 1e6)")
-        ->transform(CLI::AsSizeValue(false))
+        ->transform(CLI::AsSizeValue(false).description(""))  // a count of keys: no byte units in --help
         ->transform(ScientificCount())  // CLI11 runs the last transform added first
         ->capture_default_str();
     app_->add_option("--distribution,-d", config_.distribution)

@@ -17,7 +17,7 @@
 namespace gpusort::cli {
 
 enum class BenchMethod { kSort, kTopK, kEcho };
-enum class BenchTransport { kUnary, kStream, kShm, kDevice, kSockets };
+enum class BenchTransport { kAuto, kUnary, kStream, kShm, kDevice, kSockets };
 
 inline std::string MethodName(BenchMethod m) {
   switch (m) {
@@ -30,6 +30,7 @@ inline std::string MethodName(BenchMethod m) {
 
 inline std::string TransportName(BenchTransport t) {
   switch (t) {
+    case BenchTransport::kAuto: return "auto";
     case BenchTransport::kUnary: return "unary";
     case BenchTransport::kStream: return "stream";
     case BenchTransport::kShm: return "shm";

@@ -135,7 +135,7 @@ BenchRow RowFromJson(const Json& j) {
   return r;
 }
 
-// stage=ms;stage=ms, for a CSV cell and the table's footnote.
+// stage=ms, stage=ms, for the table's footnote.
 std::string StagesField(const StageTimes& stages, const char* separator) {
   std::string out;
   for (const auto& [stage, ms] : stages) {
@@ -205,13 +205,41 @@ absl::StatusOr<std::vector<BenchRow>> ParseJson(std::string_view json) {
   }
 }
 
+namespace {
+
+// The CSV's stage columns: sort.proto's StageTime list in its order (server/core/stage.h), then any other
+// name the rows hold (a newer server's), so that a spreadsheet finds each stage in a column of its own.
+std::vector<std::string> StageColumns(const std::vector<BenchRow>& rows) {
+  std::vector<std::string> names = {"receive", "validate", "parts_wait", "queue", "snapshot", "stream_wait",
+                                    "prepare", "h2d", "kernel", "d2h", "sort", "select", "gather", "merge",
+                                    "device_merge", "write_back", "send"};
+  for (const BenchRow& r : rows) {
+    for (const auto& [stage, ms] : r.stage_p50_ms) {
+      if (std::find(names.begin(), names.end(), stage) == names.end()) names.push_back(stage);
+    }
+  }
+  return names;
+}
+
+// A row's median time in `stage`, or an empty cell when its requests never met it.
+std::string StageCell(const BenchRow& r, const std::string& stage) {
+  for (const auto& [name, ms] : r.stage_p50_ms) {
+    if (name == stage) return Format("%.3f", ms);
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string ToCsv(const std::vector<BenchRow>& rows) {
+  const std::vector<std::string> stages = StageColumns(rows);
   std::string out =
       "method,transport,dtype,count,concurrency,rate,connections,duration_s,requests,errors,"
       "errors_by_code,requests_per_s,keys_per_s,mb_per_s";
   for (const auto& [name, field] : kLatencyFields) out += std::string(",latency_") + name + "_ms";
+  for (const std::string& stage : stages) out += ",stage_" + stage + "_p50_ms";
   // check (0 or 1) last: a row never ends in an empty field (keys_from and the stages may be empty).
-  out += ",server_stage_p50_ms,k,rows,algorithm,distribution,seed,payloads,descending,argsort,keys_from,stable_percent,"
+  out += ",k,rows,algorithm,distribution,seed,payloads,descending,argsort,keys_from,stable_percent,"
          "repetitions,stable,ramp_at_s,check\n";
   for (const BenchRow& r : rows) {
     std::vector<std::string> cells = {
@@ -222,7 +250,8 @@ std::string ToCsv(const std::vector<BenchRow>& rows) {
         CodesField(r.errors_by_code), Format("%.3f", r.requests_per_s), Format("%.1f", r.keys_per_s),
         Format("%.3f", r.mb_per_s)};
     for (const auto& [name, field] : kLatencyFields) cells.push_back(Format("%.6f", r.latency_ms.*field));
-    for (std::string cell : {StagesField(r.stage_p50_ms, ";"), std::to_string(r.k), std::to_string(r.rows), r.algorithm, r.distribution,
+    for (const std::string& stage : stages) cells.push_back(StageCell(r, stage));
+    for (std::string cell : {std::to_string(r.k), std::to_string(r.rows), r.algorithm, r.distribution,
                              std::to_string(r.seed), std::to_string(r.payloads), std::string(r.descending ? "1" : "0"),
                              std::string(r.argsort ? "1" : "0"), r.keys_from, Format("%g", r.stable_percent),
                              std::to_string(r.repetitions), std::string(r.stable ? "1" : "0"),

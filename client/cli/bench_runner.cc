@@ -116,6 +116,7 @@ absl::StatusOr<std::vector<Connection>> OpenConnections(const BenchConfig& confi
     options.timeout = std::chrono::milliseconds(std::llround(config.timeout_seconds * 1000));
     options.transport = config.transport == BenchTransport::kStream    ? Transport::kStream
                         : config.transport == BenchTransport::kSockets ? Transport::kSockets
+                        : config.transport == BenchTransport::kAuto    ? Transport::kAuto
                                                                         : Transport::kUnary;
     options.stream_chunk_bytes = config.chunk_bytes;
     options.stream_parts = config.stream_parts;
@@ -506,7 +507,10 @@ RequestFn ChooseRequest(const BenchConfig& config) {
     case BenchMethod::kTopK: return RunTopK;
     case BenchMethod::kEcho: break;
   }
-  return config.transport == BenchTransport::kStream ? RunEchoStream : RunEchoUnary;
+  // echo over auto: streamed from 4 MiB, as the client library streams Sorts and TopKs.
+  const bool stream = config.transport == BenchTransport::kStream ||
+                      (config.transport == BenchTransport::kAuto && config.count * ElementSize(config.dtype) >= (std::size_t{4} << 20));
+  return stream ? RunEchoStream : RunEchoUnary;
 }
 
 // Judges answers against references computed once, before any load.

@@ -57,9 +57,9 @@ void AddConnectionFlags(CLI::App* app, Connection* c) {
       ->check(ZeroOrMore());
   app->add_flag("--verbose,-v", c->verbose, "print how the server ran it");
   app->add_option("--transport", c->transport,
-                  "auto (stream from 4 MiB), unary, stream, shm (shared memory; server on this host), or "
-                  "sockets (Sorts over the server's --data-port)")
-      ->check(CLI::IsMember({"auto", "unary", "stream", "shm", "sockets"}))
+                  "auto (stream from 4 MiB), unary, stream, shm (shared memory; server on this host), "
+                  "sockets (Sorts over the server's --data-port), or device (bench only)")
+      ->check(CLI::IsMember(TransportNames()))
       ->capture_default_str();
   AddShmSocketFlag(app, &c->shm_socket);
   AddSecurityFlags(app, &c->security);
@@ -79,6 +79,11 @@ absl::StatusOr<std::unique_ptr<Client>> MakeClient(const Connection& c) {
                       : c.transport == "sockets" ? Transport::kSockets
                                                 : Transport::kAuto;
   options.shm_socket = c.shm_socket;
+  if (c.transport == "device") {
+    return absl::InvalidArgumentError(
+        "--transport device is bench's (keys already in GPU memory); sort and topk read their keys into host "
+        "memory: auto, unary, stream, shm or sockets");
+  }
   if (options.transport == Transport::kSharedMemory && options.shm_socket.empty()) {
     return absl::InvalidArgumentError("--transport shm needs --shm-socket: the path of the server's --shm-socket");
   }
@@ -191,6 +196,11 @@ Algorithm ParseAlgorithmFlag(const std::string& name) {
       {"small_k", Algorithm::kSmallK},   {"thread_lists", Algorithm::kThreadLists}};
   return kNames.at(name);
 }
+const std::vector<std::string>& TransportNames() {
+  static const std::vector<std::string> names = {"auto", "unary", "stream", "shm", "sockets", "device"};
+  return names;
+}
+
 const std::vector<std::string>& AlgorithmNames() {
   static const std::vector<std::string> kNames = {"auto",      "radix", "merge",        "bitonic", "odd_even",
                                                   "quicksort", "cpu",   "radix_select", "small_k", "thread_lists"};

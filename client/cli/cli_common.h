@@ -71,6 +71,9 @@ CLI::Validator ZeroOrMore();
 // the size parser, which says what is wrong with it.
 CLI::Validator ScientificCount();
 
+// --transport's names, the same in every subcommand (one that cannot use a name says so: device is bench's).
+const std::vector<std::string>& TransportNames();
+
 // --algorithm's names (checked by CLI::IsMember before ParseAlgorithmFlag sees them).
 const std::vector<std::string>& AlgorithmNames();
 Algorithm ParseAlgorithmFlag(const std::string& name);

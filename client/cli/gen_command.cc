@@ -17,7 +17,7 @@ class GenCommand final : public Subcommand {
   explicit GenCommand(CLI::App& app) : Subcommand(app.add_subcommand("gen", "write test data")) {
     app_->add_option("--dtype,-t", dtype_, kDTypeHelp)->capture_default_str();
     app_->add_option("--count,-n", count_, "number of keys (K M G: powers of 1024; or 1e6)")
-        ->transform(CLI::AsSizeValue(false))
+        ->transform(CLI::AsSizeValue(false).description(""))  // a count of keys: no byte units in --help
         ->transform(ScientificCount())  // CLI11 runs the last transform added first
         ->capture_default_str();
     app_->add_option("--distribution,-d", distribution_)->check(CLI::IsMember(Distributions()))->capture_default_str();

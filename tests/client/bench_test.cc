@@ -151,7 +151,17 @@ TEST(BenchReport, CsvIsAHeaderAndOneLinePerRow) {
   const auto header = Split(lines[0], ',');
   EXPECT_EQ(header.front(), "method");
   EXPECT_EQ(header.back(), "check");
-  EXPECT_NE(std::find(header.begin(), header.end(), "server_stage_p50_ms"), header.end());
+  // One column per stage, in sort.proto's order, the same in every row (empty where a row's calls never
+  // met the stage).
+  const auto sort_column = std::find(header.begin(), header.end(), "stage_sort_p50_ms") - header.begin();
+  const auto queue_column = std::find(header.begin(), header.end(), "stage_queue_p50_ms") - header.begin();
+  const auto kernel_column = std::find(header.begin(), header.end(), "stage_kernel_p50_ms") - header.begin();
+  ASSERT_LT(static_cast<std::size_t>(sort_column), header.size());
+  EXPECT_LT(queue_column, sort_column);
+  EXPECT_LT(kernel_column, sort_column);
+  EXPECT_EQ(Split(lines[1], ',')[sort_column], "1.500");
+  EXPECT_EQ(Split(lines[1], ',')[queue_column], "0.020");
+  EXPECT_EQ(Split(lines[1], ',')[kernel_column], "");
   EXPECT_NE(std::find(header.begin(), header.end(), "seed"), header.end());
   EXPECT_NE(std::find(header.begin(), header.end(), "rows"), header.end());
   const auto code_column = std::find(header.begin(), header.end(), "errors_by_code") - header.begin();

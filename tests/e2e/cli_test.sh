@@ -227,6 +227,27 @@ done
   fail "a URL for --server is not exit 2"
 [ "$(code "$cli" sort --transport shm --in "$work/k.npy" --out "$work/x.npy")" = 2 ] ||
   fail "--transport shm without --shm-socket is not exit 2"
+# --transport takes the same names in every subcommand; one a subcommand cannot use is usage, said why.
+"$cli" bench --transport auto --method sort --count 1000 --requests 20 --warmup 0 --check --fail-on-error \
+  --no-progress >/dev/null || fail "bench --transport auto"
+"$cli" bench --transport auto --method echo --count 2M --requests 4 --warmup 0 --no-progress >/dev/null ||
+  fail "bench --transport auto of 8 MiB echoes"
+"$cli" sort --transport device --in "$work/k.npy" --out "$work/x.npy" 2>"$work/err" && fail "sort took --transport device"
+grep -q "bench's" "$work/err" || fail "sort --transport device did not say why: $(cat "$work/err")"
+[ "$(code "$cli" topk --transport device --in "$work/k.npy" --out "$work/x.npy")" = 2 ] || fail "topk device is not exit 2"
+for sub in sort topk bench; do
+  "$cli" $sub --help | grep -q -- "--transport.*auto" || fail "$sub --help lists no auto transport"
+done
+# --count is a number of keys: its help names no byte units (issue 43).
+for sub in gen bench; do
+  "$cli" $sub --help | grep -- "--count" | grep -q "kb" && fail "$sub --count help lists byte units"
+done
+# bench's CSV: one column per server stage.
+"$cli" bench --method sort --count 1000 --requests 20 --warmup 0 --format csv --no-progress >"$work/stages.csv" ||
+  fail "bench --format csv"
+sort_col=$(head -1 "$work/stages.csv" | tr ',' '\n' | grep -n '^stage_sort_p50_ms$' | cut -d: -f1)
+[ -n "$sort_col" ] || fail "no stage_sort_p50_ms column: $(head -1 "$work/stages.csv")"
+tail -n 1 "$work/stages.csv" | cut -d, -f"$sort_col" | grep -Eq '^[0-9]+\.[0-9]{3}$' || fail "the sort stage's cell is not a time"
 # A timeout under a millisecond is a deadline (1 ms), not none: a 4M sort cannot meet it.
 "$cli" gen --dtype u32 --count 4M --out "$work/big.npy"
 "$cli" sort --in "$work/big.npy" --out "$work/x.npy" --timeout 0.0001 2>"$work/err" && fail "--timeout 0.0001 was no deadline"
