@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "client/cli/dtype_names.h"
+#include "client/cli/progress_line.h"
 
 namespace gpusort::cli {
 namespace {
@@ -21,14 +22,7 @@ namespace {
 // A progress line on stderr for long transfers, only when stderr is a terminal.
 std::function<void(std::string_view, std::size_t, std::size_t)> ProgressLine() {
   if (!isatty(STDERR_FILENO)) return nullptr;
-  return [last = std::chrono::steady_clock::time_point{}](std::string_view stage, std::size_t done,
-                                                          std::size_t total) mutable {
-    const auto now = std::chrono::steady_clock::now();
-    if (done < total && now - last < std::chrono::milliseconds(100)) return;
-    last = now;
-    std::fprintf(stderr, "\r%-7s %8.1f / %.1f MiB", std::string(stage).c_str(), done / 1048576.0, total / 1048576.0);
-    if (done >= total) std::fprintf(stderr, "\n");
-  };
+  return ProgressLineTo(stderr);
 }
 
 }  // namespace
