@@ -16,6 +16,8 @@ packages=(
 # (tests/deploy/) lint YAML and validate the Kubernetes manifests with npm packages under Node.js.
 if [ "${GPUSORT_NO_TEST_DEPS:-0}" != 1 ]; then
   packages+=(prometheus yamllint python3-yaml python3-pytest)
+  # python.mypy: mypy --strict on the Python client (client/python/run_mypy.sh).
+  packages+=(mypy)
   # The TLS tests make their certificates with the openssl command.
   packages+=(openssl)
   # The hostile-caller tests write HTTP/2 frames by hand that gRPC clients refuse to send.

@@ -25,6 +25,7 @@ if __name__ == "__main__":
         version="0.2.0",
         description="Client of the gpusort sorting and top-k service",
         packages=["gpusort", "gpusort.v1"],
+        package_data={"gpusort": ["py.typed"]},  # PEP 561: the package's own annotations are its types
         python_requires=">=3.9",
         install_requires=["grpcio", "numpy", "protobuf"],
         cmdclass={"build_py": BuildWithStubs},

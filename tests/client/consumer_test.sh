@@ -46,8 +46,9 @@ pc=$(find "$work/prefix" -name gpusort.pc)
 [ -n "$pc" ] || { echo "the install has no gpusort.pc"; exit 1; }
 flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs gpusort)
 grep -q -- "-std=c++20" <<<"$flags" || { echo "gpusort.pc does not say C++20: $flags"; exit 1; }
+# CXXFLAGS as CMake takes them for the consumer above (scripts/sanitize.sh instruments both builds with it).
 # shellcheck disable=SC2086
-"$cxx" -O1 -Wall -Wextra -Werror "$source/tests/client/consumer/main.cpp" $flags -o "$work/consumer_pc"
+"$cxx" ${CXXFLAGS:-} -O1 -Wall -Wextra -Werror "$source/tests/client/consumer/main.cpp" $flags -o "$work/consumer_pc"
 
 "$work/prefix/bin/gpusort-server" --listen 127.0.0.1:0 --metrics-listen "" --backend cpu \
   --port-file "$work/ports" >"$work/server.log" 2>&1 &

@@ -21,14 +21,20 @@ with code DATA_LOSS, and none of it is returned.
 """
 import os
 import threading
+from typing import TYPE_CHECKING, Any, Dict, Optional, SupportsIndex, Tuple, TypeVar, overload
 
-from ._client import DEFAULT_TARGET, NAN_ORDERS, Client
+import numpy as np
+
+from ._client import DEFAULT_TARGET, NAN_ORDERS, ArrayLike, Client
 from ._device import DeviceArray
 from ._dtypes import SUPPORTED as SUPPORTED_DTYPES
 from . import errors, info
 from .errors import (BadAnswerError, DeadlineExceededError, GpusortError, InvalidArgumentError, PermissionDeniedError,
                      ResourceExhaustedError, UnavailableError, UnimplementedError)
 from .info import Algorithm, Backend, CallInfo
+
+if TYPE_CHECKING:
+    import numpy.typing as npt  # for the annotations only: no import at run time
 
 __all__ = ["Client", "DeviceArray", "GpusortError", "BadAnswerError", "InvalidArgumentError", "UnavailableError",
            "DeadlineExceededError", "ResourceExhaustedError", "PermissionDeniedError", "UnimplementedError", "sort",
@@ -37,10 +43,11 @@ __all__ = ["Client", "DeviceArray", "GpusortError", "BadAnswerError", "InvalidAr
 __version__ = "0.2.0"  # 0.2: numpy's float order and stable sorts by default; errors by code
 
 _lock = threading.Lock()
-_default = {}
+_default: Dict[str, Client] = {}
+_S = TypeVar("_S", bound=np.generic)
 
 
-def default_client():
+def default_client() -> Client:
     """The shared Client for $GPUSORT_SERVER (one per target, made on first use)."""
     target = os.environ.get("GPUSORT_SERVER") or DEFAULT_TARGET
     with _lock:
@@ -49,19 +56,57 @@ def default_client():
         return _default[target]
 
 
-def sort(a, axis=-1, **options):
+# The options are Client.sort's (and argsort's, ...) keyword arguments; the overloads say what Client's
+# do: numpy arrays in, numpy arrays out, else the caller's kind. (The implementations return Any: with
+# **options, mypy cannot tell which of Client's overloads they call.)
+@overload
+def sort(a: "npt.NDArray[_S]", axis: Optional[SupportsIndex] = -1, **options: Any) -> "npt.NDArray[_S]": ...
+
+
+@overload
+def sort(a: ArrayLike, axis: Optional[SupportsIndex] = -1, **options: Any) -> Any: ...
+
+
+def sort(a: ArrayLike, axis: Optional[SupportsIndex] = -1, **options: Any) -> Any:
     return default_client().sort(a, axis, **options)
 
 
-def argsort(a, axis=-1, **options):
+@overload
+def argsort(a: "npt.NDArray[Any]", axis: Optional[SupportsIndex] = -1, **options: Any) -> "npt.NDArray[np.int64]": ...
+
+
+@overload
+def argsort(a: ArrayLike, axis: Optional[SupportsIndex] = -1, **options: Any) -> Any: ...
+
+
+def argsort(a: ArrayLike, axis: Optional[SupportsIndex] = -1, **options: Any) -> Any:
     return default_client().argsort(a, axis, **options)
 
 
-def sort_with(keys, values, axis=-1, **options):
+@overload
+def sort_with(keys: "npt.NDArray[_S]", values: ArrayLike, axis: Optional[SupportsIndex] = -1, **options: Any
+              ) -> Tuple["npt.NDArray[_S]", "npt.NDArray[Any]"]: ...
+
+
+@overload
+def sort_with(keys: ArrayLike, values: ArrayLike, axis: Optional[SupportsIndex] = -1, **options: Any
+              ) -> Tuple[Any, Any]: ...
+
+
+def sort_with(keys: ArrayLike, values: ArrayLike, axis: Optional[SupportsIndex] = -1, **options: Any) -> Any:
     return default_client().sort_with(keys, values, axis, **options)
 
 
-def topk(a, k, axis=-1, **options):
+@overload
+def topk(a: "npt.NDArray[_S]", k: SupportsIndex, axis: Optional[SupportsIndex] = -1, **options: Any
+         ) -> Tuple["npt.NDArray[_S]", "npt.NDArray[np.int64]"]: ...
+
+
+@overload
+def topk(a: ArrayLike, k: SupportsIndex, axis: Optional[SupportsIndex] = -1, **options: Any) -> Tuple[Any, Any]: ...
+
+
+def topk(a: ArrayLike, k: SupportsIndex, axis: Optional[SupportsIndex] = -1, **options: Any) -> Any:
     return default_client().topk(a, k, axis, **options)
 
 

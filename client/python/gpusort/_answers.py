@@ -6,12 +6,17 @@ np.empty output (memory the process freed earlier), and indices outside their ro
 row's values without a word. Every check here raises BadAnswerError (a GpusortError, code DATA_LOSS).
 Messages carry numbers only, never bytes the server sent.
 """
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Set, Union
+
 import numpy as np
 
 from .errors import BadAnswerError
 
+if TYPE_CHECKING:
+    import numpy.typing as npt  # for the annotations only: no import at run time
 
-def array_of(data, count, dtype, what):
+
+def array_of(data: bytes, count: int, dtype: "npt.DTypeLike", what: str) -> "npt.NDArray[Any]":
     """The reply field `data` as `count` elements of `dtype` (a read-only view on it); BadAnswerError
     unless it holds exactly that many bytes. `what` names the field (the client's own words)."""
     dtype = np.dtype(dtype)
@@ -28,14 +33,14 @@ class StreamAnswer:
     Offsets that merely stayed inside the array are not enough: a chunk repeated at offset 0 would leave
     the rest unwritten. `wire` gives each field's dtype on the wire (little-endian)."""
 
-    def __init__(self, outputs, wire):
+    def __init__(self, outputs: Dict[str, "npt.NDArray[Any]"], wire: Mapping[str, "npt.DTypeLike"]) -> None:
         self._outputs = outputs
         self._wire = {name: np.dtype(wire[name]) for name in outputs}
         self._count = next(iter(outputs.values())).size if outputs else 0
         self._next = 0  # elements received: where the next chunk must start
 
-    def take(self, reply):
-        pieces = {name: getattr(reply, name) for name in self._outputs}
+    def take(self, reply: Any) -> None:  # reply: a generated stream response (untyped)
+        pieces: Dict[str, bytes] = {name: getattr(reply, name) for name in self._outputs}
         if not any(pieces.values()):
             return  # a message with no data (the last may carry only `info`) fills nothing
         size = self._elements(pieces)
@@ -49,9 +54,9 @@ class StreamAnswer:
             self._outputs[name][self._next:self._next + size] = np.frombuffer(data, dtype=self._wire[name])
         self._next += size
 
-    def _elements(self, pieces):
+    def _elements(self, pieces: Mapping[str, bytes]) -> int:
         """How many elements the chunk holds: the same whole number in every field asked for."""
-        counts = set()
+        counts: Set[int] = set()
         for name, data in pieces.items():
             width = self._wire[name].itemsize
             if len(data) % width:
@@ -63,14 +68,15 @@ class StreamAnswer:
                                  "in its fields (%s)" % ", ".join(str(c) for c in sorted(counts)))
         return counts.pop()
 
-    def finish(self):
+    def finish(self) -> None:
         """After the stream ended OK: BadAnswerError unless every element came."""
         if self._next != self._count:
             raise BadAnswerError("the server's answer stream ended after %d of its %d elements"
                                  % (self._next, self._count))
 
 
-def check_indices(indices, limits, counts=None):
+def check_indices(indices: "npt.NDArray[np.int64]", limits: Union[int, "npt.NDArray[np.int64]"],
+                  counts: Optional["npt.NDArray[np.int64]"] = None) -> None:
     """Indices answered in groups (rows or segments) each count from their group's start, as sort.proto
     says: group g's counts[g] entries must lie in [0, limits[g]). A single number `limits` holds for
     every entry (rows of equal length); `counts` is then not needed."""
@@ -100,7 +106,7 @@ def check_indices(indices, limits, counts=None):
                              % (int(largest[first]), int(limits[filled][first])))
 
 
-def check_device_indices(indices, limit):
+def check_device_indices(indices: Any, limit: Any) -> None:  # torch or CuPy arrays
     """check_indices for indices in GPU memory (torch or CuPy arrays, whose comparisons run on the GPU):
     each entry in [0, limit), `limit` a number or an array of one limit per entry. Checked before the
     client gathers with them: out of range, torch's gather stops the GPU's context and CuPy's wraps."""

@@ -5,28 +5,34 @@ numpy arrays of any byte order and memory layout; anything numpy can read throug
 go through the service's device-memory regions (_device.py); a CUDA array met here (values given with
 host keys) is refused rather than copied to the host behind the caller's back.
 """
+from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple
+
 import numpy as np
 
 from ._device import is_cuda
+
+if TYPE_CHECKING:
+    import numpy.typing as npt  # for the annotations only: no import at run time
 
 
 class Converted:
     """A caller's array as numpy (native layout kept), the dtype name it is sent as (None: by numpy's
     dtype), and how to hand numpy answers back in the caller's kind."""
 
-    def __init__(self, array, dtype_name=None, back=None):
+    def __init__(self, array: "npt.NDArray[Any]", dtype_name: Optional[str] = None,
+                 back: Optional[Callable[["npt.NDArray[Any]"], Any]] = None) -> None:
         self.array = array
         self.dtype_name = dtype_name
         self._back = back
 
-    def back(self, result, keys=True):
+    def back(self, result: "npt.NDArray[Any]", keys: bool = True) -> Any:
         """`result` (numpy) as the caller's kind: keys in the caller's dtype; indices as they are."""
         if self._back is None or not keys:
             return result
         return self._back(result)
 
 
-def to_numpy(obj, dtype_name=None, keys=True):
+def to_numpy(obj: Any, dtype_name: Optional[str] = None, keys: bool = True) -> Converted:
     if is_cuda(obj):
         raise ValueError("gpusort: keys and values must both be on the host or both on a GPU; these values "
                          "are a CUDA array and the keys are not")
@@ -48,7 +54,7 @@ def to_numpy(obj, dtype_name=None, keys=True):
     return Converted(array, dtype_name)
 
 
-def little_endian_rows(array, axis):
+def little_endian_rows(array: "npt.NDArray[Any]", axis: int) -> Tuple["npt.NDArray[Any]", Tuple[int, ...]]:
     """The array with `axis` last, C-contiguous and little-endian: (data, shape with axis last).
     Raises numpy's AxisError for an axis the array does not have."""
     if array.ndim == 0:
@@ -60,7 +66,8 @@ def little_endian_rows(array, axis):
     return data, moved.shape
 
 
-def restore_axis(result, shape, axis, ndim, dtype=None):
+def restore_axis(result: "npt.NDArray[Any]", shape: Tuple[int, ...], axis: int, ndim: int,
+                 dtype: Optional["np.dtype[Any]"] = None) -> "npt.NDArray[Any]":
     """A flat result of `shape` (axis last) back to the caller's axis (and dtype, byte order included)."""
     out = np.moveaxis(result.reshape(shape), -1, axis if axis >= 0 else ndim + axis)
     if dtype is not None and out.dtype != dtype:

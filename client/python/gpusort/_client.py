@@ -5,25 +5,37 @@ larger ones stream (SortStream / TopKStream) in chunks of `chunk_bytes`, so a ca
 message limit. The channel itself has no message limit; the server's --max-message-bytes (64 MiB by
 default) is what max_unary_bytes stays under.
 """
+import mmap
 import operator
 import os
 import threading
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, SupportsIndex, Tuple, TypeVar, Union, cast, overload
 
 import grpc
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from . import _answers, _arrays, _device, _device_calls, _dtypes, _region_calls, _shm, _sockets
-from .errors import BadAnswerError, error_from
+from .errors import BadAnswerError, GpusortError, error_from
 from .info import CallInfo
 from .v1 import sort_pb2 as pb
 from .v1 import sort_pb2_grpc as pb_grpc
+
+if TYPE_CHECKING:
+    import numpy.typing as npt  # for the annotations only: no import at run time
 
 DEFAULT_PORT = 50051
 DEFAULT_TARGET = "127.0.0.1:%d" % DEFAULT_PORT
 NAN_ORDERS = ("numpy", "total")
 
-_ALGORITHMS = {
+# What the calls take: anything numpy reads (numpy arrays of any layout, lists, torch CPU tensors) or a
+# CUDA array (torch, CuPy, anything with __cuda_array_interface__). Any: torch and CuPy are optional and
+# untyped. A numpy array in gives numpy arrays back (the overloads below); anything else gives the
+# caller's kind (torch tensors, CuPy arrays, DeviceArray), hence Any.
+ArrayLike = Any
+_S = TypeVar("_S", bound=np.generic)
+
+_ALGORITHMS: Dict[Optional[str], int] = {
     None: pb.ALGORITHM_AUTO, "auto": pb.ALGORITHM_AUTO, "radix": pb.ALGORITHM_RADIX, "merge": pb.ALGORITHM_MERGE,
     "bitonic": pb.ALGORITHM_BITONIC, "odd_even": pb.ALGORITHM_ODD_EVEN, "quicksort": pb.ALGORITHM_QUICKSORT,
     "cpu": pb.ALGORITHM_CPU, "radix_select": pb.ALGORITHM_RADIX_SELECT, "small_k": pb.ALGORITHM_SMALL_K,
@@ -31,7 +43,7 @@ _ALGORITHMS = {
 }
 
 
-def _target(target):
+def _target(target: Optional[str]) -> str:
     target = target or os.environ.get("GPUSORT_SERVER") or DEFAULT_TARGET
     if "://" in target:
         raise ValueError("gpusort: the server is host:port (or unix:PATH), not a URL: %r" % target)
@@ -43,12 +55,12 @@ def _target(target):
     return target if ":" in host else "%s:%d" % (target, DEFAULT_PORT)
 
 
-def _flat(obj):
+def _flat(obj: ArrayLike) -> Any:
     """obj as one dimension (numpy's axis=None): numpy, torch and CuPy arrays by their own reshape."""
     return obj.reshape(-1) if hasattr(obj, "reshape") else np.asarray(obj).reshape(-1)
 
 
-def _axis(a, axis, values=None):
+def _axis(a: ArrayLike, axis: Optional[SupportsIndex], values: ArrayLike = None) -> Tuple[Any, int, Any]:
     """(a, axis, values) as the calls take them: axis=None flattens `a` and `values` (numpy's rule), any
     other axis must be an integer (operator.index: 1.0 or "1" is a TypeError, as in numpy)."""
     if axis is None:
@@ -59,7 +71,7 @@ def _axis(a, axis, values=None):
     return a, operator.index(axis), values
 
 
-def _algorithm(name):
+def _algorithm(name: Optional[str]) -> int:
     key = name.lower() if isinstance(name, str) else name
     if key not in _ALGORITHMS:
         raise ValueError("gpusort: unknown algorithm %r; one of: %s"
@@ -94,9 +106,11 @@ class Client:
     algorithm of the service is slower for it.
     """
 
-    def __init__(self, target=None, *, token=None, tls=None, timeout=None, nan="numpy",
-                 max_unary_bytes=32 << 20, chunk_bytes=4 << 20, shm_socket=None, transport="auto", socket_parts=8,
-                 shm_calls="socket"):
+    def __init__(self, target: Optional[str] = None, *, token: Optional[str] = None,
+                 tls: Union[None, bool, bytes, bytearray, str] = None, timeout: Optional[float] = None,
+                 nan: str = "numpy", max_unary_bytes: int = 32 << 20, chunk_bytes: int = 4 << 20,
+                 shm_socket: Optional[str] = None, transport: str = "auto", socket_parts: int = 8,
+                 shm_calls: str = "socket") -> None:
         if nan not in NAN_ORDERS:
             raise ValueError("gpusort: nan must be one of %s, not %r" % (NAN_ORDERS, nan))
         if shm_calls not in ("socket", "grpc"):
@@ -109,7 +123,8 @@ class Client:
         if transport == "shm" and not self.shm_socket:
             raise ValueError("gpusort: transport='shm' needs shm_socket (the server's --shm-socket)")
         self.use_shm = transport == "shm" or (transport == "auto" and self.shm_socket is not None)
-        self._region = None  # one registered region, grown as needed, used by one call at a time
+        # One registered region, grown as needed, used by one call at a time.
+        self._region: Optional[_shm.SharedRegion] = None
         self._region_lock = threading.Lock()
         self._device_regions = _device_calls.DeviceRegions()  # CUDA arrays' regions, one per GPU
         self.target = _target(target)
@@ -117,9 +132,10 @@ class Client:
         self.nan = nan
         self.max_unary_bytes = int(max_unary_bytes)
         self.chunk_bytes = max(1 << 16, int(chunk_bytes))
-        self.last_info = None  # info.CallInfo of the last answered call (backend, algorithm, stages)
+        # info.CallInfo of the last answered call (backend, algorithm, stages).
+        self.last_info: Optional[CallInfo] = None
         options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
-        self._metadata = ()
+        self._metadata: Tuple[Tuple[str, str], ...] = ()
         if tls:
             roots = None
             if isinstance(tls, (bytes, bytearray)):
@@ -137,11 +153,11 @@ class Client:
                 self._metadata = (("authorization", "Bearer " + token),)
             self._channel = grpc.insecure_channel(self.target, options)
         self._stub = pb_grpc.SortServiceStub(self._channel)
-        self._region_calls = None
+        self._region_calls: Optional[_region_calls.RegionCalls] = None
         if self.shm_socket and shm_calls == "socket":
             self._region_calls = _region_calls.RegionCalls(self.shm_socket, token)
 
-    def close(self):
+    def close(self) -> None:
         with self._region_lock:
             if self._region is not None:
                 self._region.close()
@@ -151,35 +167,83 @@ class Client:
             self._region_calls.close()
         self._channel.close()
 
-    def __enter__(self):
+    def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # --- public calls ------------------------------------------------------------------------------
 
-    def sort(self, a, axis=-1, *, descending=False, stable=True, algorithm=None, dtype=None, nan=None,
-             offsets=None):
+    @overload
+    def sort(self, a: "npt.NDArray[_S]", axis: Optional[SupportsIndex] = -1, *, descending: bool = False,
+             stable: bool = True, algorithm: Optional[str] = None, dtype: Optional[str] = None,
+             nan: Optional[str] = None, offsets: Optional["npt.ArrayLike"] = None) -> "npt.NDArray[_S]": ...
+
+    @overload
+    def sort(self, a: ArrayLike, axis: Optional[SupportsIndex] = -1, *, descending: bool = False,
+             stable: bool = True, algorithm: Optional[str] = None, dtype: Optional[str] = None,
+             nan: Optional[str] = None, offsets: Optional["npt.ArrayLike"] = None) -> Any: ...
+
+    def sort(self, a: ArrayLike, axis: Optional[SupportsIndex] = -1, *, descending: bool = False,
+             stable: bool = True, algorithm: Optional[str] = None, dtype: Optional[str] = None,
+             nan: Optional[str] = None, offsets: Optional["npt.ArrayLike"] = None) -> Any:
         """The array sorted along `axis` (numpy.sort's shape and dtype). offsets: 1-D `a` cut into
         segments [offsets[s], offsets[s+1]) each sorted on its own (0 first, len(a) last)."""
         return self._sort(a, axis, descending, stable, algorithm, dtype, nan, offsets, None, False)[0]
 
-    def argsort(self, a, axis=-1, *, descending=False, stable=True, algorithm=None, dtype=None, nan=None,
-                offsets=None):
+    @overload
+    def argsort(self, a: "npt.NDArray[Any]", axis: Optional[SupportsIndex] = -1, *, descending: bool = False,
+                stable: bool = True, algorithm: Optional[str] = None, dtype: Optional[str] = None,
+                nan: Optional[str] = None, offsets: Optional["npt.ArrayLike"] = None) -> "npt.NDArray[np.int64]": ...
+
+    @overload
+    def argsort(self, a: ArrayLike, axis: Optional[SupportsIndex] = -1, *, descending: bool = False,
+                stable: bool = True, algorithm: Optional[str] = None, dtype: Optional[str] = None,
+                nan: Optional[str] = None, offsets: Optional["npt.ArrayLike"] = None) -> Any: ...
+
+    def argsort(self, a: ArrayLike, axis: Optional[SupportsIndex] = -1, *, descending: bool = False,
+                stable: bool = True, algorithm: Optional[str] = None, dtype: Optional[str] = None,
+                nan: Optional[str] = None, offsets: Optional["npt.ArrayLike"] = None) -> Any:
         """int64 positions that sort `a` along `axis` (numpy.argsort's shape; positions count from the
         start of each row or segment)."""
         return self._sort(a, axis, descending, stable, algorithm, dtype, nan, offsets, None, True)[1]
 
-    def sort_with(self, keys, values, axis=-1, *, descending=False, stable=True, algorithm=None, dtype=None,
-                  nan=None, offsets=None):
+    @overload
+    def sort_with(self, keys: "npt.NDArray[_S]", values: ArrayLike, axis: Optional[SupportsIndex] = -1, *,
+                  descending: bool = False, stable: bool = True, algorithm: Optional[str] = None,
+                  dtype: Optional[str] = None, nan: Optional[str] = None, offsets: Optional["npt.ArrayLike"] = None
+                  ) -> Tuple["npt.NDArray[_S]", "npt.NDArray[Any]"]: ...
+
+    @overload
+    def sort_with(self, keys: ArrayLike, values: ArrayLike, axis: Optional[SupportsIndex] = -1, *,
+                  descending: bool = False, stable: bool = True, algorithm: Optional[str] = None,
+                  dtype: Optional[str] = None, nan: Optional[str] = None, offsets: Optional["npt.ArrayLike"] = None
+                  ) -> Tuple[Any, Any]: ...
+
+    def sort_with(self, keys: ArrayLike, values: ArrayLike, axis: Optional[SupportsIndex] = -1, *,
+                  descending: bool = False, stable: bool = True, algorithm: Optional[str] = None,
+                  dtype: Optional[str] = None, nan: Optional[str] = None, offsets: Optional["npt.ArrayLike"] = None
+                  ) -> Tuple[Any, Any]:
         """(sorted keys, values moved with their keys). values: the keys' shape, any fixed-size dtype."""
         sorted_keys, _, moved = self._sort(keys, axis, descending, stable, algorithm, dtype, nan, offsets,
                                            values, False)
         return sorted_keys, moved
 
-    def topk(self, a, k, axis=-1, *, largest=True, sorted=True, algorithm=None, dtype=None, nan=None,
-             offsets=None):
+    @overload
+    def topk(self, a: "npt.NDArray[_S]", k: SupportsIndex, axis: Optional[SupportsIndex] = -1, *,
+             largest: bool = True, sorted: bool = True, algorithm: Optional[str] = None, dtype: Optional[str] = None,
+             nan: Optional[str] = None, offsets: Optional["npt.ArrayLike"] = None
+             ) -> Tuple["npt.NDArray[_S]", "npt.NDArray[np.int64]"]: ...
+
+    @overload
+    def topk(self, a: ArrayLike, k: SupportsIndex, axis: Optional[SupportsIndex] = -1, *,
+             largest: bool = True, sorted: bool = True, algorithm: Optional[str] = None, dtype: Optional[str] = None,
+             nan: Optional[str] = None, offsets: Optional["npt.ArrayLike"] = None) -> Tuple[Any, Any]: ...
+
+    def topk(self, a: ArrayLike, k: SupportsIndex, axis: Optional[SupportsIndex] = -1, *,
+             largest: bool = True, sorted: bool = True, algorithm: Optional[str] = None, dtype: Optional[str] = None,
+             nan: Optional[str] = None, offsets: Optional["npt.ArrayLike"] = None) -> Tuple[Any, Any]:
         """(values, indices) of the k largest (or smallest) along `axis`, as torch.topk: shape with `axis`
         of length k; ties go to the earlier position. offsets: 1-D `a` in segments, each giving its own
         min(k, length) results, concatenated (flat arrays)."""
@@ -225,23 +289,24 @@ class Client:
 
     # --- internals ---------------------------------------------------------------------------------
 
-    def _nan(self, nan):
+    def _nan(self, nan: Optional[str]) -> str:
         nan = self.nan if nan is None else nan
         if nan not in NAN_ORDERS:
             raise ValueError("gpusort: nan must be one of %s, not %r" % (NAN_ORDERS, nan))
         return nan
 
-    def _keys_for(self, data, dtype_enum, nan):
+    def _keys_for(self, data: "npt.NDArray[Any]", dtype_enum: int, nan: Optional[str]
+                  ) -> Tuple["npt.NDArray[Any]", Optional["npt.NDArray[np.bool_]"]]:
         """The key bytes to send, and the mask of elements nan="numpy" re-coded (None: as they are)."""
         flat = data.reshape(-1)
         if self._nan(nan) == "numpy":
             special, canonical = _dtypes.numpy_specials(flat, dtype_enum)
-            if special is not None:
-                return canonical.view(flat.dtype), special
+            if special is not None:  # (the cast: canonical comes with special)
+                return cast("npt.NDArray[Any]", canonical).view(flat.dtype), special
         return flat, None
 
     @staticmethod
-    def _offsets(offsets, n, ndim):
+    def _offsets(offsets: "npt.ArrayLike", n: int, ndim: int) -> bytes:
         if ndim != 1:
             raise ValueError("gpusort: offsets (segments) take a 1-D array")
         o = np.asarray(offsets, dtype=np.int64)
@@ -250,12 +315,14 @@ class Client:
         return o.astype("<u8").tobytes()
 
     @staticmethod
-    def _count_topk(offsets, n, m, k):
+    def _count_topk(offsets: Optional["npt.ArrayLike"], n: int, m: int, k: int) -> int:
         if offsets is None:
             return 0 if m == 0 else (n // m) * int(k)
         return int(np.minimum(np.diff(np.asarray(offsets, dtype=np.int64)), k).sum())
 
-    def _sort(self, a, axis, descending, stable, algorithm, dtype, nan, offsets, values, want_indices):
+    def _sort(self, a: ArrayLike, axis: Optional[SupportsIndex], descending: bool, stable: bool,
+              algorithm: Optional[str], dtype: Optional[str], nan: Optional[str], offsets: Optional["npt.ArrayLike"],
+              values: ArrayLike, want_indices: bool) -> Tuple[Any, Any, Any]:
         a, axis, values = _axis(a, axis, values)
         if _device.is_cuda(a):
             return _device_calls.sort(self, a, axis, descending, stable, algorithm, dtype, nan, offsets, values,
@@ -289,6 +356,7 @@ class Client:
         # values, but positions keep every path the same).
         if value_data is not None or indices_needed:
             options.payload = pb.PAYLOAD_INDICES
+        indices: Optional["npt.NDArray[np.int64]"]
         if n == 0:
             sorted_keys, indices = data.reshape(-1), np.zeros(0, dtype=np.int64)
         else:
@@ -301,8 +369,8 @@ class Client:
             if special is not None:
                 sorted_keys = flat[base + indices]
         moved = None
-        if value_data is not None:
-            moved = value_data.reshape(-1)[base + indices]
+        if value_data is not None:  # (the cast: values made the call ask for indices)
+            moved = value_data.reshape(-1)[base + cast("npt.NDArray[np.int64]", indices)]
             moved = _arrays.restore_axis(moved, shape, axis, array.ndim, value_array.dtype)
         if offsets is not None:
             return converted.back(sorted_keys), indices, moved
@@ -311,7 +379,7 @@ class Client:
         return converted.back(keys_out), positions, moved
 
     @staticmethod
-    def _check_sort_indices(indices, offsets, m):
+    def _check_sort_indices(indices: "npt.NDArray[np.int64]", offsets: Optional["npt.ArrayLike"], m: int) -> None:
         """A Sort's indices each within their row (0 .. m-1) or segment."""
         if offsets is None:
             return _answers.check_indices(indices, m)
@@ -319,7 +387,8 @@ class Client:
         return _answers.check_indices(indices, lengths, lengths)
 
     @staticmethod
-    def _check_topk_indices(indices, offsets, m, k):
+    def _check_topk_indices(indices: "npt.NDArray[np.int64]", offsets: Optional["npt.ArrayLike"], m: int,
+                            k: int) -> None:
         """A TopK's indices each within their row, or their segment (which gave min(k, length) of them)."""
         if offsets is None:
             return _answers.check_indices(indices, m)
@@ -327,7 +396,7 @@ class Client:
         return _answers.check_indices(indices, lengths, np.minimum(lengths, k))
 
     @staticmethod
-    def _segment_starts(offsets, n, m):
+    def _segment_starts(offsets: Optional["npt.ArrayLike"], n: int, m: int) -> "npt.NDArray[np.int64]":
         """For each sorted element, where its row or segment starts in the flat array."""
         if offsets is None:
             return np.repeat(np.arange(0, n, m, dtype=np.int64), m)
@@ -336,7 +405,7 @@ class Client:
 
     _algorithm_of = staticmethod(_algorithm)
 
-    def _unary(self, method, request):
+    def _unary(self, method: Any, request: Any) -> Any:  # a stub method, its request and reply (generated)
         """One unary call (its ExecutionInfo kept in last_info); GpusortError when it fails."""
         try:
             reply = method(request, timeout=self.timeout, metadata=self._metadata)
@@ -346,7 +415,7 @@ class Client:
         return reply
 
     @staticmethod
-    def _fail(error):
+    def _fail(error: Any) -> GpusortError:  # error: a grpc.RpcError (untyped)
         request_id = None
         try:
             for key, value in error.trailing_metadata() or ():
@@ -358,7 +427,7 @@ class Client:
 
     # --- shared memory ----------------------------------------------------------------------------
 
-    def _region_call(self, method, stub_method, reply_type, request):
+    def _region_call(self, method: int, stub_method: Any, reply_type: Any, request: Any) -> Any:
         """A Sort or TopK on regions: on the shared-memory socket when this client and the server do that
         (shm_calls), else over gRPC."""
         if self._region_calls is not None:
@@ -373,29 +442,32 @@ class Client:
         return self._unary(stub_method, request)
 
     @staticmethod
-    def _align(offset):
+    def _align(offset: int) -> int:
         return (offset + 63) // 64 * 64
 
-    def _region_of(self, size):
+    def _region_of(self, size: int) -> _shm.SharedRegion:
         """The registered region, grown (a new registration) when `size` bytes do not fit. Caller holds
         _region_lock."""
         if self._region is None or self._region.size < size:
             if self._region is not None:
                 self._region.close()
                 self._region = None
-            self._region = _shm.SharedRegion(self.shm_socket, max(size, 1 << 20))
+            # (the cast: use_shm, which brings calls here, needs shm_socket)
+            self._region = _shm.SharedRegion(cast(str, self.shm_socket), max(size, 1 << 20))
         return self._region
 
     @staticmethod
-    def _put(region, offset, array):
-        np.frombuffer(region.buffer, dtype=np.uint8, count=array.nbytes, offset=offset)[:] = \
+    def _put(region: _shm.SharedRegion, offset: int, array: "npt.NDArray[Any]") -> None:
+        # (the casts here and in _get: region.buffer is None only once the region is closed)
+        np.frombuffer(cast(mmap.mmap, region.buffer), dtype=np.uint8, count=array.nbytes, offset=offset)[:] = \
             np.ascontiguousarray(array).reshape(-1).view(np.uint8)
 
     @staticmethod
-    def _get(region, offset, count, dtype):
-        return np.frombuffer(region.buffer, dtype=dtype, count=count, offset=offset).copy()
+    def _get(region: _shm.SharedRegion, offset: int, count: int, dtype: "npt.DTypeLike") -> "npt.NDArray[Any]":
+        return np.frombuffer(cast(mmap.mmap, region.buffer), dtype=dtype, count=count, offset=offset).copy()
 
-    def _shm_sort(self, options, keys, key_dtype, with_indices):
+    def _shm_sort(self, options: Any, keys: "npt.NDArray[Any]", key_dtype: "np.dtype[Any]", with_indices: bool
+                  ) -> Tuple["npt.NDArray[Any]", Optional["npt.NDArray[np.int64]"]]:
         n, width = keys.size, keys.dtype.itemsize
         out = self._align(n * width)
         index = self._align(out + n * width)
@@ -411,7 +483,8 @@ class Client:
             indices = self._get(region, index, n, "<i8").astype(np.int64) if with_indices else None
         return sorted_keys, indices
 
-    def _shm_topk(self, options, keys, results, key_dtype):
+    def _shm_topk(self, options: Any, keys: "npt.NDArray[Any]", results: int, key_dtype: "np.dtype[Any]"
+                  ) -> Tuple["npt.NDArray[Any]", "npt.NDArray[np.int64]"]:
         n, width = keys.size, keys.dtype.itemsize
         values_at = self._align(n * width)
         index = self._align(values_at + results * width)
@@ -428,7 +501,8 @@ class Client:
 
     # --- gRPC messages -----------------------------------------------------------------------------
 
-    def _call_sort(self, options, keys, key_dtype):
+    def _call_sort(self, options: Any, keys: "npt.NDArray[Any]", key_dtype: "np.dtype[Any]"
+                   ) -> Tuple["npt.NDArray[Any]", Optional["npt.NDArray[np.int64]"]]:
         n = keys.size
         key_bytes = n * keys.dtype.itemsize
         with_indices = options.payload == pb.PAYLOAD_INDICES
@@ -452,17 +526,18 @@ class Client:
         except grpc.RpcError as error:
             raise self._fail(error) from None
 
-    def _chunks(self, payload):
+    def _chunks(self, payload: bytes) -> Iterator[memoryview]:
         view = memoryview(payload)
         for at in range(0, len(view), self.chunk_bytes):
             yield view[at:at + self.chunk_bytes]
 
-    def _stream(self, call, request_type, options, keys, outputs):
+    def _stream(self, call: Any, request_type: Any, options: Any, keys: "npt.NDArray[Any]",
+                outputs: Dict[str, "npt.NDArray[Any]"]) -> None:
         """One streaming call: the keys in chunks (options and the answer's chunk size on the first), the
         answer's chunks copied to `outputs` ({reply field: numpy array}) at each chunk's offset."""
         raw = keys.tobytes()
 
-        def requests():
+        def requests() -> Iterator[Any]:
             for number, chunk in enumerate(self._chunks(raw)):
                 if number == 0:
                     yield request_type(options=options, keys=bytes(chunk), response_chunk_bytes=self.chunk_bytes)
@@ -482,14 +557,16 @@ class Client:
             raise
         answer.finish()  # the outputs are np.empty: an element no chunk wrote holds stale memory
 
-    def _stream_sort(self, options, keys, key_dtype, with_indices):
+    def _stream_sort(self, options: Any, keys: "npt.NDArray[Any]", key_dtype: "np.dtype[Any]", with_indices: bool
+                     ) -> Tuple["npt.NDArray[Any]", Optional["npt.NDArray[np.int64]"]]:
         outputs = {"keys": np.empty(keys.size, dtype=keys.dtype)}
         if with_indices:
             outputs["indices"] = np.empty(keys.size, dtype=np.int64)
         self._stream(self._stub.SortStream, pb.SortStreamRequest, options, keys, outputs)
         return outputs["keys"].astype(key_dtype), outputs.get("indices")
 
-    def _call_topk(self, options, keys, results, key_dtype):
+    def _call_topk(self, options: Any, keys: "npt.NDArray[Any]", results: int, key_dtype: "np.dtype[Any]"
+                   ) -> Tuple["npt.NDArray[Any]", "npt.NDArray[np.int64]"]:
         key_bytes = keys.size * keys.dtype.itemsize
         answer_bytes = results * (keys.dtype.itemsize + 8)
         try:
@@ -506,7 +583,8 @@ class Client:
         except grpc.RpcError as error:
             raise self._fail(error) from None
 
-    def _stream_topk(self, options, keys, results, key_dtype):
+    def _stream_topk(self, options: Any, keys: "npt.NDArray[Any]", results: int, key_dtype: "np.dtype[Any]"
+                     ) -> Tuple["npt.NDArray[Any]", "npt.NDArray[np.int64]"]:
         outputs = {"values": np.empty(results, dtype=keys.dtype), "indices": np.empty(results, dtype=np.int64)}
         self._stream(self._stub.TopKStream, pb.TopKStreamRequest, options, keys, outputs)
         return outputs["values"].astype(key_dtype), outputs["indices"]

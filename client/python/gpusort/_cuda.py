@@ -9,6 +9,7 @@ as it was.
 """
 import ctypes
 import threading
+from typing import Any, Dict, Optional, cast
 
 _CU_MEM_ALLOCATION_TYPE_PINNED = 1
 _CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1
@@ -42,11 +43,11 @@ class _AccessDesc(ctypes.Structure):  # CUmemAccessDesc
 
 
 _lock = threading.Lock()
-_driver = None
-_load_error = None
+_driver: Optional[ctypes.CDLL] = None
+_load_error: Optional[str] = None
 
 
-def _load():
+def _load() -> ctypes.CDLL:
     """libcuda with cuInit done, or CudaError saying why there is none."""
     global _driver, _load_error
     with _lock:
@@ -63,17 +64,18 @@ def _load():
         return _driver
 
 
-def _check(result, what):
+def _check(result: int, what: str) -> None:
     if result != 0:
         name = ctypes.c_char_p()
-        _driver.cuGetErrorName(result, ctypes.byref(name))
+        cast(ctypes.CDLL, _driver).cuGetErrorName(result, ctypes.byref(name))
         raise CudaError("%s: %s" % (what, (name.value or b"CUDA error %d" % result).decode()))
 
 
-_contexts = {}  # device ordinal -> its primary context, retained once for the life of the process
+# device ordinal -> its primary context, retained once for the life of the process
+_contexts: Dict[int, ctypes.c_void_p] = {}
 
 
-def _primary_context(lib, device):
+def _primary_context(lib: ctypes.CDLL, device: int) -> ctypes.c_void_p:
     """Device `device`'s primary context, retained on first use and never released: a release that
     drops the last reference destroys the context and every allocation in it (a process without torch
     or CuPy holds no other reference)."""
@@ -92,20 +94,20 @@ class _OnDevice:
     """`with _OnDevice(d):` runs driver calls in device d's primary context (the one torch and CuPy use),
     then makes the caller's own context current again."""
 
-    def __init__(self, device):
+    def __init__(self, device: int) -> None:
         self.device = int(device)
 
-    def __enter__(self):
+    def __enter__(self) -> ctypes.CDLL:
         lib = _load()
         _check(lib.cuCtxPushCurrent_v2(_primary_context(lib, self.device)), "cuCtxPushCurrent")
         return lib
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         popped = ctypes.c_void_p()
-        _driver.cuCtxPopCurrent_v2(ctypes.byref(popped))
+        cast(ctypes.CDLL, _driver).cuCtxPopCurrent_v2(ctypes.byref(popped))
 
 
-def device_of(pointer):
+def device_of(pointer: int) -> int:
     """The ordinal of the GPU that device pointer `pointer` lives on (CudaError if it is not one). Any
     context answers for any pointer (unified addressing): device 0's is used."""
     with _OnDevice(0) as lib:
@@ -116,7 +118,7 @@ def device_of(pointer):
         return ordinal.value
 
 
-def wait_for(stream, device):
+def wait_for(stream: Optional[int], device: int) -> None:
     """Waits for the work a producer queued on `stream` (the CUDA array interface's "stream": None, 1
     legacy default, 2 per-thread default, else a handle) before its memory is read elsewhere."""
     if stream is None:
@@ -125,7 +127,7 @@ def wait_for(stream, device):
         _check(lib.cuStreamSynchronize(ctypes.c_void_p(int(stream))), "cuStreamSynchronize")
 
 
-def copy(device, destination, source, nbytes):
+def copy(device: int, destination: int, source: int, nbytes: int) -> None:
     """Copies nbytes between device pointers (either may live on any GPU that `device` can reach) and
     waits for it: the server works on its own streams, unordered with this process's."""
     if nbytes == 0:
@@ -137,7 +139,7 @@ def copy(device, destination, source, nbytes):
         _check(lib.cuStreamSynchronize(ctypes.c_void_p(_CU_STREAM_LEGACY)), "cuStreamSynchronize")
 
 
-def to_host(device, destination_address, source, nbytes):
+def to_host(device: int, destination_address: int, source: int, nbytes: int) -> None:
     """Copies nbytes from a device pointer to host memory at destination_address (a numpy array's)."""
     if nbytes == 0:
         return
@@ -146,7 +148,7 @@ def to_host(device, destination_address, source, nbytes):
                                    ctypes.c_size_t(nbytes)), "cuMemcpyDtoH")
 
 
-def from_host(device, destination, source_address, nbytes):
+def from_host(device: int, destination: int, source_address: int, nbytes: int) -> None:
     """Copies nbytes from host memory at source_address to a device pointer."""
     if nbytes == 0:
         return
@@ -160,7 +162,7 @@ class ExportableAllocation:
     descriptor: cuMemCreate'd, mapped read-write here at `.pointer`. close() (or garbage collection)
     unmaps and releases it; a server that imported it keeps the memory alive until it lets go too."""
 
-    def __init__(self, size, device):
+    def __init__(self, size: int, device: int) -> None:
         self.device = int(device)
         self.pointer = 0
         self._handle = ctypes.c_uint64(0)
@@ -201,7 +203,7 @@ class ExportableAllocation:
         self._mapped = mapped
         self.size = int(size)
 
-    def export_fd(self):
+    def export_fd(self) -> int:
         """A new descriptor for the allocation (the caller closes it)."""
         with _OnDevice(self.device) as lib:
             fd = ctypes.c_int(-1)
@@ -210,7 +212,7 @@ class ExportableAllocation:
                    "cuMemExportToShareableHandle")
             return fd.value
 
-    def close(self):
+    def close(self) -> None:
         if self._handle.value == 0 or _driver is None:
             return
         with _OnDevice(self.device) as lib:
@@ -221,7 +223,7 @@ class ExportableAllocation:
         self._handle = ctypes.c_uint64(0)
         self.pointer = 0
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
@@ -232,7 +234,7 @@ class DeviceBuffer:
     """`size` bytes of plain device memory (cuMemAlloc) on GPU `device`, freed by close() or garbage
     collection: where answers for callers without torch or CuPy go."""
 
-    def __init__(self, size, device):
+    def __init__(self, size: int, device: int) -> None:
         self.device = int(device)
         self.size = int(size)
         self.pointer = 0
@@ -242,13 +244,13 @@ class DeviceBuffer:
                    "cuMemAlloc (%d bytes on GPU %d)" % (self.size, self.device))
         self.pointer = address.value
 
-    def close(self):
+    def close(self) -> None:
         if self.pointer and _driver is not None:
             with _OnDevice(self.device) as lib:
                 lib.cuMemFree_v2(ctypes.c_uint64(self.pointer))
         self.pointer = 0
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:

@@ -11,13 +11,19 @@ What each kind of caller gets:
   - Any other object with __cuda_array_interface__: C-contiguous, sorted along its last axis, answers
     as gpusort.DeviceArray (which has __cuda_array_interface__ itself, and .get() for a numpy copy).
 """
+import socket
+from typing import TYPE_CHECKING, Any, Dict, NoReturn, Optional, Sequence, Tuple
+
 import numpy as np
 
 from . import _cuda, _dtypes, _shm
 from .v1 import sort_pb2 as pb
 
+if TYPE_CHECKING:
+    import numpy.typing as npt  # for the annotations only: no import at run time
 
-def is_cuda(obj):
+
+def is_cuda(obj: Any) -> bool:
     """Whether `obj` is an array in GPU memory. torch is asked by its device first: its
     __cuda_array_interface__ raises other errors than AttributeError (bfloat16, tensors that require
     grad), which hasattr would let through."""
@@ -37,7 +43,7 @@ class DeviceArray:
     `dtype` (numpy's; bfloat16 answers hold its bits as uint16), `device`, __cuda_array_interface__,
     and get() for a numpy copy on the host."""
 
-    def __init__(self, shape, dtype, device):
+    def __init__(self, shape: Sequence[int], dtype: "npt.DTypeLike", device: int) -> None:
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.size = int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
@@ -46,23 +52,23 @@ class DeviceArray:
         self._buffer = _cuda.DeviceBuffer(self.nbytes, self.device)
 
     @property
-    def pointer(self):
+    def pointer(self) -> int:
         return self._buffer.pointer
 
     @property
-    def __cuda_array_interface__(self):
+    def __cuda_array_interface__(self) -> Dict[str, Any]:
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.pointer, False),
                 "version": 3, "strides": None, "stream": None}
 
-    def get(self):
+    def get(self) -> "npt.NDArray[Any]":
         host = np.empty(self.shape, dtype=self.dtype)
         _cuda.to_host(self.device, host.ctypes.data, self.pointer, self.nbytes)
         return host
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.shape[0] if self.shape else 0
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "gpusort.DeviceArray(shape=%s, dtype=%s, device=%d)" % (self.shape, self.dtype, self.device)
 
 
@@ -70,10 +76,10 @@ class DeviceRegion:
     """`size` bytes of exportable device memory on GPU `device`, registered with the server over its
     shared-memory socket (kind 2) while this object lives."""
 
-    def __init__(self, socket_path, size, device, timeout=10.0):
+    def __init__(self, socket_path: str, size: int, device: int, timeout: float = 10.0) -> None:
         self.size = int(size)
         self.device = int(device)
-        self._socket = None
+        self._socket: Optional[socket.socket] = None
         self.memory = _cuda.ExportableAllocation(self.size, self.device)
         fd = self.memory.export_fd()
         try:
@@ -87,19 +93,19 @@ class DeviceRegion:
             os.close(fd)  # the server holds the memory through its own import
 
     @property
-    def pointer(self):
+    def pointer(self) -> int:
         return self.memory.pointer
 
-    def ref(self, offset, length):
+    def ref(self, offset: int, length: int) -> Any:  # a pb.RegionRef (generated: untyped)
         return pb.RegionRef(region_id=self.region_id, offset=int(offset), length=int(length))
 
-    def close(self):
+    def close(self) -> None:
         if self._socket is not None:
             self._socket.close()  # unregisters
             self._socket = None
         self.memory.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
@@ -111,41 +117,41 @@ class _Torch:
 
     can_gather = True  # has GPU gathers, for nan="numpy" and sort_with's values
 
-    def __init__(self, tensor):
+    def __init__(self, tensor: Any) -> None:
         import torch
 
         self.torch = torch
         self.device = tensor.device.index if tensor.device.index is not None else torch.cuda.current_device()
         self.bfloat16 = tensor.dtype == torch.bfloat16
 
-    def wire(self, tensor, axis):
+    def wire(self, tensor: Any, axis: int) -> Tuple[Any, "np.dtype[Any]", Optional[str]]:
         """(contiguous tensor with `axis` last, holding the bits that are sent; numpy dtype; dtype name)."""
         moved = tensor.detach().movedim(axis, -1).contiguous()
         if self.bfloat16:
             return moved.view(self.torch.int16), np.dtype(np.int16), "bfloat16"
         return moved, np.dtype(str(moved.dtype).replace("torch.", "")), None
 
-    def shape(self, array):
+    def shape(self, array: Any) -> Tuple[int, ...]:
         return tuple(array.shape)
 
-    def pointer(self, tensor):
-        return tensor.data_ptr()
+    def pointer(self, tensor: Any) -> int:
+        return tensor.data_ptr()  # type: ignore[no-any-return]  # torch is untyped
 
-    def wait(self, tensor):
+    def wait(self, tensor: Any) -> None:
         """Waits for the work queued to make `tensor` (on torch's current stream)."""
         self.torch.cuda.current_stream(tensor.device).synchronize()
 
-    def empty(self, count, np_dtype):
+    def empty(self, count: int, np_dtype: "npt.DTypeLike") -> Any:
         return self.torch.empty(int(count), dtype=getattr(self.torch, np.dtype(np_dtype).name),
                                 device="cuda:%d" % self.device)
 
-    def keys_back(self, flat):
+    def keys_back(self, flat: Any) -> Any:
         return flat.view(self.torch.bfloat16) if self.bfloat16 else flat
 
-    def reshape_back(self, flat, shape, axis):
+    def reshape_back(self, flat: Any, shape: Sequence[int], axis: int) -> Any:
         return flat.reshape(tuple(shape)).movedim(-1, axis)
 
-    def numpy_specials(self, wire, dtype_enum):
+    def numpy_specials(self, wire: Any, dtype_enum: int) -> Tuple[Any, Any]:
         """nan="numpy" on the GPU: (mask, canonical copy) as _dtypes.numpy_specials, or (None, None)."""
         rule = _dtypes.float_bits(dtype_enum)
         if rule is None:
@@ -164,51 +170,51 @@ class _Torch:
         canonical[negative_zero] = 0
         return special, canonical.view(wire.dtype)
 
-    def flat(self, array):
+    def flat(self, array: Any) -> Any:
         return array.reshape(-1)
 
-    def repeat_starts(self, starts, counts):
+    def repeat_starts(self, starts: "npt.NDArray[np.int64]", counts: "npt.NDArray[Any]") -> Any:
         """Each group's start repeated once per element of the group, on the GPU (int64)."""
         on = "cuda:%d" % self.device
         return self.torch.repeat_interleave(self.torch.as_tensor(starts, dtype=self.torch.int64, device=on),
                                             self.torch.as_tensor(counts, dtype=self.torch.int64, device=on))
 
-    def gather(self, flat, positions):
+    def gather(self, flat: Any, positions: Any) -> Any:
         return flat[positions]
 
 
 class _Cupy(_Torch):
     """The same for CuPy arrays."""
 
-    def __init__(self, array):
+    def __init__(self, array: Any) -> None:
         import cupy
 
         self.cupy = cupy
         self.device = array.device.id
         self.bfloat16 = False
 
-    def wire(self, array, axis):
+    def wire(self, array: Any, axis: int) -> Tuple[Any, "np.dtype[Any]", Optional[str]]:
         moved = self.cupy.ascontiguousarray(self.cupy.moveaxis(array, axis, -1))
         return moved, np.dtype(moved.dtype), None
 
-    def pointer(self, array):
-        return array.data.ptr
+    def pointer(self, array: Any) -> int:
+        return array.data.ptr  # type: ignore[no-any-return]  # CuPy is untyped
 
-    def wait(self, array):
+    def wait(self, array: Any) -> None:
         with self.cupy.cuda.Device(self.device):
             self.cupy.cuda.get_current_stream().synchronize()
 
-    def empty(self, count, np_dtype):
+    def empty(self, count: int, np_dtype: "npt.DTypeLike") -> Any:
         with self.cupy.cuda.Device(self.device):
             return self.cupy.empty(int(count), dtype=np_dtype)
 
-    def keys_back(self, flat):
+    def keys_back(self, flat: Any) -> Any:
         return flat
 
-    def reshape_back(self, flat, shape, axis):
+    def reshape_back(self, flat: Any, shape: Sequence[int], axis: int) -> Any:
         return self.cupy.moveaxis(flat.reshape(tuple(shape)), -1, axis)
 
-    def numpy_specials(self, wire, dtype_enum):
+    def numpy_specials(self, wire: Any, dtype_enum: int) -> Tuple[Any, Any]:
         rule = _dtypes.float_bits(dtype_enum)
         if rule is None:
             return None, None
@@ -224,12 +230,12 @@ class _Cupy(_Torch):
         canonical[negative_zero] = bits_type(0)
         return special, canonical.view(wire.dtype)
 
-    def repeat_starts(self, starts, counts):
+    def repeat_starts(self, starts: "npt.NDArray[np.int64]", counts: "npt.NDArray[Any]") -> Any:
         with self.cupy.cuda.Device(self.device):
             return self.cupy.repeat(self.cupy.asarray(starts, dtype=np.int64), self.cupy.asarray(counts))
 
 
-def _to_signed(value, width):
+def _to_signed(value: int, width: int) -> int:
     """An unsigned bit pattern of `width` bytes as the signed integer with the same bits."""
     bits = 8 * width
     value &= (1 << bits) - 1
@@ -242,14 +248,14 @@ class _Interface(_Torch):
 
     can_gather = False
 
-    def __init__(self, obj):
-        self.interface = obj.__cuda_array_interface__
+    def __init__(self, obj: Any) -> None:
+        self.interface: Dict[str, Any] = obj.__cuda_array_interface__
         self.bfloat16 = False
         pointer = int(self.interface["data"][0])
         self.device = _cuda.device_of(pointer) if pointer else 0
         self.dtype = np.dtype(self.interface["typestr"])
 
-    def wire(self, obj, axis):
+    def wire(self, obj: Any, axis: int) -> Tuple[Any, "np.dtype[Any]", Optional[str]]:
         shape = self.shape(obj)
         strides = self.interface.get("strides")
         if strides is not None and tuple(strides) != _c_strides(shape, self.dtype.itemsize):
@@ -261,35 +267,35 @@ class _Interface(_Torch):
             raise ValueError("gpusort: a CUDA array must be little-endian")
         return obj, self.dtype.newbyteorder("="), None
 
-    def shape(self, obj):
+    def shape(self, obj: Any) -> Tuple[int, ...]:
         return tuple(int(d) for d in obj.__cuda_array_interface__["shape"])
 
-    def pointer(self, obj):
+    def pointer(self, obj: Any) -> int:
         return int(obj.__cuda_array_interface__["data"][0])
 
-    def wait(self, obj):
+    def wait(self, obj: Any) -> None:
         _cuda.wait_for(obj.__cuda_array_interface__.get("stream"), self.device)
 
-    def empty(self, count, np_dtype):
+    def empty(self, count: int, np_dtype: "npt.DTypeLike") -> Any:
         return DeviceArray((int(count),), np_dtype, self.device)
 
-    def keys_back(self, flat):
+    def keys_back(self, flat: Any) -> Any:
         return flat
 
-    def reshape_back(self, flat, shape, axis):
+    def reshape_back(self, flat: Any, shape: Sequence[int], axis: int) -> Any:
         flat.shape = tuple(int(d) for d in shape)
         return flat
 
-    def numpy_specials(self, wire, dtype_enum):
+    def numpy_specials(self, wire: Any, dtype_enum: int) -> Tuple[Any, Any]:
         if _dtypes.float_bits(dtype_enum) is not None:
             raise ValueError("gpusort: nan='numpy' for CUDA arrays needs torch or CuPy arrays (NaNs are "
                              "re-coded on the GPU); use nan='total'")
         return None, None
 
-    def flat(self, array):
+    def flat(self, array: Any) -> Any:
         return array
 
-    def gather(self, flat, positions):
+    def gather(self, flat: Any, positions: Any) -> NoReturn:
         raise ValueError(SORT_WITH_NEEDS_GATHER)
 
 
@@ -297,7 +303,7 @@ SORT_WITH_NEEDS_GATHER = ("gpusort: sort_with for CUDA arrays needs torch or CuP
                           "gathered on the GPU)")
 
 
-def _c_strides(shape, itemsize):
+def _c_strides(shape: Sequence[int], itemsize: int) -> Tuple[int, ...]:
     strides, step = [], itemsize
     for d in reversed(shape):
         strides.append(step)
@@ -305,7 +311,7 @@ def _c_strides(shape, itemsize):
     return tuple(reversed(strides))
 
 
-def ops_for(obj):
+def ops_for(obj: Any) -> _Torch:
     """The operations for a CUDA array of whichever library made it."""
     module = type(obj).__module__.split(".")[0]
     if module == "torch":

@@ -7,35 +7,43 @@ the answers on the GPU into new arrays of the caller's kind. The server's rules 
 BITONIC; others UNIMPLEMENTED, raised as GpusortError); TopK takes every option.
 """
 import threading
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union, cast
 
 import numpy as np
 
 from . import _answers, _cuda, _device, _dtypes, _region_calls
 from .v1 import sort_pb2 as pb
 
+if TYPE_CHECKING:
+    import numpy.typing as npt  # for the annotations only: no import at run time
 
-def _align(offset):
+    from ._client import Client
+
+
+def _align(offset: int) -> int:
     return (offset + 255) // 256 * 256
 
 
 class DeviceRegions:
     """A Client's device regions, one per GPU, each grown (registered anew) when a call needs more."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._regions = {}
+        # device -> (its region, None until the first call made it; the lock of its calls)
+        self._regions: Dict[int, Tuple[Optional[_device.DeviceRegion], threading.Lock]] = {}
 
-    def take(self, socket_path, device, size):
+    def take(self, socket_path: str, device: int, size: int) -> "_Held":
         """The region of `device`, holding its lock: use it inside `with`."""
         return _Held(self, socket_path, device, size)
 
-    def close(self):
+    def close(self) -> None:
         with self._lock:
             for region, _ in self._regions.values():
-                region.close()
+                if region is not None:  # a first registration that failed leaves (None, lock)
+                    region.close()
             self._regions.clear()
 
-    def _get(self, socket_path, device, size):
+    def _get(self, socket_path: str, device: int, size: int) -> Tuple[_device.DeviceRegion, threading.Lock]:
         with self._lock:
             region, lock = self._regions.get(device, (None, None))
             if lock is None:
@@ -56,22 +64,22 @@ class DeviceRegions:
 
 
 class _Held:
-    def __init__(self, regions, socket_path, device, size):
+    def __init__(self, regions: DeviceRegions, socket_path: str, device: int, size: int) -> None:
         self._args = (regions, socket_path, device, size)
 
-    def __enter__(self):
+    def __enter__(self) -> _device.DeviceRegion:
         regions, socket_path, device, size = self._args
         self.region, self._lock = regions._get(socket_path, device, size)
         return self.region
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self._lock.release()
 
 
 class _Keys:
     """A caller's CUDA keys prepared for a call: the bits to send, their DType, shape with axis last."""
 
-    def __init__(self, client, a, axis, dtype, nan):
+    def __init__(self, client: "Client", a: Any, axis: int, dtype: Optional[str], nan: Optional[str]) -> None:
         self.ops = _device.ops_for(a)
         self.wire, self.np_dtype, name = self.ops.wire(a, axis)
         self.dtype_enum = _dtypes.dtype_for(self.np_dtype, dtype or name)
@@ -86,31 +94,36 @@ class _Keys:
         self.ops.wait(self.send)
 
 
-def _require_socket(client):
+def _require_socket(client: "Client") -> None:
     if not client.shm_socket:
         raise ValueError("gpusort: CUDA arrays go through device memory registered with the server: give "
                          "shm_socket= (the server's --shm-socket) or set $GPUSORT_SHM_SOCKET")
 
 
-def _check_indices(keys, indices, limits, counts):
+def _check_indices(keys: _Keys, indices: Any, limits: Union[int, "npt.NDArray[Any]"],
+                   counts: Optional["npt.NDArray[Any]"]) -> None:
     """The server's indices each in [0, limit) of their row (`limits` a number) or segment (`limits` per
     group, `counts` entries each), checked on the GPU before anything is gathered with them. Where the
     caller's library has no GPU operations (a plain __cuda_array_interface__ array) they are handed back
     unchecked: the client never gathers with them there, and checking would copy them to the host."""
     if not keys.ops.can_gather:
         return
-    limit = limits if np.ndim(limits) == 0 else keys.ops.repeat_starts(limits, counts)
+    # (the casts: limits an array means one limit per group, and then counts is given too)
+    limit = limits if np.ndim(limits) == 0 else keys.ops.repeat_starts(cast("npt.NDArray[Any]", limits),
+                                                                       cast("npt.NDArray[Any]", counts))
     _answers.check_device_indices(indices, limit)
 
 
-def _out(keys, region, offset, count, np_dtype):
+def _out(keys: _Keys, region: _device.DeviceRegion, offset: int, count: int, np_dtype: "npt.DTypeLike") -> Any:
     """A new array of the caller's kind holding `count` elements copied from the region at `offset`."""
     out = keys.ops.empty(count, np_dtype)
     _cuda.copy(region.device, keys.ops.pointer(out), region.pointer + offset, count * np.dtype(np_dtype).itemsize)
     return out
 
 
-def sort(client, a, axis, descending, stable, algorithm, dtype, nan, offsets, values, want_indices):
+def sort(client: "Client", a: Any, axis: int, descending: bool, stable: bool, algorithm: Optional[str],
+         dtype: Optional[str], nan: Optional[str], offsets: Optional["npt.ArrayLike"], values: Any,
+         want_indices: bool) -> Tuple[Any, Any, Any]:
     """(keys, indices or None, moved values or None) as Client._sort gives for host arrays."""
     _require_socket(client)
     keys = _Keys(client, a, axis, dtype, nan)
@@ -136,7 +149,7 @@ def sort(client, a, axis, descending, stable, algorithm, dtype, nan, offsets, va
     else:
         out_at = _align(n * w)
         index_at = _align(out_at + n * w)
-        with client._device_regions.take(client.shm_socket, keys.ops.device,
+        with client._device_regions.take(cast(str, client.shm_socket), keys.ops.device,  # _require_socket: set
                                          index_at + (8 * n if with_indices else 0)) as region:
             _cuda.copy(region.device, region.pointer, keys.ops.pointer(keys.send), n * w)
             request = pb.SortRequest(options=options, keys_region=region.ref(0, n * w),
@@ -148,7 +161,7 @@ def sort(client, a, axis, descending, stable, algorithm, dtype, nan, offsets, va
             indices = _out(keys, region, index_at, n, np.int64) if with_indices else None
         if indices is not None:
             lengths = None if offsets is None else np.diff(np.asarray(offsets, dtype=np.int64))
-            _check_indices(keys, indices, keys.m if offsets is None else lengths, lengths)
+            _check_indices(keys, indices, keys.m if offsets is None else cast("npt.NDArray[Any]", lengths), lengths)
     moved = None
     if gather and n:
         positions = indices + _starts_of_sort(keys, offsets)
@@ -169,7 +182,7 @@ def sort(client, a, axis, descending, stable, algorithm, dtype, nan, offsets, va
     return sorted_keys, (indices if want_indices else None), moved
 
 
-def _starts_of_sort(keys, offsets):
+def _starts_of_sort(keys: _Keys, offsets: Optional["npt.ArrayLike"]) -> Any:
     """Where each sorted element's row or segment starts (device int64), for gathering by position."""
     if offsets is None:
         rows = keys.n // keys.m
@@ -178,7 +191,8 @@ def _starts_of_sort(keys, offsets):
     return keys.ops.repeat_starts(o[:-1], np.diff(o))
 
 
-def topk(client, a, k, axis, largest, sorted, algorithm, dtype, nan, offsets):
+def topk(client: "Client", a: Any, k: int, axis: int, largest: bool, sorted: bool, algorithm: Optional[str],
+         dtype: Optional[str], nan: Optional[str], offsets: Optional["npt.ArrayLike"]) -> Tuple[Any, Any]:
     """(values, indices) as Client.topk gives for host arrays."""
     _require_socket(client)
     keys = _Keys(client, a, axis, dtype, nan)
@@ -195,14 +209,16 @@ def topk(client, a, k, axis, largest, sorted, algorithm, dtype, nan, offsets):
         options.rows = max(1, n // m)
         group_starts = np.arange(n // m, dtype=np.int64) * m
         group_counts = np.full(n // m, int(k))
-    group_limits = m if offsets is None else np.diff(o)  # indices count from their row's or segment's start
+    # indices count from their row's or segment's start
+    group_limits: Union[int, "npt.NDArray[Any]"] = m if offsets is None else np.diff(o)
     results = int(group_counts.sum())
     if n == 0 or results == 0:
         values, indices = keys.ops.empty(0, keys.np_dtype), keys.ops.empty(0, np.int64)
     else:
         values_at = _align(n * w)
         index_at = _align(values_at + results * w)
-        with client._device_regions.take(client.shm_socket, keys.ops.device, index_at + 8 * results) as region:
+        socket_path = cast(str, client.shm_socket)  # _require_socket: set
+        with client._device_regions.take(socket_path, keys.ops.device, index_at + 8 * results) as region:
             _cuda.copy(region.device, region.pointer, keys.ops.pointer(keys.send), n * w)
             request = pb.TopKRequest(options=options, keys_region=region.ref(0, n * w),
                                      values_region=region.ref(values_at, results * w),

@@ -3,12 +3,17 @@
 bfloat16 has no numpy dtype: an array of its bits (uint16 or int16) is sent as bfloat16 when the caller
 says dtype="bfloat16" (torch bfloat16 tensors are handled that way by _arrays.py).
 """
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Type
+
 import numpy as np
 
 from .v1 import sort_pb2 as pb
 
+if TYPE_CHECKING:
+    import numpy.typing as npt  # for the annotations only: no import at run time
+
 # numpy kind+itemsize -> DType
-_BY_NUMPY = {
+_BY_NUMPY: Dict[Tuple[str, int], int] = {
     ("i", 1): pb.DTYPE_INT8,
     ("u", 1): pb.DTYPE_UINT8,
     ("i", 2): pb.DTYPE_INT16,
@@ -22,7 +27,7 @@ _BY_NUMPY = {
     ("f", 8): pb.DTYPE_FLOAT64,
 }
 
-_BY_NAME = {
+_BY_NAME: Dict[str, int] = {
     "int8": pb.DTYPE_INT8, "uint8": pb.DTYPE_UINT8, "int16": pb.DTYPE_INT16, "uint16": pb.DTYPE_UINT16,
     "int32": pb.DTYPE_INT32, "uint32": pb.DTYPE_UINT32, "int64": pb.DTYPE_INT64, "uint64": pb.DTYPE_UINT64,
     "float16": pb.DTYPE_FLOAT16, "float32": pb.DTYPE_FLOAT32, "float64": pb.DTYPE_FLOAT64,
@@ -32,7 +37,8 @@ _BY_NAME = {
 SUPPORTED = sorted(_BY_NAME)
 
 # Float DTypes: (bits dtype, sign bit, canonical quiet NaN, exponent mask) for the nan="numpy" rules.
-_FLOAT_BITS = {
+FloatBits = Tuple[Type["np.unsignedinteger[Any]"], int, int, int]
+_FLOAT_BITS: Dict[int, FloatBits] = {
     pb.DTYPE_FLOAT16: (np.uint16, 0x8000, 0x7E00, 0x7C00),
     pb.DTYPE_BFLOAT16: (np.uint16, 0x8000, 0x7FC0, 0x7F80),
     pb.DTYPE_FLOAT32: (np.uint32, 0x80000000, 0x7FC00000, 0x7F800000),
@@ -40,13 +46,13 @@ _FLOAT_BITS = {
 }
 
 
-def dtype_of(array, name=None):
+def dtype_of(array: "npt.NDArray[Any]", name: Optional[str] = None) -> int:
     """The proto DType for `array` (a numpy array), or for `name` ("bfloat16", ...) given with an array
     of the same width. ValueError naming the supported dtypes otherwise."""
     return dtype_for(array.dtype, name)
 
 
-def dtype_for(np_dtype, name=None):
+def dtype_for(np_dtype: "npt.DTypeLike", name: Optional[str] = None) -> int:
     """dtype_of for arrays known by their numpy dtype only (CUDA arrays)."""
     array = np.empty(0, dtype=np_dtype)
     if name is not None:
@@ -65,18 +71,19 @@ def dtype_for(np_dtype, name=None):
     return found
 
 
-def width(dtype):
+def width(dtype: int) -> int:
     return {pb.DTYPE_INT8: 1, pb.DTYPE_UINT8: 1, pb.DTYPE_INT16: 2, pb.DTYPE_UINT16: 2, pb.DTYPE_FLOAT16: 2,
             pb.DTYPE_BFLOAT16: 2, pb.DTYPE_INT32: 4, pb.DTYPE_UINT32: 4, pb.DTYPE_FLOAT32: 4,
             pb.DTYPE_INT64: 8, pb.DTYPE_UINT64: 8, pb.DTYPE_FLOAT64: 8}[dtype]
 
 
-def float_bits(dtype):
+def float_bits(dtype: int) -> Optional[FloatBits]:
     """(bits dtype, sign bit, canonical quiet NaN, exponent mask) of a float DType; None for integers."""
     return _FLOAT_BITS.get(dtype)
 
 
-def numpy_specials(bits_array, dtype):
+def numpy_specials(bits_array: "npt.NDArray[Any]", dtype: int
+                   ) -> Tuple[Optional["npt.NDArray[np.bool_]"], Optional["npt.NDArray[Any]"]]:
     """For nan="numpy": a mask of the elements numpy orders differently from the proto's total order
     (NaNs of either sign or payload, which numpy puts after +inf and keeps in position order; -0.0, which
     numpy holds equal to +0.0), and a copy of the keys with those replaced by the canonical quiet NaN

@@ -6,6 +6,7 @@ import socket
 import struct
 import threading
 import time
+from typing import List, Optional, Tuple
 
 import grpc
 
@@ -21,29 +22,29 @@ _AFTER_REFUSAL = 1.0  # seconds calls past the connections the server took go ov
 SORT, TOPK = 1, 2
 
 
-def _status(code):
+def _status(code: int) -> "grpc.StatusCode":
     return next((s for s in grpc.StatusCode if s.value[0] == code), grpc.StatusCode.UNKNOWN)
 
 
 class RegionCalls:
-    def __init__(self, socket_path, token):
+    def __init__(self, socket_path: str, token: Optional[str]) -> None:
         self._path = socket_path
         self._token = (token or "").encode()
-        self._idle = []  # kept connections
+        self._idle: List[socket.socket] = []  # kept connections
         self._open = 0  # kept and in use
-        self._cap = None  # open connections the server took at its last refusal
+        self._cap: Optional[int] = None  # open connections the server took at its last refusal
         self._ask_again = 0.0  # after a refusal: new connections from then on (time.monotonic())
         self._lock = threading.Lock()
         self._unsupported = False  # the server answered a call as a registration: it takes none
 
-    def close(self):
+    def close(self) -> None:
         with self._lock:
             for connection in self._idle:
                 connection.close()
             self._open -= len(self._idle)
             self._idle = []
 
-    def _take(self):
+    def _take(self) -> Tuple[Optional[socket.socket], bool]:
         """(connection, reused); (None, False) while the server's limits say gRPC."""
         with self._lock:
             if self._idle:
@@ -59,23 +60,23 @@ class RegionCalls:
             raise
         return connection, False
 
-    def _close(self, connection):
+    def _close(self, connection: socket.socket) -> None:
         connection.close()
         with self._lock:
             self._open -= 1
 
-    def _refused(self, connection):
+    def _refused(self, connection: socket.socket) -> None:
         connection.close()
         with self._lock:
             self._open -= 1
             self._cap = self._open
             self._ask_again = time.monotonic() + _AFTER_REFUSAL
 
-    def _give(self, connection):
+    def _give(self, connection: socket.socket) -> None:
         with self._lock:
             self._idle.append(connection)
 
-    def call(self, method, request, timeout):
+    def call(self, method: int, request: bytes, timeout: Optional[float]) -> Optional[bytes]:
         """The serialized response of `request` (bytes); None when the call must go over gRPC instead (the
         server takes no calls on its socket, or refused a new connection: the call did not run).
         GpusortError with the server's status when it answered one."""

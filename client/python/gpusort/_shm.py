@@ -7,6 +7,7 @@ import mmap
 import os
 import socket
 import struct
+from typing import Any, Optional, Tuple
 
 import grpc
 
@@ -21,7 +22,8 @@ HOST_MEMORY = 1
 DEVICE_MEMORY = 2
 
 
-def register(socket_path, fd, size, kind, timeout):
+def register(socket_path: str, fd: int, size: int, kind: int, timeout: Optional[float]
+             ) -> Tuple[socket.socket, str]:
     """Registers `size` bytes of the memory behind `fd` (kind HOST_MEMORY: a sealed memfd; DEVICE_MEMORY:
     an exported CUDA allocation) over the server's shared-memory socket. Returns (the open connection,
     which keeps the region registered, and the region id); GpusortError with the server's code when it
@@ -53,12 +55,13 @@ class SharedRegion:
     """`size` bytes of memory shared with the server; registered while this object lives (closing the
     socket unregisters it)."""
 
-    def __init__(self, socket_path, size, timeout=10.0):
+    def __init__(self, socket_path: str, size: int, timeout: float = 10.0) -> None:
         if size < 1:
             raise ValueError("gpusort: a shared-memory region needs at least 1 byte")
         self.size = int(size)
-        self._fd = os.memfd_create("gpusort-region", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-        self._socket = None
+        self._fd: Optional[int] = os.memfd_create("gpusort-region", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        self._socket: Optional[socket.socket] = None
+        self.buffer: Optional[mmap.mmap]  # None once closed
         try:
             os.ftruncate(self._fd, self.size)
             fcntl.fcntl(self._fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
@@ -72,21 +75,22 @@ class SharedRegion:
             self.close()
             raise
 
-    def ref(self, offset, length):
+    def ref(self, offset: int, length: int) -> Any:  # a pb.RegionRef (generated: untyped)
         return pb.RegionRef(region_id=self.region_id, offset=int(offset), length=int(length))
 
-    def close(self):
+    def close(self) -> None:
         if self._socket is not None:
             self._socket.close()  # unregisters
             self._socket = None
-        if getattr(self, "buffer", None) is not None:
-            self.buffer.close()
+        buffer = getattr(self, "buffer", None)  # unset when __init__ failed before the mmap
+        if buffer is not None:
+            buffer.close()
             self.buffer = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:

@@ -18,6 +18,8 @@ built-in exception, so that code written for Python's own errors catches them:
 
 Other codes (CANCELLED, INTERNAL, UNKNOWN, ...) raise GpusortError itself.
 """
+from typing import Any, Callable, Dict, Optional, Tuple, Type
+
 import grpc
 
 
@@ -25,14 +27,15 @@ class GpusortError(Exception):
     """A call the service (or gRPC on the way) refused or failed: `code` is the grpc.StatusCode, `details`
     the server's message, `request_id` the id the server logged it under (when it sent one)."""
 
-    def __init__(self, code, details, request_id=None):
+    def __init__(self, code: "grpc.StatusCode", details: str, request_id: Optional[str] = None) -> None:
         self.code = code
         self.details = details
         self.request_id = request_id
         name = getattr(code, "name", str(code))
         super().__init__("%s: %s%s" % (name, details, " (request %s)" % request_id if request_id else ""))
 
-    def __reduce__(self):  # pickles (multiprocessing, Dask) whatever the built-in base's own arguments are
+    # pickles (multiprocessing, Dask) whatever the built-in base's own arguments are
+    def __reduce__(self) -> Tuple[Callable[..., "GpusortError"], Tuple[Any, ...]]:
         return (error_from, (self.code, self.details, self.request_id))
 
 
@@ -66,14 +69,14 @@ class BadAnswerError(GpusortError):
     repeat elements, indices outside their row): the client returns nothing of it. The code is DATA_LOSS,
     as gRPC names data that came back corrupted; the data port's checks raise it too."""
 
-    def __init__(self, details, request_id=None):
+    def __init__(self, details: str, request_id: Optional[str] = None) -> None:
         super().__init__(grpc.StatusCode.DATA_LOSS, details, request_id)
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Callable[..., "GpusortError"], Tuple[Any, ...]]:
         return (BadAnswerError, (self.details, self.request_id))
 
 
-_BY_CODE = {
+_BY_CODE: Dict["grpc.StatusCode", Type[GpusortError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidArgumentError,
     grpc.StatusCode.OUT_OF_RANGE: InvalidArgumentError,
     grpc.StatusCode.FAILED_PRECONDITION: InvalidArgumentError,
@@ -86,7 +89,7 @@ _BY_CODE = {
 }
 
 
-def error_from(code, details, request_id=None):
+def error_from(code: "grpc.StatusCode", details: str, request_id: Optional[str] = None) -> GpusortError:
     """The exception for a call that ended with grpc.StatusCode `code`: the subclass above for the code's
     kind, else GpusortError (a DATA_LOSS the server sent is its own failure, not a BadAnswerError)."""
     return _BY_CODE.get(code, GpusortError)(code, details, request_id)
