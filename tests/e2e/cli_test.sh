@@ -235,12 +235,15 @@ done
 "$cli" sort --transport device --in "$work/k.npy" --out "$work/x.npy" 2>"$work/err" && fail "sort took --transport device"
 grep -q "bench's" "$work/err" || fail "sort --transport device did not say why: $(cat "$work/err")"
 [ "$(code "$cli" topk --transport device --in "$work/k.npy" --out "$work/x.npy")" = 2 ] || fail "topk device is not exit 2"
+# (--help to a file first: grep -q leaving a pipe early would fail the pipeline under pipefail.)
 for sub in sort topk bench; do
-  "$cli" $sub --help | grep -q -- "--transport.*auto" || fail "$sub --help lists no auto transport"
+  "$cli" $sub --help >"$work/help.txt"
+  grep -q -- "--transport.*auto" "$work/help.txt" || fail "$sub --help lists no auto transport"
 done
 # --count is a number of keys: its help names no byte units (issue 43).
 for sub in gen bench; do
-  "$cli" $sub --help | grep -- "--count" | grep -q "kb" && fail "$sub --count help lists byte units"
+  "$cli" $sub --help >"$work/help.txt"
+  grep -- "--count" "$work/help.txt" | grep -q "kb" && fail "$sub --count help lists byte units"
 done
 # bench's CSV: one column per server stage.
 "$cli" bench --method sort --count 1000 --requests 20 --warmup 0 --format csv --no-progress >"$work/stages.csv" ||
