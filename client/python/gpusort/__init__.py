@@ -7,6 +7,8 @@
     keys, vals = client.sort_with(k, v) # v moved with its keys
     values, indices = client.topk(a, 10, axis=-1, largest=True)   # torch.topk(a, 10)
 
+asyncio services use gpusort.aio.Client: the same calls, awaited.
+
 CUDA arrays (torch, CuPy, anything with __cuda_array_interface__) stay on their GPU: with shm_socket=
 (the server's --shm-socket, same node) they go through device memory registered with the server and the
 answers come back as arrays of the same kind on the same GPU.
@@ -28,7 +30,7 @@ import numpy as np
 from ._client import DEFAULT_TARGET, NAN_ORDERS, ArrayLike, Client
 from ._device import DeviceArray
 from ._dtypes import SUPPORTED as SUPPORTED_DTYPES
-from . import errors, info
+from . import aio, errors, info
 from .errors import (BadAnswerError, DeadlineExceededError, GpusortError, InvalidArgumentError, PermissionDeniedError,
                      ResourceExhaustedError, UnavailableError, UnimplementedError)
 from .info import Algorithm, Backend, CallInfo
