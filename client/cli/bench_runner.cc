@@ -507,9 +507,10 @@ RequestFn ChooseRequest(const BenchConfig& config) {
     case BenchMethod::kTopK: return RunTopK;
     case BenchMethod::kEcho: break;
   }
-  // echo over auto: streamed from 4 MiB, as the client library streams Sorts and TopKs.
+  // echo over auto: streamed from the size the client library streams Sorts and TopKs from.
   const bool stream = config.transport == BenchTransport::kStream ||
-                      (config.transport == BenchTransport::kAuto && config.count * ElementSize(config.dtype) >= (std::size_t{4} << 20));
+                      (config.transport == BenchTransport::kAuto &&
+                       config.count * ElementSize(config.dtype) >= ClientOptions{}.stream_from_bytes);
   return stream ? RunEchoStream : RunEchoUnary;
 }
 

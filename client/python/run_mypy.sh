@@ -7,14 +7,6 @@
 # when none has them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-python=
-for candidate in /usr/bin/python3 "$(command -v python3 || true)"; do
-  [ -n "$candidate" ] && [ -x "$candidate" ] || continue
-  if "$candidate" -c 'import mypy, numpy' 2>/dev/null; then python=$candidate; break; fi
-done
-if [ -z "$python" ]; then
-  echo "SKIP: no python3 with mypy and numpy (scripts/install-deps.sh installs Debian's mypy)"
-  exit 77
-fi
+. "$here/find_python.sh" "mypy, numpy" "no python3 with mypy and numpy (scripts/install-deps.sh installs Debian's mypy)"
 cd "$here"
 exec "$python" -m mypy --strict --config-file mypy.ini gpusort "$@"

@@ -7,15 +7,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 server_dir=${1:?usage: run_tests.sh DIR_OF_GPUSORT_SERVER}
 shift
-python=
-for candidate in /usr/bin/python3 "$(command -v python3 || true)"; do
-  [ -n "$candidate" ] && [ -x "$candidate" ] || continue
-  if "$candidate" -c 'import grpc, grpc_tools, numpy, pytest' 2>/dev/null; then python=$candidate; break; fi
-done
-if [ -z "$python" ]; then
-  echo "SKIP: no python3 with grpc, grpc_tools, numpy and pytest (scripts/install-deps.sh installs them)"
-  exit 77
-fi
+. "$here/find_python.sh" "grpc, grpc_tools, numpy, pytest" "no python3 with grpc, grpc_tools, numpy and pytest (scripts/install-deps.sh installs them)"
 export GPUSORT_SERVER_BIN=$server_dir/gpusort-server
 cd "$here"
 exec "$python" -m pytest -q -p no:cacheprovider tests "$@"
