@@ -96,6 +96,32 @@ void PartedSort::Fail(uint32_t index, const absl::Status& status) {
   for (auto& f : go) f();
 }
 
+void PartedSort::AfterSort(std::function<void(bool runs_sort)> step) {
+  bool now = true, runs_sort = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (failed_.ok() && !settled_) {
+      if (sort_taken_) {
+        after_sort_.push_back([step] { step(false); });
+        now = false;
+      } else {
+        sort_taken_ = runs_sort = true;
+      }
+    }
+  }
+  if (now) step(runs_sort);
+}
+
+void PartedSort::Settled() {
+  std::vector<std::function<void()>> go;
+  {
+    std::lock_guard lock(mutex_);
+    settled_ = true;
+    go.swap(after_sort_);
+  }
+  for (auto& f : go) f();
+}
+
 absl::Status PartedSort::SortOnce(const Cancellation& cancellation, ExecutionReport& report) {
   {
     std::lock_guard lock(mutex_);

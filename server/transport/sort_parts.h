@@ -53,7 +53,17 @@ class PartedSort : public SortInParts {
   // Part `index` failed with `status` before the sort: every part resumes and fails (ABORTED, naming
   // the part, for the others). Nothing once every part has arrived: the sort no longer needs it.
   void Fail(uint32_t index, const absl::Status& status);
-  // The first caller sorts, with its own cancellation; the others wait for it. Each adds the sort's
+  // Once every part has arrived, the first part's `step` runs now (`runs_sort` true: its step sorts);
+  // the others' steps are kept off the workers until that step is done with the sort (Settled), then
+  // run (`runs_sort` false: their SortOnce finds the answer). Each step puts a worker's work in the
+  // queue, so a Sort in parts holds one worker while it sorts, not one per part that would each wait
+  // on the sort (with fewer workers than parts, other calls queued behind them for the whole sort).
+  // After a failure every step runs at once.
+  void AfterSort(std::function<void(bool runs_sort)> step);
+  // The step that runs the sort is done with it (or ended without it: cancelled before it began):
+  // the kept steps run. Idempotent.
+  void Settled();
+  // The first caller sorts, with its own cancellation; any other waits for it. Each adds the sort's
   // report (algorithm, device, stages) to its own. A failed job answers with its failure.
   absl::Status SortOnce(const Cancellation& cancellation, ExecutionReport& report);
 
@@ -71,6 +81,9 @@ class PartedSort : public SortInParts {
   std::vector<bool> joined_;
   uint32_t arrived_ = 0;
   std::vector<std::function<void()>> waiting_;
+  bool sort_taken_ = false;  // a step that runs the sort was let go (AfterSort)
+  bool settled_ = false;     // that step is done with the sort (Settled)
+  std::vector<std::function<void()>> after_sort_;
   absl::Status failed_;  // the first part failure before the sort
   absl::Status failure_for_others_;
 };

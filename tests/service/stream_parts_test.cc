@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tests/service/http_get.h"
+#include "tests/service/scripted_backend.h"
 #include "tests/service/test_server.h"
 #include "tests/support/inputs.h"
 #include "tests/support/reference.h"
@@ -436,6 +437,61 @@ TEST(StreamPartsTimeouts, ASiblingThatNeverComesEndsTheWaitAfterTheIdleTimeout) 
   EXPECT_EQ(alone.status.error_code(), grpc::StatusCode::ABORTED) << alone.status.error_message();
   EXPECT_THAT(alone.status.error_message(), ::testing::HasSubstr("--stream-idle-timeout"));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+// Issue 43: every part of a Sort in parts took a worker once all had arrived, and all but one waited
+// there for the sort, so with fewer workers than parts other callers queued behind them for the whole
+// sort (`-v` showed the sort's time as "queue" on an idle server). Now one worker sorts and the parts'
+// other steps wait off the workers. Two workers, four parts, a backend that holds each sort until
+// released: an unrelated Sort must reach the backend on the second worker while the parted one is held.
+TEST(StreamPartsWorkers, ASortInPartsHoldsOneWorkerWhileItSorts) {
+  auto counters = std::make_shared<ScriptedBackend::Counters>();
+  ServerConfig config = LoopbackConfig();
+  config.workers = 2;
+  config.inline_max_keys = 0;  // the unrelated Sort goes to a worker too
+  TestServer server(config, std::make_unique<ScriptedBackend>(counters));
+  constexpr uint32_t kParts = 4;
+  const std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 4000, 43);
+  const std::string bytes = ToBytes(keys), job = JobId(43);
+  const auto options = TestSortOptions(v1::DTYPE_UINT32);
+  std::vector<std::unique_ptr<v1::SortService::Stub>> stubs;
+  for (uint32_t i = 0; i < kParts; ++i) stubs.push_back(server.NewStub());
+  std::vector<std::future<PartAnswer>> parts;
+  for (uint32_t i = 0; i < kParts; ++i) {
+    parts.push_back(std::async(std::launch::async, [&, i] {
+      const std::size_t begin = keys.size() * i / kParts, end = keys.size() * (i + 1) / kParts;
+      return SendPart(*stubs[i], options, Part(job, i, kParts, keys.size()),
+                      bytes.substr(begin * 4, (end - begin) * 4), 1024, 4);
+    }));
+  }
+  auto wait_for_started = [&](int want) {
+    for (int i = 0; i < 1000 && counters->started.load() < want; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return counters->started.load();
+  };
+  ASSERT_EQ(wait_for_started(1), 1) << "the parted Sort never reached the backend";
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // time for other parts to take workers
+  auto other_stub = server.NewStub();
+  auto other = std::async(std::launch::async, [&] {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kDeadline);
+    v1::SortRequest request;
+    *request.mutable_options() = options;
+    request.set_keys(ToBytes(std::vector<uint32_t>{3, 1, 2}));
+    v1::SortResponse response;
+    return other_stub->Sort(&context, request, &response);
+  });
+  EXPECT_EQ(wait_for_started(2), 2) << "the unrelated Sort found no free worker while the parted Sort sorted";
+  counters->release = true;
+  EXPECT_TRUE(other.get().ok());
+  std::string sorted;
+  for (uint32_t i = 0; i < kParts; ++i) {
+    PartAnswer answer = parts[i].get();
+    ASSERT_TRUE(answer.status.ok()) << "part " << i << ": " << answer.status.error_message();
+    sorted += answer.keys;
+  }
+  EXPECT_TRUE(SameBits(FromBytes<uint32_t>(sorted), ReferenceRowSort(keys, 1, SortOrder::kAscending)));
+  EXPECT_EQ(counters->started.load(), 2);  // one sort for the four parts
 }
 
 // Job ids are the caller's: the same id used again after its Sort finished starts a new Sort.

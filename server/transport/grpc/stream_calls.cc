@@ -608,13 +608,22 @@ class SortStreamCall final
   }
 
   // A part waits until every part of its Sort has all its keys in; the waiting shows as "parts_wait".
+  // Then one part's step sorts on a worker while the others wait for it off the workers
+  // (PartedSort::AfterSort); once it is done with the sort (whatever happened to its call), they run.
   void Schedule(std::function<void()> run) override {
     if (job_ == nullptr) return StreamCall::Schedule(std::move(run));
     set_phase(Phase::kPartsWait);
     job_->Arrive([this, run = std::move(run), clock = StageClock()]() mutable {
       set_phase(Phase::kServerWork);
       call_.report.AddStage(Stage::kPartsWait, clock.Seconds());
-      core_.scheduler().EnqueueStep(call_, std::move(run));
+      job_->AfterSort([this, run = std::move(run), job = job_](bool runs_sort) mutable {
+        if (!runs_sort) return core_.scheduler().EnqueueStep(call_, std::move(run));
+        // `this` may be gone once run() returns (the call answered): only the job is touched after it.
+        core_.scheduler().EnqueueStep(call_, [run = std::move(run), job = std::move(job)] {
+          run();
+          job->Settled();
+        });
+      });
     });
   }
 
@@ -634,7 +643,9 @@ class SortStreamCall final
   absl::Status Execute() override {
     const std::size_t n = call_.keys;
     if (job_ != nullptr) {
-      RETURN_IF_ERROR(job_->SortOnce(call_.cancellation, call_.report));
+      const absl::Status sorted = job_->SortOnce(call_.cancellation, call_.report);
+      job_->Settled();  // the parts kept off the workers go now, without waiting for this one's answer
+      RETURN_IF_ERROR(sorted);
       cursor_.Reset(n, chunk_bytes_, BytesPerElement(), part_first_);
       return absl::OkStatus();
     }
