@@ -20,19 +20,28 @@ class Converted:
     dtype), and how to hand numpy answers back in the caller's kind."""
 
     def __init__(self, array: "npt.NDArray[Any]", dtype_name: Optional[str] = None,
-                 back: Optional[Callable[["npt.NDArray[Any]"], Any]] = None) -> None:
+                 back: Optional[Callable[["npt.NDArray[Any]"], Any]] = None,
+                 indices_back: Optional[Callable[["npt.NDArray[Any]"], Any]] = None) -> None:
         self.array = array
         self.dtype_name = dtype_name
         self._back = back
+        self._indices_back = indices_back
 
-    def back(self, result: "npt.NDArray[Any]", keys: bool = True) -> Any:
-        """`result` (numpy) as the caller's kind: keys in the caller's dtype; indices as they are."""
-        if self._back is None or not keys:
-            return result
-        return self._back(result)
+    def back(self, result: "npt.NDArray[Any]") -> Any:
+        """`result` (numpy, of the array's own dtype) as the caller's kind: a torch tensor over the
+        same memory for torch callers, the numpy array itself otherwise."""
+        return result if self._back is None else self._back(result)
+
+    def indices_back(self, indices: Optional["npt.NDArray[Any]"]) -> Any:
+        """Positions (numpy int64) as the caller's kind: an int64 tensor for torch callers, as
+        torch.sort and torch.topk give them."""
+        return indices if self._indices_back is None or indices is None else self._indices_back(indices)
 
 
 def to_numpy(obj: Any, dtype_name: Optional[str] = None, keys: bool = True) -> Converted:
+    """`obj` as numpy without a copy where numpy can view it: a torch CPU tensor's own memory
+    (Tensor.numpy()); the answers handed back to a torch caller are tensors over the answers' memory
+    (torch.from_numpy), so neither way copies more than a numpy caller's call does."""
     if is_cuda(obj):
         raise ValueError("gpusort: keys and values must both be on the host or both on a GPU; these values "
                          "are a CUDA array and the keys are not")
@@ -40,12 +49,14 @@ def to_numpy(obj: Any, dtype_name: Optional[str] = None, keys: bool = True) -> C
     if module == "torch":
         import torch  # only when the caller already uses it
 
+        def as_tensor(r: "npt.NDArray[Any]") -> Any:
+            return torch.from_numpy(np.ascontiguousarray(r))
+
         tensor = obj.detach()
         if tensor.dtype == torch.bfloat16:
             bits = tensor.contiguous().view(torch.int16).numpy()
-            return Converted(bits, "bfloat16",
-                             lambda r: torch.from_numpy(np.ascontiguousarray(r).view(np.int16)).view(torch.bfloat16))
-        return Converted(tensor.numpy(), dtype_name, lambda r: torch.from_numpy(np.ascontiguousarray(r)))
+            return Converted(bits, "bfloat16", lambda r: as_tensor(r.view(np.int16)).view(torch.bfloat16), as_tensor)
+        return Converted(tensor.numpy(), dtype_name, as_tensor, as_tensor)
     array = np.asarray(obj)
     if keys and array.dtype.kind not in "iuf":
         from ._dtypes import SUPPORTED

@@ -281,11 +281,11 @@ class Client:
                                    np.minimum(np.diff(np.asarray(offsets, dtype=np.int64)), k))
                 values = flat[starts + indices]
         if offsets is not None:
-            return converted.back(values), indices
+            return converted.back(values), converted.indices_back(indices)
         out_shape = tuple(shape[:-1]) + (int(k),)
         values = _arrays.restore_axis(values, out_shape, axis, array.ndim, array.dtype)
         indices = _arrays.restore_axis(indices, out_shape, axis, array.ndim)
-        return converted.back(values), indices
+        return converted.back(values), converted.indices_back(indices)
 
     # --- internals ---------------------------------------------------------------------------------
 
@@ -338,7 +338,8 @@ class Client:
         indices_needed = want_indices or special is not None
         value_data = None
         if values is not None:
-            value_array = _arrays.to_numpy(values, keys=False).array
+            converted_values = _arrays.to_numpy(values, keys=False)
+            value_array = converted_values.array
             if value_array.shape != array.shape:
                 raise ValueError("gpusort: values must have the keys' shape %s, not %s"
                                  % (array.shape, value_array.shape))
@@ -371,12 +372,12 @@ class Client:
         moved = None
         if value_data is not None:  # (the cast: values made the call ask for indices)
             moved = value_data.reshape(-1)[base + cast("npt.NDArray[np.int64]", indices)]
-            moved = _arrays.restore_axis(moved, shape, axis, array.ndim, value_array.dtype)
+            moved = converted_values.back(_arrays.restore_axis(moved, shape, axis, array.ndim, value_array.dtype))
         if offsets is not None:
-            return converted.back(sorted_keys), indices, moved
+            return converted.back(sorted_keys), converted.indices_back(indices), moved
         keys_out = _arrays.restore_axis(sorted_keys, shape, axis, array.ndim, array.dtype)
         positions = None if indices is None else _arrays.restore_axis(indices, shape, axis, array.ndim)
-        return converted.back(keys_out), positions, moved
+        return converted.back(keys_out), converted.indices_back(positions), moved
 
     @staticmethod
     def _check_sort_indices(indices: "npt.NDArray[np.int64]", offsets: Optional["npt.ArrayLike"], m: int) -> None:
@@ -399,6 +400,8 @@ class Client:
     def _segment_starts(offsets: Optional["npt.ArrayLike"], n: int, m: int) -> "npt.NDArray[np.int64]":
         """For each sorted element, where its row or segment starts in the flat array."""
         if offsets is None:
+            if m == 0:  # rows of no element (an empty array): nothing starts anywhere
+                return np.zeros(0, dtype=np.int64)
             return np.repeat(np.arange(0, n, m, dtype=np.int64), m)
         o = np.asarray(offsets, dtype=np.int64)
         return np.repeat(o[:-1], np.diff(o))

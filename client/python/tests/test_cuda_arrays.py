@@ -4,7 +4,9 @@ the refusals said clearly. Needs a GPU and a server on the CUDA backend (GPUSORT
 scripts/python-device-test.sh runs it on the GPU machine); skips and says why otherwise.
 
 The arrays here are plain device allocations with __cuda_array_interface__ (no torch or CuPy needed);
-the torch cases run only where torch with CUDA is importable beside grpcio."""
+torch tensors have their own tests (test_torch.py). The client here orders floats as the service does
+(nan="total"): nan="numpy", the default, re-codes NaN and -0.0 on the GPU with the array library's own
+operations, which a bare __cuda_array_interface__ object does not have (test_refusals)."""
 import os
 
 import grpc
@@ -29,7 +31,7 @@ def _cuda_or_skip():
 @pytest.fixture(scope="module")
 def gpu(server_target, shm_socket):
     _cuda_or_skip()
-    with gpusort.Client(server_target, shm_socket=shm_socket, timeout=120) as c:
+    with gpusort.Client(server_target, shm_socket=shm_socket, timeout=120, nan="total") as c:
         yield c
 
 
@@ -163,30 +165,3 @@ def test_refusals(gpu, server_target):
         gpu.sort_with(CudaArray(np.arange(3)), np.arange(3))
     with pytest.raises(ValueError, match="shm_socket"):
         gpusort.Client(server_target).sort(CudaArray(a[0]))
-
-
-def _torch_cuda():
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch if torch.cuda.is_available() else None
-
-
-def test_torch_tensors_stay_on_their_gpu(gpu):
-    torch = _torch_cuda()
-    if torch is None:
-        pytest.skip("torch with CUDA is not importable beside grpcio here")
-    logits = torch.randn(128, 4096, device="cuda").to(torch.bfloat16)
-    values, indices = gpu.topk(logits, 50)
-    want_v, want_i = torch.topk(logits.float(), 50)  # bfloat16 ties: compare the chosen values
-    assert values.device == logits.device and values.dtype == torch.bfloat16
-    assert torch.equal(values.float(), want_v)
-    t = torch.randn(1 << 20, device="cuda")
-    t[::97] = float("nan")
-    assert torch.equal(gpu.sort(t, nan="numpy").nan_to_num(), torch.sort(t).values.nan_to_num())
-    keys, moved = gpu.sort_with(t, torch.arange(t.numel(), device="cuda"), stable=True, nan="numpy")
-    assert torch.equal(moved, torch.sort(t, stable=True).indices)
-    rows = torch.randn(256, 4096, device="cuda")
-    values, indices = gpu.topk(rows, 5, axis=0)
-    assert torch.equal(values, torch.topk(rows, 5, dim=0).values)
