@@ -9,7 +9,8 @@ import mmap
 import operator
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, SupportsIndex, Tuple, TypeVar, Union, cast, overload
+from typing import (TYPE_CHECKING, Any, Dict, Generator, Iterator, Optional, SupportsIndex, Tuple, TypeVar, Union, cast,
+                    overload)
 
 import grpc
 import numpy as np
@@ -41,6 +42,28 @@ _ALGORITHMS: Dict[Optional[str], int] = {
     "cpu": pb.ALGORITHM_CPU, "radix_select": pb.ALGORITHM_RADIX_SELECT, "small_k": pb.ALGORITHM_SMALL_K,
     "thread_lists": pb.ALGORITHM_THREAD_LISTS,
 }
+
+
+class SortCall:
+    """The one exchange with the server a Sort of host arrays makes: `options` and the key bytes to send
+    (`keys`, little-endian), answered by (sorted keys as `key_dtype`, int64 positions or None). The
+    calls are written as generators of these (Client._sort_steps, _topk_steps): gpusort.Client answers
+    each by a blocking call, gpusort.aio.Client by an awaited one, and both share every step around it."""
+
+    def __init__(self, options: Any, keys: "npt.NDArray[Any]", key_dtype: "np.dtype[Any]") -> None:
+        self.options, self.keys, self.key_dtype = options, keys, key_dtype
+
+
+class TopKCall:
+    """The same for a TopK: `results` values and positions come back."""
+
+    def __init__(self, options: Any, keys: "npt.NDArray[Any]", results: int, key_dtype: "np.dtype[Any]") -> None:
+        self.options, self.keys, self.results, self.key_dtype = options, keys, results, key_dtype
+
+
+Exchange = Union[SortCall, TopKCall]
+_R = TypeVar("_R")
+Steps = Generator[Exchange, Any, _R]
 
 
 def _target(target: Optional[str]) -> str:
@@ -135,6 +158,8 @@ class Client:
         # info.CallInfo of the last answered call (backend, algorithm, stages).
         self.last_info: Optional[CallInfo] = None
         options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+        self._channel_options = options
+        self._credentials: Any = None  # grpc.ChannelCredentials with TLS (gpusort.aio makes its channel alike)
         self._metadata: Tuple[Tuple[str, str], ...] = ()
         if tls:
             roots = None
@@ -147,6 +172,7 @@ class Client:
             if token:
                 credentials = grpc.composite_channel_credentials(credentials,
                                                                  grpc.access_token_call_credentials(token))
+            self._credentials = credentials
             self._channel = grpc.secure_channel(self.target, credentials, options)
         else:
             if token:  # gRPC's call credentials need TLS; over plaintext the header goes as metadata
@@ -247,6 +273,28 @@ class Client:
         """(values, indices) of the k largest (or smallest) along `axis`, as torch.topk: shape with `axis`
         of length k; ties go to the earlier position. offsets: 1-D `a` in segments, each giving its own
         min(k, length) results, concatenated (flat arrays)."""
+        return self._drive(self._topk_steps(a, k, axis, largest, sorted, algorithm, dtype, nan, offsets))
+
+    # --- internals ---------------------------------------------------------------------------------
+
+    def _drive(self, steps: "Steps[_R]") -> _R:
+        """Runs a call's steps, answering each exchange with the server by a blocking call."""
+        try:
+            exchange = next(steps)
+            while True:
+                exchange = steps.send(self._answer(exchange))
+        except StopIteration as done:
+            return cast(_R, done.value)
+
+    def _answer(self, exchange: Exchange) -> Any:
+        """One exchange with the server, by this client's transport, blocking."""
+        if isinstance(exchange, SortCall):
+            return self._call_sort(exchange.options, exchange.keys, exchange.key_dtype)
+        return self._call_topk(exchange.options, exchange.keys, exchange.results, exchange.key_dtype)
+
+    def _topk_steps(self, a: ArrayLike, k: SupportsIndex, axis: Optional[SupportsIndex], largest: bool, sorted: bool,
+                    algorithm: Optional[str], dtype: Optional[str], nan: Optional[str],
+                    offsets: Optional["npt.ArrayLike"]) -> "Steps[Tuple[Any, Any]]":
         k = operator.index(k)  # numpy's rule: 2.5 or "3" is a TypeError, not 2 or a late failure
         a, axis, _ = _axis(a, axis)
         if _device.is_cuda(a):
@@ -270,7 +318,7 @@ class Client:
         if n == 0 or results == 0:
             values, indices = data.reshape(-1)[:0], np.zeros(0, dtype=np.int64)
         else:
-            values, indices = self._call_topk(options, keys, results, data.dtype)
+            values, indices = yield TopKCall(options, keys, results, data.dtype)
             self._check_topk_indices(indices, offsets, m, k)
         if special is not None:  # the canonical NaN / +0.0 sent: the caller's own keys back
             flat = data.reshape(-1)
@@ -286,8 +334,6 @@ class Client:
         values = _arrays.restore_axis(values, out_shape, axis, array.ndim, array.dtype)
         indices = _arrays.restore_axis(indices, out_shape, axis, array.ndim)
         return converted.back(values), converted.indices_back(indices)
-
-    # --- internals ---------------------------------------------------------------------------------
 
     def _nan(self, nan: Optional[str]) -> str:
         nan = self.nan if nan is None else nan
@@ -323,6 +369,15 @@ class Client:
     def _sort(self, a: ArrayLike, axis: Optional[SupportsIndex], descending: bool, stable: bool,
               algorithm: Optional[str], dtype: Optional[str], nan: Optional[str], offsets: Optional["npt.ArrayLike"],
               values: ArrayLike, want_indices: bool) -> Tuple[Any, Any, Any]:
+        return self._drive(self._sort_steps(a, axis, descending, stable, algorithm, dtype, nan, offsets, values,
+                                            want_indices))
+
+    def _sort_steps(self, a: ArrayLike, axis: Optional[SupportsIndex], descending: bool, stable: bool,
+                    algorithm: Optional[str], dtype: Optional[str], nan: Optional[str],
+                    offsets: Optional["npt.ArrayLike"], values: ArrayLike, want_indices: bool
+                    ) -> "Steps[Tuple[Any, Any, Any]]":
+        """(sorted keys, positions or None, moved values or None) in the caller's kind, the exchange with
+        the server yielded (SortCall)."""
         a, axis, values = _axis(a, axis, values)
         if _device.is_cuda(a):
             return _device_calls.sort(self, a, axis, descending, stable, algorithm, dtype, nan, offsets, values,
@@ -361,7 +416,7 @@ class Client:
         if n == 0:
             sorted_keys, indices = data.reshape(-1), np.zeros(0, dtype=np.int64)
         else:
-            sorted_keys, indices = self._call_sort(options, keys, data.dtype)
+            sorted_keys, indices = yield SortCall(options, keys, data.dtype)
             if indices is not None:  # before they gather anything (nan="numpy", values) or reach the caller
                 self._check_sort_indices(indices, offsets, m)
         flat = data.reshape(-1)
@@ -503,53 +558,104 @@ class Client:
         return values, indices
 
     # --- gRPC messages -----------------------------------------------------------------------------
+    # (gpusort.aio.Client makes the same calls awaited, with these same requests and answers)
+
+    def fits_one_message(self, exchange: Exchange) -> bool:
+        """Whether the exchange's request and answer each fit max_unary_bytes (else it streams)."""
+        width = exchange.keys.dtype.itemsize
+        if isinstance(exchange, SortCall):
+            with_indices = exchange.options.payload == pb.PAYLOAD_INDICES
+            answer_bytes = exchange.keys.size * (width + (8 if with_indices else 0))
+        else:
+            answer_bytes = exchange.results * (width + 8)
+        return max(exchange.keys.size * width, answer_bytes) <= self.max_unary_bytes
+
+    def message_request(self, exchange: Exchange) -> Any:
+        if isinstance(exchange, SortCall):
+            return pb.SortRequest(options=exchange.options, keys=exchange.keys.tobytes())
+        return pb.TopKRequest(options=exchange.options, keys=exchange.keys.tobytes())
+
+    def message_answer(self, exchange: Exchange, reply: Any) -> Any:
+        """A unary reply as the exchange's answer (last_info kept)."""
+        self.last_info = CallInfo.of(reply.info)
+        keys = exchange.keys
+        wire = keys.dtype.newbyteorder("<")
+        if isinstance(exchange, SortCall):
+            n = keys.size
+            sorted_keys = _answers.array_of(reply.keys, n, wire, "keys").astype(exchange.key_dtype)
+            indices = None
+            if exchange.options.payload == pb.PAYLOAD_INDICES:
+                indices = _answers.array_of(reply.indices, n, "<i8", "indices").astype(np.int64)
+            return sorted_keys, indices
+        values = _answers.array_of(reply.values, exchange.results, wire, "values")
+        indices = _answers.array_of(reply.indices, exchange.results, "<i8", "indices")
+        return values.astype(exchange.key_dtype), indices.astype(np.int64)
+
+    def stream_outputs(self, exchange: Exchange) -> Dict[str, "npt.NDArray[Any]"]:
+        """The arrays a streamed answer's chunks are copied into, by reply field."""
+        keys = exchange.keys
+        if isinstance(exchange, SortCall):
+            outputs = {"keys": np.empty(keys.size, dtype=keys.dtype)}
+            if exchange.options.payload == pb.PAYLOAD_INDICES:
+                outputs["indices"] = np.empty(keys.size, dtype=np.int64)
+            return outputs
+        return {"values": np.empty(exchange.results, dtype=keys.dtype),
+                "indices": np.empty(exchange.results, dtype=np.int64)}
+
+    def stream_requests(self, exchange: Exchange) -> Iterator[Any]:
+        """The keys in chunks, options and the answer's chunk size on the first."""
+        request_type = pb.SortStreamRequest if isinstance(exchange, SortCall) else pb.TopKStreamRequest
+        view = memoryview(exchange.keys.tobytes())
+        for at in range(0, max(1, len(view)), self.chunk_bytes):
+            chunk = bytes(view[at:at + self.chunk_bytes])
+            if at == 0:
+                yield request_type(options=exchange.options, keys=chunk, response_chunk_bytes=self.chunk_bytes)
+            else:
+                yield request_type(keys=chunk)
+
+    def stream_answer(self, exchange: Exchange, outputs: Dict[str, "npt.NDArray[Any]"]) -> _answers.StreamAnswer:
+        wire = {name: np.dtype("<i8") if name == "indices" else exchange.keys.dtype.newbyteorder("<")
+                for name in outputs}
+        return _answers.StreamAnswer(outputs, wire)
+
+    def stream_result(self, exchange: Exchange, outputs: Dict[str, "npt.NDArray[Any]"]) -> Any:
+        if isinstance(exchange, SortCall):
+            return outputs["keys"].astype(exchange.key_dtype), outputs.get("indices")
+        return outputs["values"].astype(exchange.key_dtype), outputs["indices"]
 
     def _call_sort(self, options: Any, keys: "npt.NDArray[Any]", key_dtype: "np.dtype[Any]"
                    ) -> Tuple["npt.NDArray[Any]", Optional["npt.NDArray[np.int64]"]]:
-        n = keys.size
-        key_bytes = n * keys.dtype.itemsize
         with_indices = options.payload == pb.PAYLOAD_INDICES
-        answer_bytes = key_bytes + (8 * n if with_indices else 0)
         try:
             if self.use_shm:
                 return self._shm_sort(options, keys, key_dtype, with_indices)
             if self.use_sockets:
                 sorted_keys, indices = _sockets.sort(self, options, keys, with_indices)
                 return sorted_keys.astype(key_dtype), indices
-            if max(key_bytes, answer_bytes) <= self.max_unary_bytes:
-                reply = self._stub.Sort(pb.SortRequest(options=options, keys=keys.tobytes()),
-                                        timeout=self.timeout, metadata=self._metadata)
-                self.last_info = CallInfo.of(reply.info)
-                sorted_keys = _answers.array_of(reply.keys, n, keys.dtype.newbyteorder("<"), "keys").astype(key_dtype)
-                indices = None
-                if with_indices:
-                    indices = _answers.array_of(reply.indices, n, "<i8", "indices").astype(np.int64)
-                return sorted_keys, indices
-            return self._stream_sort(options, keys, key_dtype, with_indices)
+            return cast(Tuple[Any, Any], self._over_grpc(SortCall(options, keys, key_dtype)))
         except grpc.RpcError as error:
             raise self._fail(error) from None
 
-    def _chunks(self, payload: bytes) -> Iterator[memoryview]:
-        view = memoryview(payload)
-        for at in range(0, len(view), self.chunk_bytes):
-            yield view[at:at + self.chunk_bytes]
+    def _call_topk(self, options: Any, keys: "npt.NDArray[Any]", results: int, key_dtype: "np.dtype[Any]"
+                   ) -> Tuple["npt.NDArray[Any]", "npt.NDArray[np.int64]"]:
+        try:
+            if self.use_shm:
+                return self._shm_topk(options, keys, results, key_dtype)
+            return cast(Tuple[Any, Any], self._over_grpc(TopKCall(options, keys, results, key_dtype)))
+        except grpc.RpcError as error:
+            raise self._fail(error) from None
 
-    def _stream(self, call: Any, request_type: Any, options: Any, keys: "npt.NDArray[Any]",
-                outputs: Dict[str, "npt.NDArray[Any]"]) -> None:
-        """One streaming call: the keys in chunks (options and the answer's chunk size on the first), the
-        answer's chunks copied to `outputs` ({reply field: numpy array}) at each chunk's offset."""
-        raw = keys.tobytes()
-
-        def requests() -> Iterator[Any]:
-            for number, chunk in enumerate(self._chunks(raw)):
-                if number == 0:
-                    yield request_type(options=options, keys=bytes(chunk), response_chunk_bytes=self.chunk_bytes)
-                else:
-                    yield request_type(keys=bytes(chunk))
-
-        wire = {name: np.dtype("<i8") if name == "indices" else keys.dtype.newbyteorder("<") for name in outputs}
-        answer = _answers.StreamAnswer(outputs, wire)
-        replies = call(requests(), timeout=self.timeout, metadata=self._metadata)
+    def _over_grpc(self, exchange: Exchange) -> Any:
+        """One unary call, or one streaming call whose answer's chunks are copied in at their offsets."""
+        sort = isinstance(exchange, SortCall)
+        if self.fits_one_message(exchange):
+            method = self._stub.Sort if sort else self._stub.TopK
+            reply = method(self.message_request(exchange), timeout=self.timeout, metadata=self._metadata)
+            return self.message_answer(exchange, reply)
+        outputs = self.stream_outputs(exchange)
+        answer = self.stream_answer(exchange, outputs)
+        method = self._stub.SortStream if sort else self._stub.TopKStream
+        replies = method(self.stream_requests(exchange), timeout=self.timeout, metadata=self._metadata)
         try:
             for reply in replies:
                 answer.take(reply)
@@ -559,35 +665,4 @@ class Client:
             replies.cancel()  # the rest of a broken answer is of no use: stop the server sending it
             raise
         answer.finish()  # the outputs are np.empty: an element no chunk wrote holds stale memory
-
-    def _stream_sort(self, options: Any, keys: "npt.NDArray[Any]", key_dtype: "np.dtype[Any]", with_indices: bool
-                     ) -> Tuple["npt.NDArray[Any]", Optional["npt.NDArray[np.int64]"]]:
-        outputs = {"keys": np.empty(keys.size, dtype=keys.dtype)}
-        if with_indices:
-            outputs["indices"] = np.empty(keys.size, dtype=np.int64)
-        self._stream(self._stub.SortStream, pb.SortStreamRequest, options, keys, outputs)
-        return outputs["keys"].astype(key_dtype), outputs.get("indices")
-
-    def _call_topk(self, options: Any, keys: "npt.NDArray[Any]", results: int, key_dtype: "np.dtype[Any]"
-                   ) -> Tuple["npt.NDArray[Any]", "npt.NDArray[np.int64]"]:
-        key_bytes = keys.size * keys.dtype.itemsize
-        answer_bytes = results * (keys.dtype.itemsize + 8)
-        try:
-            if self.use_shm:
-                return self._shm_topk(options, keys, results, key_dtype)
-            if max(key_bytes, answer_bytes) <= self.max_unary_bytes:
-                reply = self._stub.TopK(pb.TopKRequest(options=options, keys=keys.tobytes()),
-                                        timeout=self.timeout, metadata=self._metadata)
-                self.last_info = CallInfo.of(reply.info)
-                values = _answers.array_of(reply.values, results, keys.dtype.newbyteorder("<"), "values")
-                indices = _answers.array_of(reply.indices, results, "<i8", "indices")
-                return values.astype(key_dtype), indices.astype(np.int64)
-            return self._stream_topk(options, keys, results, key_dtype)
-        except grpc.RpcError as error:
-            raise self._fail(error) from None
-
-    def _stream_topk(self, options: Any, keys: "npt.NDArray[Any]", results: int, key_dtype: "np.dtype[Any]"
-                     ) -> Tuple["npt.NDArray[Any]", "npt.NDArray[np.int64]"]:
-        outputs = {"values": np.empty(results, dtype=keys.dtype), "indices": np.empty(results, dtype=np.int64)}
-        self._stream(self._stub.TopKStream, pb.TopKStreamRequest, options, keys, outputs)
-        return outputs["values"].astype(key_dtype), outputs["indices"]
+        return self.stream_result(exchange, outputs)

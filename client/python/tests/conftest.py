@@ -36,6 +36,20 @@ def shm_socket(server_target):
 
 
 @pytest.fixture(scope="session")
+def server_metrics(server_target):
+    """A function returning the started server's /metrics text (skips against $GPUSORT_TEST_SERVER)."""
+    if "metrics_port" not in _SHM:
+        pytest.skip("the server under test was not started here: its metrics port is unknown")
+    import urllib.request
+
+    def scrape():
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % _SHM["metrics_port"], timeout=10) as reply:
+            return reply.read().decode()
+
+    return scrape
+
+
+@pytest.fixture(scope="session")
 def server_target():
     if os.environ.get("GPUSORT_TEST_SERVER"):
         yield os.environ["GPUSORT_TEST_SERVER"]
@@ -56,6 +70,8 @@ def server_target():
                 for line in open(port_file):
                     if line.startswith("grpc_port="):
                         port = int(line.split("=")[1])
+                    if line.startswith("metrics_port="):
+                        _SHM["metrics_port"] = int(line.split("=")[1])
             if port or server.poll() is not None:
                 break
             time.sleep(0.05)
