@@ -8,6 +8,11 @@
 //
 //   device_region_bench --target 127.0.0.1:PORT --shm-socket PATH [--runs 20] [--warmup 3]
 //
+// Each case is timed two ways: as a gRPC call (the raw stub on one channel) and as a call on the
+// shared-memory socket itself (gpusort::Client::SortInRegion / TopKInRegion, sort.proto "Calls on the
+// shared-memory socket": no HTTP/2 and no hop to a worker), the latter with the client's wait_spin 0 and
+// 200 us (a caller that keeps its core awake for the answer; issue 44's "as the caller sees it").
+//
 // Cases: sort_u32_16M (16M random uint32, ascending, keys only, from one region into another, so every
 // call sorts the same keys), topk_f32_256M_k100 (256M floats uniform in [0, 1), k = 100, largest, sorted,
 // values and indices). Each answer is checked once against std::sort / the reference top-k on the host.
@@ -26,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "gpusort/client.h"
 #include "gpusort/kernels/memory.h"
 #include "gpusort/kernels/runtime.h"
 #include "gpusort/kernels/shared_device_memory.h"
@@ -105,24 +111,42 @@ struct Timing {
   std::string stages;  // the server's stages, each its median in ms, in the order they happened
 };
 
-// `call` makes one request and returns its ExecutionInfo; runs warm-up + runs times, one at a time.
-Timing Time(const Options& o, const std::function<v1::ExecutionInfo()>& call) {
+// What a call's answer said: the server's time and its stages (from either kind of ExecutionInfo).
+struct Answered {
+  double server_ms = 0;
+  std::vector<std::pair<std::string, double>> stages_ms;
+};
+
+Answered FromProto(const v1::ExecutionInfo& info) {
+  Answered a{info.server_seconds() * 1e3, {}};
+  for (const auto& stage : info.stages()) a.stages_ms.emplace_back(stage.stage(), stage.seconds() * 1e3);
+  return a;
+}
+
+Answered FromClient(const gpusort::client::ExecutionInfo& info) {
+  Answered a{info.server_seconds * 1e3, {}};
+  for (const auto& stage : info.stages) a.stages_ms.emplace_back(stage.stage, stage.seconds * 1e3);
+  return a;
+}
+
+// `call` makes one request and returns what its answer said; runs warm-up + runs times, one at a time.
+Timing Time(const Options& o, const std::function<Answered()>& call) {
   std::vector<double> caller, server;
   std::vector<std::string> names;
   std::vector<std::vector<double>> stage_ms;
   for (int i = 0; i < o.warmup + o.runs; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    const v1::ExecutionInfo info = call();
+    const Answered info = call();
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (i < o.warmup) continue;
     caller.push_back(ms);
-    server.push_back(info.server_seconds() * 1e3);
-    for (int s = 0; s < info.stages_size(); ++s) {
-      if (static_cast<std::size_t>(s) >= names.size()) {
-        names.push_back(info.stages(s).stage());
+    server.push_back(info.server_ms);
+    for (std::size_t s = 0; s < info.stages_ms.size(); ++s) {
+      if (s >= names.size()) {
+        names.push_back(info.stages_ms[s].first);
         stage_ms.emplace_back();
       }
-      stage_ms[s].push_back(info.stages(s).seconds() * 1e3);
+      stage_ms[s].push_back(info.stages_ms[s].second);
     }
   }
   Timing t{Median(caller), Median(server), ""};
@@ -144,11 +168,26 @@ double EchoFloor(const Options& o, const std::shared_ptr<grpc::Channel>& channel
            v1::EchoMessage in, out;
            grpc::ClientContext context;
            if (!echo->Echo(&context, in, &out).ok()) Die("echo failed");
-           return v1::ExecutionInfo();
+           return Answered();
          }).caller_ms;
 }
 
-Timing SortU32(const Options& o, v1::SortService::Stub& stub) {
+// The same case timed over gRPC and on the socket (each wait_spin).
+struct Ways {
+  Timing grpc, socket, socket_spin;
+};
+
+gpusort::Client SocketClient(const Options& o, std::chrono::microseconds spin) {
+  gpusort::ClientOptions options;
+  options.target = o.target;
+  options.shm_socket = o.shm_socket;
+  options.wait_spin = spin;
+  return gpusort::Client(options);
+}
+
+gpusort::client::RegionRef RefOf(const Region& r) { return r.registration->Ref(0, r.memory.size()); }
+
+Ways SortU32(const Options& o, v1::SortService::Stub& stub) {
   const std::size_t n = std::size_t{16} << 20;
   std::vector<std::uint32_t> keys(n);
   std::mt19937_64 rng(1);
@@ -163,17 +202,30 @@ Timing SortU32(const Options& o, v1::SortService::Stub& stub) {
     v1::SortResponse response;
     grpc::ClientContext context;
     if (grpc::Status s = stub.Sort(&context, request, &response); !s.ok()) Die("Sort: " + s.error_message());
-    return response.info();
+    return FromProto(response.info());
   };
-  call();
-  std::vector<std::uint32_t> got(n);
-  Copy(got.data(), out.memory.data(), n * 4);
+  auto on_socket = [&](gpusort::Client& client) {
+    return [&] {
+      auto info = client.SortInRegion(gpusort::client::DType::kUint32, {}, gpusort::client::Payload::kNone,
+                                      RefOf(in), RefOf(out));
+      if (!info.ok()) Die("SortInRegion: " + std::string(info.status().message()));
+      return FromClient(*info);
+    };
+  };
+  gpusort::Client socket = SocketClient(o, std::chrono::microseconds(0));
+  gpusort::Client spinning = SocketClient(o, std::chrono::microseconds(200));
   std::sort(keys.begin(), keys.end());
-  if (got != keys) Die("sort_u32_16M: the answer differs from std::sort");
-  return Time(o, call);
+  for (const auto& once : {std::function<Answered()>(call), std::function<Answered()>(on_socket(socket))}) {
+    Copy(out.memory.data(), in.memory.data(), 4);  // a stale answer must not pass for a new one
+    once();
+    std::vector<std::uint32_t> got(n);
+    Copy(got.data(), out.memory.data(), n * 4);
+    if (got != keys) Die("sort_u32_16M: the answer differs from std::sort");
+  }
+  return {Time(o, call), Time(o, on_socket(socket)), Time(o, on_socket(spinning))};
 }
 
-Timing TopKF32(const Options& o, v1::SortService::Stub& stub) {
+Ways TopKF32(const Options& o, v1::SortService::Stub& stub) {
   const std::size_t n = std::size_t{256} << 20, k = 100;
   std::vector<float> keys(n);
   std::mt19937_64 rng(2);
@@ -192,18 +244,33 @@ Timing TopKF32(const Options& o, v1::SortService::Stub& stub) {
     v1::TopKResponse response;
     grpc::ClientContext context;
     if (grpc::Status s = stub.TopK(&context, request, &response); !s.ok()) Die("TopK: " + s.error_message());
-    return response.info();
+    return FromProto(response.info());
   };
-  call();
+  gpusort::TopKOptions options;
+  options.k = k;
+  auto on_socket = [&](gpusort::Client& client) {
+    return [&] {
+      const gpusort::client::RegionRef values_ref = RefOf(values), indices_ref = RefOf(indices);
+      auto info = client.TopKInRegion(gpusort::client::DType::kFloat32, options, RefOf(in), &values_ref, &indices_ref);
+      if (!info.ok()) Die("TopKInRegion: " + std::string(info.status().message()));
+      return FromClient(*info);
+    };
+  };
+  gpusort::Client socket = SocketClient(o, std::chrono::microseconds(0));
+  gpusort::Client spinning = SocketClient(o, std::chrono::microseconds(200));
   std::vector<std::int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](std::int64_t a, std::int64_t b) {
     return keys[a] != keys[b] ? keys[a] > keys[b] : a < b;
   });
-  std::vector<std::int64_t> got(k);
-  Copy(got.data(), indices.memory.data(), k * 8);
-  if (!std::equal(got.begin(), got.end(), order.begin())) Die("topk_f32_256M_k100: the answer differs");
-  return Time(o, call);
+  for (const auto& once : {std::function<Answered()>(call), std::function<Answered()>(on_socket(socket))}) {
+    std::vector<std::int64_t> got(k, -1);
+    Copy(indices.memory.data(), got.data(), k * 8);  // a stale answer must not pass for a new one
+    once();
+    Copy(got.data(), indices.memory.data(), k * 8);
+    if (!std::equal(got.begin(), got.end(), order.begin())) Die("topk_f32_256M_k100: the answer differs");
+  }
+  return {Time(o, call), Time(o, on_socket(socket)), Time(o, on_socket(spinning))};
 }
 
 }  // namespace
@@ -220,7 +287,13 @@ int main(int argc, char** argv) {
   std::printf("median of %d after %d warm-up, one call at a time\n\n", o.runs, o.warmup);
   std::printf("| case | caller ms (call to reply) | server_seconds ms | empty Echo ms | server stages, ms |\n"
               "|---|---:|---:|---:|---|\n");
-  Report("sort_u32_16M", SortU32(o, *stub), echo);
-  Report("topk_f32_256M_k100", TopKF32(o, *stub), echo);
+  const Ways sort = SortU32(o, *stub);
+  const Ways topk = TopKF32(o, *stub);
+  Report("sort_u32_16M, gRPC call", sort.grpc, echo);
+  Report("sort_u32_16M, socket call", sort.socket, echo);
+  Report("sort_u32_16M, socket call, wait_spin 200 us", sort.socket_spin, echo);
+  Report("topk_f32_256M_k100, gRPC call", topk.grpc, echo);
+  Report("topk_f32_256M_k100, socket call", topk.socket, echo);
+  Report("topk_f32_256M_k100, socket call, wait_spin 200 us", topk.socket_spin, echo);
   return 0;
 }
