@@ -31,7 +31,9 @@
 // (60-bit keys, 8 onesweep passes) adds ~88 us. Tried and dropped, both slower: spreading the sample's
 // loads over 16 blocks with __match_any_sync-aggregated digit counts (22 us), and visiting candidates
 // with ~4096 per block instead of the whole grid (one dependent load per lane per step: passes
-// 16 + 13 + 16 us, gather 12 us).
+// 16 + 13 + 16 us, gather 12 us). On the H200 (2026-11-29) the filter took 325 us at 69% of the read
+// bandwidth; with the next step's loads in flight during the visit and whole steps' masks as constants
+// (ForEachRowStep), 270 us at 83%, and the whole call 0.361 -> 0.321 ms (docs/benchmarks-log.md).
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_radix_sort.cuh>
 

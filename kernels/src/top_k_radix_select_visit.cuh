@@ -88,7 +88,15 @@ __device__ __forceinline__ void ForEachRowStep(const Key* row, std::uint32_t n, 
       }
       if (index < vectors) valid |= ((1u << kPerVector) - 1) << (j * kPerVector);
     }
-    body(keys, pos, valid);
+    // Every step but a warp's last is whole: its body gets the mask as a constant, so that the body's
+    // per-key checks of it fold away (the filter was bound by instructions as much as by memory: ncu,
+    // issue 44, 80% of the SMs' issue rate at 78% of the read bandwidth).
+    constexpr std::uint32_t kAllValid = kItems >= 32 ? 0xFFFFFFFFu : (1u << (kItems % 32)) - 1u;
+    if (first + kStepVectors <= vectors) {
+      body(keys, pos, kAllValid);
+    } else {
+      body(keys, pos, valid);
+    }
 #pragma unroll
     for (int j = 0; j < kVectorsPerLane; ++j) v[j] = next[j];
   }
