@@ -13,10 +13,10 @@
 //
 // NOT USED YET (issue 44, 2026-11-29): exact (tests/cpu/sort_in_buckets_test.cc), but slower than the
 // runs and their merge on the H200 host: 4G u32 keys under a 4 GiB device limit, 16 cores, sort 7.8-8.1 s
-// (partition 5.7-6.1 s) against 6.7 s (merge 6.0 s); the partition's classification is still ~5 ns a key
-// on a core (12 on the GPU host's, where 16 threads did not scale), where a pass at memory speed needs
-// well under one. gpu_set.cc goes on calling SortInRuns until a measurement says otherwise
-// (docs/benchmarks-log.md, "Out of core in buckets, a first step").
+// (partition 5.7-6.1 s) against 6.7 s (merge 6.0 s). The partition has since gone from 1.25 to 0.70 s on
+// the dev VM (256M keys, 2 threads: a table for the buckets, the loop's state in registers), not yet
+// measured on the GPU host. gpu_set.cc goes on calling SortInRuns until a measurement there says
+// otherwise (docs/benchmarks-log.md, "Out of core in buckets, a first step").
 #pragma once
 
 #include <span>

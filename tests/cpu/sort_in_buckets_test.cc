@@ -131,5 +131,19 @@ TEST(SortInBuckets, PartitionKeepsInputOrderWithinEachBucketAndBucketsInSortOrde
   }
 }
 
+// More splitters than the classifier's table can name buckets for (2 * m past 65534): every key
+// searches the splitters, and the partition is still right.
+TEST(SortInBuckets, PartitionWithTensOfThousandsOfSplitters) {
+  const std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, 200000, 12);
+  const cpu::BucketPlan plan =
+      cpu::SampleSplitters(DType::kUInt32, false, std::as_bytes(std::span(keys)), keys.size(), 50000, 4);
+  ASSERT_GT(2 * plan.splitters.size(), 65534u);
+  std::vector<uint32_t> out(keys.size());
+  const std::vector<std::size_t> bounds = cpu::PartitionByBuckets(
+      plan, std::as_bytes(std::span(keys)), std::as_writable_bytes(std::span(out)), keys.size(), 2);
+  for (std::size_t b = 0; b + 1 < bounds.size(); ++b) std::sort(out.begin() + bounds[b], out.begin() + bounds[b + 1]);
+  EXPECT_TRUE(SameBits(out, ReferenceSort(keys, SortOrder::kAscending)));
+}
+
 }  // namespace
 }  // namespace gpusort::testing
