@@ -139,15 +139,26 @@ std::vector<std::size_t> Partition(const BucketPlan& plan, const std::byte* in, 
     }
   }
   bounds[buckets] = running;
+  // The input may be shared memory its owner rewrites meanwhile: a key read again in pass 2 may fall in
+  // another bucket than pass 1 counted. Each chunk therefore writes only inside the slots pass 1 gave it
+  // (a key past its bucket's share is dropped), and fills the slots left over with zero bytes: such
+  // writes can spoil the answer, never reach outside `out` nor leave what the scratch held before in it.
   ForEachChunk(chunks, [&](std::size_t c) {
     std::vector<std::size_t> next(at.begin() + static_cast<std::ptrdiff_t>(c * buckets),
                                   at.begin() + static_cast<std::ptrdiff_t>((c + 1) * buckets));
+    std::vector<std::size_t> end(buckets);
+    for (std::size_t b = 0; b < buckets; ++b) {
+      end[b] = c + 1 < chunks ? at[(c + 1) * buckets + b] : (b + 1 < buckets ? at[b + 1] : count);
+    }
     ForEachBucketOf<T>(plan, classify, in, ChunkBegin(count, chunks, c), ChunkBegin(count, chunks, c + 1),
                        // (pointers by value: the stores through `out` may alias anything the closure
                        // would otherwise read again for every key)
-                       [nx = next.data(), out, in](std::size_t i, std::size_t b) {
-                         std::memcpy(out + nx[b]++ * sizeof(T), in + i * sizeof(T), sizeof(T));
+                       [nx = next.data(), ends = end.data(), out, in](std::size_t i, std::size_t b) {
+                         if (nx[b] < ends[b]) std::memcpy(out + nx[b]++ * sizeof(T), in + i * sizeof(T), sizeof(T));
                        });
+    for (std::size_t b = 0; b < buckets; ++b) {
+      if (next[b] < end[b]) std::memset(out + next[b] * sizeof(T), 0, (end[b] - next[b]) * sizeof(T));
+    }
   });
   return bounds;
 }

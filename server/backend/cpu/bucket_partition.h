@@ -42,7 +42,9 @@ std::size_t SamplePosition(std::size_t j, std::size_t count);
 
 // Writes `in`'s keys into `out` (as many bytes) grouped by bucket, in bucket order, each bucket's keys in
 // their input order, on up to `threads` threads (0: every core). Returns the buckets' bounds: b + 1
-// element offsets per bucket, 0 first and count last.
+// element offsets per bucket, 0 first and count last. `in` may be shared memory another process
+// rewrites meanwhile: the answer is then some keys, never a write outside `out`, and every byte of
+// `out` is written (no earlier contents of it show through).
 std::vector<std::size_t> PartitionByBuckets(const BucketPlan& plan, std::span<const std::byte> in,
                                             std::span<std::byte> out, std::size_t count, int threads);
 
