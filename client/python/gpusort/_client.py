@@ -618,6 +618,12 @@ class Client:
                 for name in outputs}
         return _answers.StreamAnswer(outputs, wire)
 
+    def stream_reply(self, answer: _answers.StreamAnswer, reply: Any) -> None:
+        """One chunk of a streamed answer taken in (last_info kept from the one that carries it)."""
+        answer.take(reply)
+        if reply.HasField("info"):
+            self.last_info = CallInfo.of(reply.info)
+
     def stream_result(self, exchange: Exchange, outputs: Dict[str, "npt.NDArray[Any]"]) -> Any:
         if isinstance(exchange, SortCall):
             return outputs["keys"].astype(exchange.key_dtype), outputs.get("indices")
@@ -658,9 +664,7 @@ class Client:
         replies = method(self.stream_requests(exchange), timeout=self.timeout, metadata=self._metadata)
         try:
             for reply in replies:
-                answer.take(reply)
-                if reply.HasField("info"):
-                    self.last_info = CallInfo.of(reply.info)
+                self.stream_reply(answer, reply)
         except BadAnswerError:
             replies.cancel()  # the rest of a broken answer is of no use: stop the server sending it
             raise

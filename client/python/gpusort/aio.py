@@ -187,9 +187,7 @@ class Client:
             call = method(client.stream_requests(exchange), timeout=client.timeout, metadata=client._metadata)
             try:
                 async for reply in call:
-                    answer.take(reply)
-                    if reply.HasField("info"):
-                        client.last_info = CallInfo.of(reply.info)
+                    client.stream_reply(answer, reply)
             except BadAnswerError:
                 call.cancel()  # the rest of a broken answer is of no use: stop the server sending it
                 raise
