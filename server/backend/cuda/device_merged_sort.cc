@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "server/backend/cuda/gpu_job.h"
 #include "server/backend/cuda/gpu_job_ends.h"
 #include "server/backend/cuda/kernel_status.h"
+#include "server/backend/cuda/pinned_pool.h"
 #include "server/backend/cuda/staging.h"
 #include "server/backend/run_splits.h"
 #include "server/core/status_macros.h"
@@ -63,10 +65,14 @@ absl::StatusOr<std::size_t> RadixTempBytes(kernels::KeyWidth width, std::size_t 
 struct Plan {
   std::size_t n = 0, devices = 1, runs = 0, blocks = 0;
   std::size_t run_keys = 0, block_keys = 0;  // the most keys of one run, of one block
+  // Runs kept in pinned host memory, not on the GPUs: where the GPUs cannot hold every key. Each run
+  // then crosses both ways in phase 1 through a lane's buffer, and the blocks gather from the host.
+  bool host_runs = false;
   std::size_t host_key_bytes = 0, device_key_bytes = 0;
   // Phase 1 (one run sorting at a time per GPU): the sort's second buffer, CUB's temporary storage, the
   // landing place of narrow keys before they widen. Phase 2, per lane: two block buffers and CUB's.
   std::size_t run_alt = 0, run_temp = 0, run_landing = 0;
+  std::size_t run_lane = 0;  // host runs: one lane's run buffer, the sort's second buffer, CUB's, landing
   std::size_t block_buffer = 0, block_temp = 0;
   std::size_t scratch = 0;  // phase 1's and phase 2's buffers share one allocation
 
@@ -80,13 +86,17 @@ struct Plan {
   std::size_t query_bytes() const { return AlignUp(blocks * sizeof(std::uint64_t)); }
   std::size_t rank_bytes() const { return AlignUp(blocks * runs * sizeof(std::uint64_t)); }
   std::size_t small() const { return or_and_bytes() + query_bytes() + 2 * rank_bytes(); }
-  std::size_t DeviceBytes(std::size_t d) const { return AlignUp(KeysOn(d) * device_key_bytes) + scratch + small(); }
+  std::size_t ResidentBytes(std::size_t d) const { return host_runs ? 0 : AlignUp(KeysOn(d) * device_key_bytes); }
+  std::size_t DeviceBytes(std::size_t d) const { return ResidentBytes(d) + scratch + small(); }
 };
 
 absl::Status SizePlan(const KeyCoding& coding, std::size_t run_keys, Plan& plan) {
   plan.runs = RoundUpTo(DivUp(plan.n, run_keys), plan.devices);
   plan.run_keys = DivUp(plan.n, plan.runs);
-  plan.blocks = RoundUpTo(DivUp(plan.n, std::max<std::size_t>(plan.run_keys / 2, 1)), plan.devices);
+  // Blocks of half a run where the runs stay on the GPUs (their scratch then is small beside the keys);
+  // of a run where they are on the host (fewer, larger gathers; the scratch is all the GPU holds).
+  const std::size_t block_target = plan.host_runs ? plan.run_keys : plan.run_keys / 2;
+  plan.blocks = RoundUpTo(DivUp(plan.n, std::max<std::size_t>(block_target, 1)), plan.devices);
   plan.block_keys = DivUp(plan.n, plan.blocks);
   const std::size_t kb = plan.device_key_bytes;
   plan.run_alt = AlignUp(plan.run_keys * kb);
@@ -96,8 +106,13 @@ absl::Status SizePlan(const KeyCoding& coding, std::size_t run_keys, Plan& plan)
   plan.run_temp = AlignUp(run_temp);
   plan.block_temp = AlignUp(block_temp);
   plan.block_buffer = AlignUp(plan.block_keys * kb);
-  plan.scratch =
-      std::max(plan.run_alt + plan.run_temp + plan.run_landing, kLanes * (2 * plan.block_buffer + plan.block_temp));
+  const std::size_t blocks_scratch = kLanes * (2 * plan.block_buffer + plan.block_temp);
+  if (plan.host_runs) {
+    plan.run_lane = 2 * plan.run_alt + plan.run_temp + plan.run_landing;
+    plan.scratch = std::max(kLanes * plan.run_lane, blocks_scratch);
+  } else {
+    plan.scratch = std::max(plan.run_alt + plan.run_temp + plan.run_landing, blocks_scratch);
+  }
   return absl::OkStatus();
 }
 
@@ -117,10 +132,12 @@ std::size_t MemoryBudget(const DeviceContext& context) {
   return budget - budget / kMemoryMarginDivisor;
 }
 
-// The plan with the longest runs that fits every GPU's budget, or none (false).
+// The plan with the longest runs that fits every GPU's budget, or none (false); with the runs on the
+// GPUs where some plan fits so, else on the host.
 absl::StatusOr<bool> ChoosePlan(const KeyCoding& coding, std::size_t n, std::size_t max_run_keys,
-                                const std::vector<std::size_t>& budgets, Plan& plan) {
+                                const std::vector<std::size_t>& budgets, bool host_runs, Plan& plan) {
   plan.n = n;
+  plan.host_runs = host_runs;
   plan.devices = budgets.size();
   plan.host_key_bytes = coding.key_bytes();
   plan.device_key_bytes = coding.device_key_bytes();
@@ -171,14 +188,27 @@ struct Share {
   std::optional<DeviceContext::Lease> lease;
   kernels::Stream sort;
   kernels::PinnedBuffer host_small_buffer;
-  std::vector<kernels::DeviceAllocation> device;  // keys, scratch, small
+  std::vector<kernels::DeviceAllocation> device;  // keys (where runs stay on the GPU), scratch, small
   std::vector<kernels::Event> landed;             // per local run: copied in and converted
   Small small, host;
   std::uint64_t or_bits = 0, and_bits = ~std::uint64_t{0};  // over this GPU's keys
 
-  std::byte* keys() const { return device[0].as<std::byte>(); }
-  std::byte* scratch() const { return device[1].as<std::byte>(); }
+  std::byte* keys() const { return device.size() == 3 ? device[0].as<std::byte>() : nullptr; }
+  std::byte* scratch() const { return device[device.size() - 2].as<std::byte>(); }
+  std::byte* small_arrays() const { return device.back().as<std::byte>(); }
 };
+
+// Pinned host memory for runs kept on the host (Plan::host_runs), lent run by run and kept after use:
+// pinning costs about 56 ms a GiB (3.6 ms for 64 MiB on the H100 machine), more than a run's copy, so a
+// server that sorts such arrays pins their room once. At most half the host's memory is held; past that
+// a sort takes the host merge.
+PinnedPool& HostRunPool() {
+  static PinnedPool pool([] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 2 : 0;
+  }());
+  return pool;
+}
 
 // Runs `work(d)` for every GPU d, each on its own thread with its GPU selected (the first on the
 // calling thread); the first error is what returns.
@@ -204,12 +234,14 @@ absl::Status ForEachGpu(std::vector<std::unique_ptr<Share>>& shares, Work work) 
 class MergedSort {
  public:
   MergedSort(const SortSpec& spec, const Plan& plan, std::vector<std::unique_ptr<Share>>& shares,
-             std::span<const std::byte> keys_in, std::span<std::byte> keys_out)
+             std::span<const std::byte> keys_in, std::span<std::byte> keys_out, std::vector<std::byte*> host_runs)
       : coding_{spec.dtype, spec.order == SortOrder::kDescending},
         plan_(plan),
         shares_(shares),
         in_(keys_in),
-        out_(keys_out) {
+        out_(keys_out),
+        run_keys_(std::move(host_runs)) {
+    if (plan_.host_runs) return;
     for (std::size_t d = 0; d < shares_.size(); ++d) {
       for (std::size_t r = plan_.FirstRun(d); r < plan_.FirstRun(d + 1); ++r) {
         run_keys_.push_back(shares_[d]->keys() +
@@ -266,33 +298,69 @@ class MergedSort {
                                                               (end - first) * 2 * sizeof(std::uint64_t),
                                                               share.upload()),
                                    "host to device");
-    RETURN_IF_ERROR(UploadRun(share, first, first));
+    if (plan_.host_runs) return SortRunsThroughHost(share, first, end, cancellation);
+    const std::byte* landing = share.scratch() + plan_.run_alt + plan_.run_temp;
+    RETURN_IF_ERROR(UploadRun(share, first, first, run_keys_[first], landing, share.upload()));
     for (std::size_t r = first; r < end; ++r) {
       RETURN_IF_ERROR(cancellation.Check());
-      if (r + 1 < end) RETURN_IF_ERROR(UploadRun(share, first, r + 1));
-      RETURN_IF_ERROR(SortRun(share, first, r));
+      if (r + 1 < end) RETURN_IF_ERROR(UploadRun(share, first, r + 1, run_keys_[r + 1], landing, share.upload()));
+      ASSIGN_OR_RETURN(std::byte* const sorted,
+                       SortRun(share, first, r, run_keys_[r], share.scratch(), share.scratch() + plan_.run_alt,
+                               share.sort));
+      if (sorted != run_keys_[r]) {
+        GPUSORT_RETURN_IF_KERNEL_ERROR(
+            kernels::CopyOnDeviceAsync(run_keys_[r], sorted, RunLength(r) * plan_.device_key_bytes, share.sort),
+            "device to device");
+      }
     }
     GPUSORT_RETURN_IF_KERNEL_ERROR(share.sort.Synchronize(), "sorting the runs");
     return absl::OkStatus();
   }
 
-  absl::Status UploadRun(Share& share, std::size_t first, std::size_t r) {
+  // Runs kept on the host: each crosses into a lane's buffer, is sorted there and crosses back to its
+  // place in pinned host memory, all on the lane's stream. Two lanes, so that one run's keys come in
+  // while the other's go out, each way over its own copy engine.
+  absl::Status SortRunsThroughHost(Share& share, std::size_t first, std::size_t end,
+                                   const Cancellation& cancellation) {
+    for (std::size_t r = first; r < end; ++r) {
+      const std::size_t i = r - first;
+      const kernels::Stream& lane = i % kLanes == 0 ? share.upload() : share.sort;
+      // The lane's last run is back on the host before its buffers take this one.
+      GPUSORT_RETURN_IF_KERNEL_ERROR(lane.Synchronize(), "sorting the runs");
+      RETURN_IF_ERROR(cancellation.Check());
+      std::byte* const keys = share.scratch() + (i % kLanes) * plan_.run_lane;
+      std::byte* const alt = keys + plan_.run_alt;
+      std::byte* const temp = alt + plan_.run_alt;
+      RETURN_IF_ERROR(UploadRun(share, first, r, keys, temp + plan_.run_temp, lane));
+      ASSIGN_OR_RETURN(std::byte* const sorted, SortRun(share, first, r, keys, alt, temp, lane));
+      GPUSORT_RETURN_IF_KERNEL_ERROR(
+          kernels::CopyAnyAsync(run_keys_[r], sorted, RunLength(r) * plan_.device_key_bytes, lane), "device to host");
+    }
+    for (const kernels::Stream* s : {&share.upload(), static_cast<const kernels::Stream*>(&share.sort)}) {
+      GPUSORT_RETURN_IF_KERNEL_ERROR(s->Synchronize(), "sorting the runs");
+    }
+    return absl::OkStatus();
+  }
+
+  // Run r's keys from the request into `to` on the GPU as ordered bits (narrow keys through `landing`),
+  // with the OR and AND of its bits copied to the host.
+  absl::Status UploadRun(Share& share, std::size_t first, std::size_t r, std::byte* to, const std::byte* landing,
+                         const kernels::Stream& stream) {
     const std::size_t len = RunLength(r), hb = plan_.host_key_bytes, i = r - first;
     const std::byte* from = in_.data() + plan_.RunBegin(r) * hb;
     std::uint64_t* or_and = share.small.or_and + 2 * i;
-    const kernels::Stream& stream = share.upload();
     if (plan_.run_landing > 0) {  // narrow keys land in scratch, then widen into place
-      std::byte* landing = share.scratch() + plan_.run_alt + plan_.run_temp;
-      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(landing, from, len * hb, stream), "host to device");
+      auto* const land = const_cast<std::byte*>(landing);
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(land, from, len * hb, stream), "host to device");
       GPUSORT_RETURN_IF_KERNEL_ERROR(
-          kernels::WidenToOrderedBitsAsync(hb, coding_.kind(), coding_.complement, landing,
-                                           reinterpret_cast<std::uint32_t*>(run_keys_[r]), len, or_and, stream),
+          kernels::WidenToOrderedBitsAsync(hb, coding_.kind(), coding_.complement, land,
+                                           reinterpret_cast<std::uint32_t*>(to), len, or_and, stream),
           "ordered bits");
     } else {
-      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(run_keys_[r], from, len * hb, stream), "host to device");
-      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::ToOrderedBitsAsync(coding_.width(), coding_.kind(), coding_.complement,
-                                                                 run_keys_[r], len, or_and, stream),
-                                     "ordered bits");
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(to, from, len * hb, stream), "host to device");
+      GPUSORT_RETURN_IF_KERNEL_ERROR(
+          kernels::ToOrderedBitsAsync(coding_.width(), coding_.kind(), coding_.complement, to, len, or_and, stream),
+          "ordered bits");
     }
     GPUSORT_RETURN_IF_KERNEL_ERROR(
         kernels::CopyToHostAsync(share.host.or_and + 2 * i, or_and, 2 * sizeof(std::uint64_t), stream),
@@ -301,9 +369,10 @@ class MergedSort {
     return absl::OkStatus();
   }
 
-  // Queued on the sort stream once run r has landed (the host waits for it: the bits that vary in the
-  // run decide the sort's passes), while run r + 1 crosses.
-  absl::Status SortRun(Share& share, std::size_t first, std::size_t r) {
+  // Queued on `stream` once run r has landed in `keys` (the host waits for it: the bits that vary in the
+  // run decide the sort's passes); returns which of keys and alt then holds it sorted.
+  absl::StatusOr<std::byte*> SortRun(Share& share, std::size_t first, std::size_t r, std::byte* keys, std::byte* alt,
+                                     std::byte* temp, const kernels::Stream& stream) {
     const std::size_t i = r - first;
     GPUSORT_RETURN_IF_KERNEL_ERROR(share.landed[i].Synchronize(), "copying a run in");
     const std::uint64_t run_or = share.host.or_and[2 * i], run_and = share.host.or_and[2 * i + 1];
@@ -313,18 +382,12 @@ class MergedSort {
     args.key_width = coding_.width();
     args.count = RunLength(r);
     VaryingBitRange(run_or ^ run_and, &args.begin_bit, &args.end_bit);
-    if (args.end_bit <= args.begin_bit) return absl::OkStatus();  // every key of the run is the same
-    args.keys[0] = run_keys_[r];
-    args.keys[1] = share.scratch();
+    if (args.end_bit <= args.begin_bit) return keys;  // every key of the run is the same
+    args.keys[0] = keys;
+    args.keys[1] = alt;
     int result = 0;
-    GPUSORT_RETURN_IF_KERNEL_ERROR(
-        kernels::RadixSort(args, share.scratch() + plan_.run_alt, plan_.run_temp, share.sort, &result), "radix sort");
-    if (result == 1) {
-      GPUSORT_RETURN_IF_KERNEL_ERROR(
-          kernels::CopyOnDeviceAsync(run_keys_[r], share.scratch(), args.count * plan_.device_key_bytes, share.sort),
-          "device to device");
-    }
-    return absl::OkStatus();
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSort(args, temp, plan_.run_temp, stream, &result), "radix sort");
+    return result == 1 ? alt : keys;
   }
 
   // Ranks of `queries` in every run, at or below them and (`both`) below them, laid out as
@@ -454,7 +517,7 @@ class MergedSort {
   std::vector<std::unique_ptr<Share>>& shares_;
   const std::span<const std::byte> in_;
   const std::span<std::byte> out_;
-  std::vector<std::byte*> run_keys_;    // per run: where its keys lie on that GPU
+  std::vector<std::byte*> run_keys_;    // per run: where its keys lie on that GPU, or on the host
   std::uint64_t or_bits_ = 0, and_bits_ = ~std::uint64_t{0};  // over every key
   std::vector<std::uint64_t> bounds_;  // blocks + 1: block j's keys lie in [bounds_[j], bounds_[j + 1]]
   std::vector<std::size_t> splits_;    // (blocks + 1) x runs: block j takes [splits_[j][r], splits_[j + 1][r])
@@ -500,6 +563,8 @@ absl::StatusOr<bool> SortMergedOnDevices(std::span<DeviceContext* const> context
   std::vector<DeviceContext*> ordered(contexts.begin(), contexts.end());
   std::sort(ordered.begin(), ordered.end(),
             [](const DeviceContext* a, const DeviceContext* b) { return a->ordinal() < b->ordinal(); });
+  // Host runs' memory, declared before the shares so that it outlives their streams' work.
+  std::vector<PinnedPool::Loan> host_loans;
   std::vector<std::unique_ptr<Share>> shares;
   for (DeviceContext* context : ordered) shares.push_back(std::make_unique<Share>(*context));
   if (shares.size() > 1 && !ConnectPeers(shares)) shares.resize(1);
@@ -520,8 +585,21 @@ absl::StatusOr<bool> SortMergedOnDevices(std::span<DeviceContext* const> context
   }
   report.AddStage(Stage::kStreamWait, wait.Seconds());
   Plan plan;
-  ASSIGN_OR_RETURN(const bool fits, ChoosePlan(coding, count, max_run_keys, budgets, plan));
+  ASSIGN_OR_RETURN(bool fits, ChoosePlan(coding, count, max_run_keys, budgets, /*host_runs=*/false, plan));
+  if (!fits) {
+    ASSIGN_OR_RETURN(fits, ChoosePlan(coding, count, max_run_keys, budgets, /*host_runs=*/true, plan));
+  }
   if (!fits) return false;
+  std::vector<std::byte*> host_runs;
+  if (plan.host_runs) {
+    host_loans.reserve(plan.runs);
+    for (std::size_t r = 0; r < plan.runs; ++r) {
+      std::optional<PinnedPool::Loan> loan = HostRunPool().Take(plan.run_keys * plan.device_key_bytes);
+      if (!loan) return false;  // no pinned memory for the runs: the host merge serves it
+      host_runs.push_back(loan->bytes().data());
+      host_loans.push_back(std::move(*loan));
+    }
+  }
 
   for (std::size_t d = 0; d < shares.size(); ++d) {
     Share& share = *shares[d];
@@ -529,16 +607,17 @@ absl::StatusOr<bool> SortMergedOnDevices(std::span<DeviceContext* const> context
     GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::Stream::Create(&share.sort), "creating a stream");
     GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::PinnedBuffer::Allocate(plan.small(), &share.host_small_buffer),
                                    "pinned host memory");
-    const absl::Status allocated = share.context.AllocateAll(
-        share.upload(), {AlignUp(plan.KeysOn(d) * plan.device_key_bytes), plan.scratch, plan.small()}, &share.device);
+    std::vector<std::size_t> sizes = {plan.scratch, plan.small()};
+    if (!plan.host_runs) sizes.insert(sizes.begin(), plan.ResidentBytes(d));
+    const absl::Status allocated = share.context.AllocateAll(share.upload(), sizes, &share.device);
     if (absl::IsResourceExhausted(allocated)) return false;  // the host merge then serves it
     RETURN_IF_ERROR(allocated);
-    share.small.Carve(share.device[2].as<std::byte>(), plan);
+    share.small.Carve(share.small_arrays(), plan);
     share.host.Carve(share.host_small_buffer.data(), plan);
   }
 
   report.algorithm = Algorithm::kRadix;
-  MergedSort sort(spec, plan, shares, keys_in, keys_out);
+  MergedSort sort(spec, plan, shares, keys_in, keys_out, std::move(host_runs));
   const StageClock runs;
   RETURN_IF_ERROR(sort.SortRuns(cancellation));
   report.AddStage(Stage::kH2d, runs.Seconds());

@@ -17,6 +17,13 @@
 // per pass and ran at 4 to 5 times the PCIe floor on the H200 pair (docs/benchmarks-log.md, issue 19), where a
 // GPU re-sorts a block in a fraction of the time its copy back takes.
 //
+// Keys more than the GPUs hold (issue 44) take the same three steps with the runs kept in pinned host
+// memory instead: each run crosses to a GPU, is sorted there and crosses back to the host, and the blocks
+// gather their pieces from the host. Every key crosses PCIe twice each way, against the host merge's
+// once each way plus a merge at host memory speed: the copies run both ways at once (two lanes a GPU,
+// one run coming in while the other goes out), and the GPUs search the host runs in place for the
+// splits. The runs' pinned memory is kept for the next such sort (pinning costs more than the copies).
+//
 // Keys alone: equal ordered bits are equal keys, so how ties split between blocks cannot show in the
 // answer. Requests with a payload keep the host merge, which is stable. Every device buffer is taken
 // before the first copy: where the memory is not there, nothing is done and the caller sorts in runs
@@ -40,9 +47,10 @@ bool SortMergesOnDevice(const SortSpec& spec);
 
 // Sorts the `count` keys of keys_in (registered, pinned or pageable host memory; it may be keys_out
 // itself) into keys_out on the GPUs of `contexts` (one or more, each its own GPU), in runs of at most
-// `max_run_keys`. Returns false, with nothing done, where it declines: a request SortMergesOnDevice
-// refuses, or too little device memory on a GPU (its free memory, within --cuda-memory-limit-bytes) for
-// its share of the keys and the working buffers. Stages: "h2d" (the runs crossing and sorted),
+// `max_run_keys`, kept on the GPUs where they fit (their free memory, within --cuda-memory-limit-bytes)
+// and else on the host. Returns false, with nothing done, where it declines: a request
+// SortMergesOnDevice refuses, too little device memory for even the host runs' working buffers, or no
+// pinned host memory for the runs. Stages: "h2d" (the runs crossing and sorted),
 // "device_merge" (the splits, and the blocks sorted and copied back).
 absl::StatusOr<bool> SortMergedOnDevices(std::span<DeviceContext* const> contexts, const SortSpec& spec,
                                          std::size_t count, std::span<const std::byte> keys_in,
