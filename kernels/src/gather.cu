@@ -1,6 +1,7 @@
 // GatherAsync and TakeRowPrefixesAsync: plain grid-stride kernels, memory bound.
 #include "gpusort/kernels/gather.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "cuda_status.h"
@@ -82,7 +83,32 @@ Status GatherWords(const void* in, const std::uint32_t* order, void* out, std::s
   return Status::Ok();
 }
 
+// Blocks along y take pieces; along x, a grid stride over the piece.
+__global__ void WidenPiecePositionsKernel(const std::uint32_t* local, PieceBases pieces, std::int64_t* out) {
+  const int j = blockIdx.y;
+  const std::uint64_t end = pieces.begin[j + 1];
+  const std::int64_t base = pieces.base[j];
+  for (std::uint64_t i = pieces.begin[j] + blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < end;
+       i += std::uint64_t{gridDim.x} * blockDim.x) {
+    out[i] = base + local[i];
+  }
+}
+
 }  // namespace
+
+Status WidenPiecePositionsAsync(const std::uint32_t* local, const PieceBases& pieces, std::int64_t* out,
+                                const Stream& stream) {
+  if (pieces.count < 0 || pieces.count > kMaxPieces) {
+    return Status(StatusCode::kInvalidArgument, "WidenPiecePositionsAsync: more pieces than it takes");
+  }
+  if (pieces.count == 0) return Status::Ok();
+  std::uint64_t longest = 0;
+  for (int j = 0; j < pieces.count; ++j) longest = std::max(longest, pieces.begin[j + 1] - pieces.begin[j]);
+  const dim3 grid(std::min(Blocks(longest, 256), 1024u), static_cast<unsigned>(pieces.count));
+  WidenPiecePositionsKernel<<<grid, 256, 0, Native(stream)>>>(local, pieces, out);
+  GPUSORT_CUDA_RETURN_IF_LAUNCH_FAILED("piece positions kernel");
+  return Status::Ok();
+}
 
 Status GatherAsync(const void* in, const std::uint32_t* order, void* out, std::size_t count,
                    std::size_t width, const Stream& stream) {

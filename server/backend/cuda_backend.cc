@@ -32,7 +32,8 @@ MergeOnDevices MergeOnDevicesOf(std::map<int, std::shared_ptr<DeviceContext>> co
     std::vector<DeviceContext*> on;
     for (const int ordinal : ordinals) on.push_back(contexts.at(ordinal).get());
     absl::StatusOr<bool> done = SortMergedOnDevices(on, work.spec, work.buffers.count, work.source(),
-                                                    work.buffers.keys, max_run_keys, cancellation, report);
+                                                    work.buffers.keys, work.buffers.indices_out, max_run_keys,
+                                                    cancellation, report);
     if (done.ok()) return done;
     for (DeviceContext* context : on) (void)context->Watch(done.status());
     return done.status();

@@ -31,7 +31,7 @@ struct GpuSetMember {
 // Sorts a whole array's keys in runs kept in the memory of the GPUs `ordinals` names (the first is the
 // one the set placed it on) and merges them there; reads work.source() and writes work.buffers.keys,
 // names every GPU that took part in report.device. false, with nothing done, where it declines
-// (payloads, too little device memory): the set then sorts in runs merged on the host.
+// (values payloads, too little memory): the set then sorts in runs merged on the host.
 using MergeOnDevices = std::function<absl::StatusOr<bool>(std::span<const int> ordinals, const SortWork& work,
                                                           std::size_t max_run_keys, const Cancellation& cancellation,
                                                           ExecutionReport& report)>;

@@ -3,9 +3,10 @@
 // (--cuda-memory-limit-bytes) of 8 MiB makes a pass take about half a million keys, so arrays of a
 // million keys exercise runs, splits and blocks at sizes a test can check: every dtype and order,
 // against the CPU engine bit for bit, on every input pattern; sizes just off the run and block sizes;
-// registered memory in and out; payloads declining to the host merge; cancellation. Arrays three and
-// more times what the memory holds sort with their runs kept on the host (issue 44), checked the same
-// way. Skips without a GPU.
+// registered memory in and out; values payloads declining to the host merge; cancellation. Arrays three
+// and more times what the memory holds sort with their runs kept on the host (issue 44), checked the
+// same way; indices too, in both ways (equal keys in the order of their indices, as the CPU engine's).
+// Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -73,6 +74,7 @@ void ExpectMergedOnDevice(SortSpec spec, std::size_t n, Pattern pattern, const s
   ASSERT_TRUE(gpu.status.ok()) << what << ": " << gpu.status;
   ASSERT_TRUE(cpu.status.ok()) << what << ": " << cpu.status;
   EXPECT_TRUE(gpu.keys == cpu.keys) << what;
+  EXPECT_TRUE(gpu.indices == cpu.indices) << what << ": indices";
   EXPECT_TRUE(HasStage(gpu.report, Stage::kDeviceMerge)) << what << ": not merged on the device";
   EXPECT_FALSE(HasStage(gpu.report, Stage::kMerge)) << what;
 }
@@ -135,6 +137,26 @@ TYPED_TEST(DeviceMergedSort, MoreKeysThanTheMemoryHoldsSortWithRunsOnTheHost) {
   }
 }
 
+// Indices: runs kept on the GPU (a third of MergedOnDeviceSize: more than one pass, and the keys with
+// their positions fit) and on the host, on the patterns with the most ties.
+TYPED_TEST(DeviceMergedSort, IndicesInTheOrderOfEqualKeysAsTheCpuGivesThem) {
+  SKIP_WITHOUT_GPU();
+  ASSERT_NE(SmallGpu(), nullptr);
+  for (const std::size_t n : {MergedOnDeviceSize<TypeParam>() / 3, MoreThanTheMemoryHolds<TypeParam>()}) {
+    for (const SortOrder order : {SortOrder::kAscending, SortOrder::kDescending}) {
+      SortSpec spec;
+      spec.dtype = DTypeOf<TypeParam>::value;
+      spec.order = order;
+      spec.payload = SortPayload::kIndices;
+      spec.stable = true;
+      for (const Pattern pattern : {Pattern::kRandom, Pattern::kAllEqual, Pattern::kFewDistinct, Pattern::kSpecials,
+                                    Pattern::kReversed}) {
+        ExpectMergedOnDevice<TypeParam>(spec, n, pattern, order == SortOrder::kAscending ? "indices asc" : "indices desc");
+      }
+    }
+  }
+}
+
 TEST(DeviceMergedSortLimits, RunsOnTheHostInPlaceInRegisteredMemory) {
   SKIP_WITHOUT_GPU();
   ASSERT_NE(SmallGpu(), nullptr);
@@ -178,23 +200,37 @@ TEST(DeviceMergedSortLimits, ACancelledSortWithRunsOnTheHostStops) {
   EXPECT_TRUE(after.keys == Bytes(keys));
 }
 
-TEST(DeviceMergedSortLimits, PayloadsMergeOnTheHost) {
+TEST(DeviceMergedSortLimits, ValuesMergeOnTheHost) {
   SKIP_WITHOUT_GPU();
   ASSERT_NE(SmallGpu(), nullptr);
   SortSpec spec;
   spec.dtype = DType::kUInt32;
-  spec.payload = SortPayload::kIndices;
+  spec.payload = SortPayload::kValues;
+  spec.value_width = 4;
   spec.stable = true;
   spec.algorithm = Algorithm::kRadix;
-  const std::size_t n = MergedOnDeviceSize<uint32_t>();
-  const std::vector<std::byte> keys = Bytes(MakeInput<uint32_t>(Pattern::kFewDistinct, n, 11));
-  const Sorted gpu = SortOn(*SmallGpu(), spec, keys);
-  const Sorted cpu = SortOn(*Cpu(), spec, keys);
-  ASSERT_TRUE(gpu.status.ok()) << gpu.status;
-  EXPECT_TRUE(gpu.keys == cpu.keys);
-  EXPECT_EQ(gpu.indices, cpu.indices);
-  EXPECT_TRUE(HasStage(gpu.report, Stage::kMerge));
-  EXPECT_FALSE(HasStage(gpu.report, Stage::kDeviceMerge));
+  const std::size_t n = MergedOnDeviceSize<uint32_t>() / 2;
+  std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kFewDistinct, n, 11);
+  std::vector<uint32_t> values(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<uint32_t>(i * 2654435761u);
+  std::vector<std::pair<uint32_t, uint32_t>> expected;
+  for (std::size_t i = 0; i < n; ++i) expected.emplace_back(keys[i], values[i]);
+  std::stable_sort(expected.begin(), expected.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  std::vector<uint32_t> values_out(n);
+  SortBuffers buffers;
+  buffers.count = n;
+  buffers.keys = std::as_writable_bytes(std::span(keys));
+  buffers.values = std::as_writable_bytes(std::span(values));
+  buffers.values_out = std::as_writable_bytes(std::span(values_out));
+  ExecutionReport report;
+  const absl::Status status = RunSort(*SmallGpu(), spec, buffers, Cancellation(), report);
+  ASSERT_TRUE(status.ok()) << status;
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(keys[i], expected[i].first) << i;
+    ASSERT_EQ(values_out[i], expected[i].second) << i;
+  }
+  EXPECT_TRUE(HasStage(report, Stage::kMerge));
+  EXPECT_FALSE(HasStage(report, Stage::kDeviceMerge));
 }
 
 TEST(DeviceMergedSortLimits, RegisteredMemoryInAndOut) {

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpusort/kernels/gather.h"
 #include "gpusort/kernels/key_transform.h"
 #include "gpusort/kernels/memory.h"
 #include "gpusort/kernels/radix_sort.h"
@@ -50,9 +51,15 @@ std::size_t PieceBegin(std::size_t n, std::size_t pieces, std::size_t i) {
   return static_cast<std::size_t>(static_cast<unsigned __int128>(n) * i / pieces);
 }
 
-absl::StatusOr<std::size_t> RadixTempBytes(kernels::KeyWidth width, std::size_t count) {
+// Positions travel through the sort as each run's own (uint32, 0..run length - 1) and become the
+// array's (int64) as a block is gathered.
+constexpr std::size_t kLocalPositionBytes = sizeof(std::uint32_t);
+constexpr std::size_t kPositionBytes = sizeof(std::int64_t);
+
+absl::StatusOr<std::size_t> RadixTempBytes(kernels::KeyWidth width, std::size_t count, kernels::Payload payload) {
   kernels::RadixSortArgs args;
   args.key_width = width;
+  args.payload = payload;
   args.count = count;
   args.end_bit = width == kernels::KeyWidth::k32 ? 32 : 64;
   std::size_t bytes = 0;
@@ -68,12 +75,15 @@ struct Plan {
   // Runs kept in pinned host memory, not on the GPUs: where the GPUs cannot hold every key. Each run
   // then crosses both ways in phase 1 through a lane's buffer, and the blocks gather from the host.
   bool host_runs = false;
+  bool positions = false;  // the keys' positions are wanted too (SortPayload::kIndices)
   std::size_t host_key_bytes = 0, device_key_bytes = 0;
   // Phase 1 (one run sorting at a time per GPU): the sort's second buffer, CUB's temporary storage, the
   // landing place of narrow keys before they widen. Phase 2, per lane: two block buffers and CUB's.
-  std::size_t run_alt = 0, run_temp = 0, run_landing = 0;
-  std::size_t run_lane = 0;  // host runs: one lane's run buffer, the sort's second buffer, CUB's, landing
-  std::size_t block_buffer = 0, block_temp = 0;
+  // With positions: a run's two position buffers; a block's landing for its runs' own positions and two
+  // buffers of the array's positions.
+  std::size_t run_alt = 0, run_temp = 0, run_landing = 0, run_positions = 0;
+  std::size_t run_lane = 0;  // host runs: one lane's run buffer, the sort's second buffers, CUB's, landing
+  std::size_t block_buffer = 0, block_temp = 0, block_local = 0, block_positions = 0;
   std::size_t scratch = 0;  // phase 1's and phase 2's buffers share one allocation
 
   std::size_t RunBegin(std::size_t r) const { return PieceBegin(n, runs, r); }
@@ -86,32 +96,46 @@ struct Plan {
   std::size_t query_bytes() const { return AlignUp(blocks * sizeof(std::uint64_t)); }
   std::size_t rank_bytes() const { return AlignUp(blocks * runs * sizeof(std::uint64_t)); }
   std::size_t small() const { return or_and_bytes() + query_bytes() + 2 * rank_bytes(); }
-  std::size_t ResidentBytes(std::size_t d) const { return host_runs ? 0 : AlignUp(KeysOn(d) * device_key_bytes); }
+  // A run's keys, then (with positions) its own positions: on a GPU where runs stay there, on the host.
+  std::size_t RunKeysBytes(std::size_t keys) const { return AlignUp(keys * device_key_bytes); }
+  std::size_t RunBytes(std::size_t keys) const {
+    return RunKeysBytes(keys) + (positions ? AlignUp(keys * kLocalPositionBytes) : 0);
+  }
+  std::size_t ResidentBytes(std::size_t d) const { return host_runs ? 0 : RunBytes(KeysOn(d)); }
+  // Phase 2: one lane's buffers.
+  std::size_t BlockLane() const { return 2 * block_buffer + block_local + 2 * block_positions + block_temp; }
   std::size_t DeviceBytes(std::size_t d) const { return ResidentBytes(d) + scratch + small(); }
 };
 
-absl::Status SizePlan(const KeyCoding& coding, std::size_t run_keys, Plan& plan) {
+absl::Status SizePlan(const KeyCoding& coding, std::size_t run_keys, std::size_t block_target, Plan& plan) {
   plan.runs = RoundUpTo(DivUp(plan.n, run_keys), plan.devices);
   plan.run_keys = DivUp(plan.n, plan.runs);
-  // Blocks of half a run where the runs stay on the GPUs (their scratch then is small beside the keys);
-  // of a run where they are on the host (fewer, larger gathers; the scratch is all the GPU holds).
-  const std::size_t block_target = plan.host_runs ? plan.run_keys : plan.run_keys / 2;
   plan.blocks = RoundUpTo(DivUp(plan.n, std::max<std::size_t>(block_target, 1)), plan.devices);
   plan.block_keys = DivUp(plan.n, plan.blocks);
   const std::size_t kb = plan.device_key_bytes;
   plan.run_alt = AlignUp(plan.run_keys * kb);
   plan.run_landing = plan.host_key_bytes < kb ? AlignUp(plan.run_keys * plan.host_key_bytes) : 0;
-  ASSIGN_OR_RETURN(const std::size_t run_temp, RadixTempBytes(coding.width(), plan.run_keys));
-  ASSIGN_OR_RETURN(const std::size_t block_temp, RadixTempBytes(coding.width(), plan.block_keys));
+  plan.run_positions = plan.positions ? AlignUp(plan.run_keys * kLocalPositionBytes) : 0;
+  ASSIGN_OR_RETURN(const std::size_t run_temp,
+                   RadixTempBytes(coding.width(), plan.run_keys,
+                                  plan.positions ? kernels::Payload::kIndexU32 : kernels::Payload::kNone));
+  ASSIGN_OR_RETURN(const std::size_t block_temp,
+                   RadixTempBytes(coding.width(), plan.block_keys,
+                                  plan.positions ? kernels::Payload::kU64 : kernels::Payload::kNone));
   plan.run_temp = AlignUp(run_temp);
   plan.block_temp = AlignUp(block_temp);
   plan.block_buffer = AlignUp(plan.block_keys * kb);
-  const std::size_t blocks_scratch = kLanes * (2 * plan.block_buffer + plan.block_temp);
+  plan.block_local = plan.positions ? AlignUp(plan.block_keys * kLocalPositionBytes) : 0;
+  plan.block_positions = plan.positions ? AlignUp(plan.block_keys * kPositionBytes) : 0;
+  const std::size_t blocks_scratch = kLanes * plan.BlockLane();
+  // Phase 1's buffers beside a run: the keys' second buffer, the positions' two (the first of which is
+  // the run's own place where runs stay on the GPU), CUB's, the landing.
+  const std::size_t run_scratch = plan.run_alt + 2 * plan.run_positions + plan.run_temp + plan.run_landing;
   if (plan.host_runs) {
-    plan.run_lane = 2 * plan.run_alt + plan.run_temp + plan.run_landing;
+    plan.run_lane = plan.run_alt + run_scratch;
     plan.scratch = std::max(kLanes * plan.run_lane, blocks_scratch);
   } else {
-    plan.scratch = std::max(plan.run_alt + plan.run_temp + plan.run_landing, blocks_scratch);
+    plan.scratch = std::max(run_scratch, blocks_scratch);
   }
   return absl::OkStatus();
 }
@@ -135,19 +159,28 @@ std::size_t MemoryBudget(const DeviceContext& context) {
 // The plan with the longest runs that fits every GPU's budget, or none (false); with the runs on the
 // GPUs where some plan fits so, else on the host.
 absl::StatusOr<bool> ChoosePlan(const KeyCoding& coding, std::size_t n, std::size_t max_run_keys,
-                                const std::vector<std::size_t>& budgets, bool host_runs, Plan& plan) {
+                                const std::vector<std::size_t>& budgets, bool positions, bool host_runs, Plan& plan) {
   plan.n = n;
   plan.host_runs = host_runs;
+  plan.positions = positions;
   plan.devices = budgets.size();
   plan.host_key_bytes = coding.key_bytes();
   plan.device_key_bytes = coding.device_key_bytes();
   const std::size_t first = std::min({max_run_keys, kLargestRunKeys, DivUp(n, plan.devices)});
-  for (std::size_t run = first; run >= std::min(first, kSmallestRunKeys) && run > 0; run /= 2) {
+  const std::size_t smallest = std::min(first, kSmallestRunKeys);
+  for (std::size_t run = first; run >= smallest && run > 0; run /= 2) {
     if (RoundUpTo(DivUp(n, run), plan.devices) > static_cast<std::size_t>(kernels::kMaxSortedRuns)) return false;
-    RETURN_IF_ERROR(SizePlan(coding, run, plan));
-    bool fits = true;
-    for (std::size_t d = 0; d < plan.devices; ++d) fits = fits && plan.DeviceBytes(d) <= budgets[d];
-    if (fits) return true;
+    // Blocks of half a run where the runs stay on the GPUs (their scratch then is small beside the
+    // keys). Where they are on the host the scratch is all a GPU holds: blocks of a run (fewer, larger
+    // gathers), or smaller where a block's buffers (with positions, 28 bytes a key) do not fit beside.
+    const std::size_t largest_block = host_runs ? run : std::max<std::size_t>(run / 2, 1);
+    const std::size_t smallest_block = host_runs ? std::min(largest_block, kSmallestRunKeys) : largest_block;
+    for (std::size_t block = largest_block; block >= smallest_block && block > 0; block /= 2) {
+      RETURN_IF_ERROR(SizePlan(coding, run, block, plan));
+      bool fits = true;
+      for (std::size_t d = 0; d < plan.devices; ++d) fits = fits && plan.DeviceBytes(d) <= budgets[d];
+      if (fits) return true;
+    }
   }
   return false;
 }
@@ -234,18 +267,27 @@ absl::Status ForEachGpu(std::vector<std::unique_ptr<Share>>& shares, Work work) 
 class MergedSort {
  public:
   MergedSort(const SortSpec& spec, const Plan& plan, std::vector<std::unique_ptr<Share>>& shares,
-             std::span<const std::byte> keys_in, std::span<std::byte> keys_out, std::vector<std::byte*> host_runs)
+             std::span<const std::byte> keys_in, std::span<std::byte> keys_out, std::span<int64_t> positions_out,
+             const std::vector<std::byte*>& host_runs)
       : coding_{spec.dtype, spec.order == SortOrder::kDescending},
         plan_(plan),
         shares_(shares),
         in_(keys_in),
         out_(keys_out),
-        run_keys_(std::move(host_runs)) {
-    if (plan_.host_runs) return;
-    for (std::size_t d = 0; d < shares_.size(); ++d) {
+        positions_out_(positions_out) {
+    if (plan_.host_runs) {  // each run's keys, then its positions, in its own pinned buffer
+      for (std::byte* run : host_runs) {
+        run_keys_.push_back(run);
+        run_positions_.push_back(run + plan_.RunKeysBytes(plan_.run_keys));
+      }
+      return;
+    }
+    for (std::size_t d = 0; d < shares_.size(); ++d) {  // each GPU's keys, then their positions
+      std::byte* const positions = shares_[d]->keys() + plan_.RunKeysBytes(plan_.KeysOn(d));
       for (std::size_t r = plan_.FirstRun(d); r < plan_.FirstRun(d + 1); ++r) {
-        run_keys_.push_back(shares_[d]->keys() +
-                            (plan_.RunBegin(r) - plan_.RunBegin(plan_.FirstRun(d))) * plan_.device_key_bytes);
+        const std::size_t offset = plan_.RunBegin(r) - plan_.RunBegin(plan_.FirstRun(d));
+        run_keys_.push_back(shares_[d]->keys() + offset * plan_.device_key_bytes);
+        run_positions_.push_back(positions + offset * kLocalPositionBytes);
       }
     }
   }
@@ -299,22 +341,48 @@ class MergedSort {
                                                               share.upload()),
                                    "host to device");
     if (plan_.host_runs) return SortRunsThroughHost(share, first, end, cancellation);
-    const std::byte* landing = share.scratch() + plan_.run_alt + plan_.run_temp;
-    RETURN_IF_ERROR(UploadRun(share, first, first, run_keys_[first], landing, share.upload()));
+    // The run's second buffers in scratch; its positions' first buffer is its place beside the keys.
+    RETURN_IF_ERROR(UploadRun(share, first, first, run_keys_[first], RunBuffersAt(share.scratch(), nullptr, nullptr).landing,
+                              share.upload()));
     for (std::size_t r = first; r < end; ++r) {
       RETURN_IF_ERROR(cancellation.Check());
-      if (r + 1 < end) RETURN_IF_ERROR(UploadRun(share, first, r + 1, run_keys_[r + 1], landing, share.upload()));
-      ASSIGN_OR_RETURN(std::byte* const sorted,
-                       SortRun(share, first, r, run_keys_[r], share.scratch(), share.scratch() + plan_.run_alt,
-                               share.sort));
-      if (sorted != run_keys_[r]) {
+      const RunBuffers buffers = RunBuffersAt(share.scratch(), run_keys_[r], run_positions_[r]);
+      if (r + 1 < end) RETURN_IF_ERROR(UploadRun(share, first, r + 1, run_keys_[r + 1], buffers.landing, share.upload()));
+      ASSIGN_OR_RETURN(const int result, SortRun(share, first, r, buffers, share.sort));
+      if (result == 1) {  // back to the run's place
         GPUSORT_RETURN_IF_KERNEL_ERROR(
-            kernels::CopyOnDeviceAsync(run_keys_[r], sorted, RunLength(r) * plan_.device_key_bytes, share.sort),
+            kernels::CopyOnDeviceAsync(run_keys_[r], buffers.keys[1], RunLength(r) * plan_.device_key_bytes, share.sort),
             "device to device");
+        if (plan_.positions) {
+          GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyOnDeviceAsync(run_positions_[r], buffers.positions[1],
+                                                                    RunLength(r) * kLocalPositionBytes, share.sort),
+                                         "device to device");
+        }
       }
     }
     GPUSORT_RETURN_IF_KERNEL_ERROR(share.sort.Synchronize(), "sorting the runs");
     return absl::OkStatus();
+  }
+
+  // Where one run sorts on a GPU: its keys and their second buffer, its positions' two buffers (with
+  // positions), CUB's temporary storage, and where narrow keys land before they widen.
+  struct RunBuffers {
+    std::byte* keys[2] = {};
+    std::byte* positions[2] = {};
+    std::byte* temp = nullptr;
+    std::byte* landing = nullptr;
+  };
+  // `base`: phase 1's scratch (the second buffers, a spare first positions buffer, CUB's, the landing);
+  // keys and positions: the run's first buffers (null: the spare for positions).
+  RunBuffers RunBuffersAt(std::byte* base, std::byte* keys, std::byte* positions) const {
+    RunBuffers b;
+    b.keys[0] = keys;
+    b.keys[1] = base;
+    b.positions[1] = base + plan_.run_alt;
+    b.positions[0] = positions != nullptr ? positions : b.positions[1] + plan_.run_positions;
+    b.temp = b.positions[1] + 2 * plan_.run_positions;
+    b.landing = b.temp + plan_.run_temp;
+    return b;
   }
 
   // Runs kept on the host: each crosses into a lane's buffer, is sorted there and crosses back to its
@@ -328,13 +396,18 @@ class MergedSort {
       // The lane's last run is back on the host before its buffers take this one.
       GPUSORT_RETURN_IF_KERNEL_ERROR(lane.Synchronize(), "sorting the runs");
       RETURN_IF_ERROR(cancellation.Check());
-      std::byte* const keys = share.scratch() + (i % kLanes) * plan_.run_lane;
-      std::byte* const alt = keys + plan_.run_alt;
-      std::byte* const temp = alt + plan_.run_alt;
-      RETURN_IF_ERROR(UploadRun(share, first, r, keys, temp + plan_.run_temp, lane));
-      ASSIGN_OR_RETURN(std::byte* const sorted, SortRun(share, first, r, keys, alt, temp, lane));
-      GPUSORT_RETURN_IF_KERNEL_ERROR(
-          kernels::CopyAnyAsync(run_keys_[r], sorted, RunLength(r) * plan_.device_key_bytes, lane), "device to host");
+      std::byte* const lane_base = share.scratch() + (i % kLanes) * plan_.run_lane;
+      const RunBuffers buffers = RunBuffersAt(lane_base + plan_.run_alt, lane_base, nullptr);
+      RETURN_IF_ERROR(UploadRun(share, first, r, buffers.keys[0], buffers.landing, lane));
+      ASSIGN_OR_RETURN(const int result, SortRun(share, first, r, buffers, lane));
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(run_keys_[r], buffers.keys[result],
+                                                           RunLength(r) * plan_.device_key_bytes, lane),
+                                     "device to host");
+      if (plan_.positions) {
+        GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(run_positions_[r], buffers.positions[result],
+                                                             RunLength(r) * kLocalPositionBytes, lane),
+                                       "device to host");
+      }
     }
     for (const kernels::Stream* s : {&share.upload(), static_cast<const kernels::Stream*>(&share.sort)}) {
       GPUSORT_RETURN_IF_KERNEL_ERROR(s->Synchronize(), "sorting the runs");
@@ -344,16 +417,15 @@ class MergedSort {
 
   // Run r's keys from the request into `to` on the GPU as ordered bits (narrow keys through `landing`),
   // with the OR and AND of its bits copied to the host.
-  absl::Status UploadRun(Share& share, std::size_t first, std::size_t r, std::byte* to, const std::byte* landing,
+  absl::Status UploadRun(Share& share, std::size_t first, std::size_t r, std::byte* to, std::byte* landing,
                          const kernels::Stream& stream) {
     const std::size_t len = RunLength(r), hb = plan_.host_key_bytes, i = r - first;
     const std::byte* from = in_.data() + plan_.RunBegin(r) * hb;
     std::uint64_t* or_and = share.small.or_and + 2 * i;
     if (plan_.run_landing > 0) {  // narrow keys land in scratch, then widen into place
-      auto* const land = const_cast<std::byte*>(landing);
-      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(land, from, len * hb, stream), "host to device");
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(landing, from, len * hb, stream), "host to device");
       GPUSORT_RETURN_IF_KERNEL_ERROR(
-          kernels::WidenToOrderedBitsAsync(hb, coding_.kind(), coding_.complement, land,
+          kernels::WidenToOrderedBitsAsync(hb, coding_.kind(), coding_.complement, landing,
                                            reinterpret_cast<std::uint32_t*>(to), len, or_and, stream),
           "ordered bits");
     } else {
@@ -369,10 +441,11 @@ class MergedSort {
     return absl::OkStatus();
   }
 
-  // Queued on `stream` once run r has landed in `keys` (the host waits for it: the bits that vary in the
-  // run decide the sort's passes); returns which of keys and alt then holds it sorted.
-  absl::StatusOr<std::byte*> SortRun(Share& share, std::size_t first, std::size_t r, std::byte* keys, std::byte* alt,
-                                     std::byte* temp, const kernels::Stream& stream) {
+  // Queued on `stream` once run r has landed in buffers.keys[0] (the host waits for it: the bits that
+  // vary in the run decide the sort's passes); returns which buffers then hold it sorted (with its own
+  // positions, where wanted).
+  absl::StatusOr<int> SortRun(Share& share, std::size_t first, std::size_t r, const RunBuffers& buffers,
+                              const kernels::Stream& stream) {
     const std::size_t i = r - first;
     GPUSORT_RETURN_IF_KERNEL_ERROR(share.landed[i].Synchronize(), "copying a run in");
     const std::uint64_t run_or = share.host.or_and[2 * i], run_and = share.host.or_and[2 * i + 1];
@@ -382,12 +455,21 @@ class MergedSort {
     args.key_width = coding_.width();
     args.count = RunLength(r);
     VaryingBitRange(run_or ^ run_and, &args.begin_bit, &args.end_bit);
-    if (args.end_bit <= args.begin_bit) return keys;  // every key of the run is the same
-    args.keys[0] = keys;
-    args.keys[1] = alt;
+    if (args.end_bit <= args.begin_bit) {  // every key of the run is the same
+      if (!plan_.positions) return 0;
+      args.begin_bit = args.end_bit = 0;  // the sort then only writes the positions, in order
+    }
+    args.keys[0] = buffers.keys[0];
+    args.keys[1] = buffers.keys[1];
+    if (plan_.positions) {
+      args.payload = kernels::Payload::kIndexU32;
+      args.values[0] = buffers.positions[0];
+      args.values[1] = buffers.positions[1];
+    }
     int result = 0;
-    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSort(args, temp, plan_.run_temp, stream, &result), "radix sort");
-    return result == 1 ? alt : keys;
+    GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSort(args, buffers.temp, plan_.run_temp, stream, &result),
+                                   "radix sort");
+    return result;
   }
 
   // Ranks of `queries` in every run, at or below them and (`both`) below them, laid out as
@@ -463,21 +545,41 @@ class MergedSort {
   // long-function: one block's gather, sort, conversion and copy back, in stream order
   absl::Status SortBlock(Share& share, std::size_t j, std::size_t lane_index, const kernels::Stream& lane) {
     const std::size_t kb = plan_.device_key_bytes, hb = plan_.host_key_bytes, runs = plan_.runs;
-    std::byte* const lane_base = share.scratch() + lane_index * (2 * plan_.block_buffer + plan_.block_temp);
+    std::byte* const lane_base = share.scratch() + lane_index * plan_.BlockLane();
     std::byte* const buffer[2] = {lane_base, lane_base + plan_.block_buffer};
+    std::byte* const local = lane_base + 2 * plan_.block_buffer;  // the runs' own positions, gathered
+    std::byte* const positions[2] = {local + plan_.block_local, local + plan_.block_local + plan_.block_positions};
+    std::byte* const temp = positions[1] + plan_.block_positions;
     const absl::Status disagree = absl::InternalError("the device merge's splits disagree with the runs");
+    kernels::PieceBases pieces;
     std::size_t len = 0;
     for (std::size_t r = 0; r < runs; ++r) {
       const std::size_t from = splits_[j * runs + r], to = splits_[(j + 1) * runs + r];
       if (to < from || len + (to - from) > plan_.block_keys) return disagree;
       if (to == from) continue;
-      // From this GPU's runs, or another's by a peer copy.
+      // From this GPU's runs, another's by a peer copy, or the host.
       GPUSORT_RETURN_IF_KERNEL_ERROR(
           kernels::CopyAnyAsync(buffer[0] + len * kb, run_keys_[r] + from * kb, (to - from) * kb, lane),
           "gathering a block");
+      if (plan_.positions) {
+        if (pieces.count == kernels::kMaxPieces) return disagree;  // runs are at most kMaxSortedRuns
+        GPUSORT_RETURN_IF_KERNEL_ERROR(
+            kernels::CopyAnyAsync(local + len * kLocalPositionBytes, run_positions_[r] + from * kLocalPositionBytes,
+                                  (to - from) * kLocalPositionBytes, lane),
+            "gathering a block");
+        pieces.begin[pieces.count] = len;
+        pieces.base[pieces.count] = static_cast<std::int64_t>(plan_.RunBegin(r));
+        pieces.begin[++pieces.count] = len + (to - from);
+      }
       len += to - from;
     }
     if (len != plan_.BlockBegin(j + 1) - plan_.BlockBegin(j)) return disagree;
+    if (plan_.positions) {  // the runs' own positions become the array's, in gathered order
+      GPUSORT_RETURN_IF_KERNEL_ERROR(
+          kernels::WidenPiecePositionsAsync(reinterpret_cast<const std::uint32_t*>(local), pieces,
+                                            reinterpret_cast<std::int64_t*>(positions[0]), lane),
+          "block positions");
+    }
     // The block's keys lie between its two boundary keys: only the bits below their highest difference
     // (and above the lowest bit that varies anywhere) are sorted.
     kernels::RadixSortArgs args;
@@ -489,10 +591,19 @@ class MergedSort {
     args.end_bit = std::min(high_bit, 64 - std::countl_zero(bounds_[j] ^ bounds_[j + 1]));
     args.keys[0] = buffer[0];
     args.keys[1] = buffer[1];
+    if (plan_.positions) {  // stable: equal keys keep their gathered order, which is the array's
+      args.payload = kernels::Payload::kU64;
+      args.values[0] = positions[0];
+      args.values[1] = positions[1];
+    }
     int result = 0;
     if (args.end_bit > args.begin_bit) {
-      GPUSORT_RETURN_IF_KERNEL_ERROR(
-          kernels::RadixSort(args, lane_base + 2 * plan_.block_buffer, plan_.block_temp, lane, &result), "radix sort");
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::RadixSort(args, temp, plan_.block_temp, lane, &result), "radix sort");
+    }
+    if (plan_.positions) {
+      GPUSORT_RETURN_IF_KERNEL_ERROR(kernels::CopyAnyAsync(positions_out_.data() + plan_.BlockBegin(j),
+                                                           positions[result], len * kPositionBytes, lane),
+                                     "device to host");
     }
     std::byte* const sorted = buffer[result];
     std::byte* const to = out_.data() + plan_.BlockBegin(j) * hb;
@@ -517,7 +628,9 @@ class MergedSort {
   std::vector<std::unique_ptr<Share>>& shares_;
   const std::span<const std::byte> in_;
   const std::span<std::byte> out_;
+  const std::span<int64_t> positions_out_;  // with positions: the answer's indices
   std::vector<std::byte*> run_keys_;    // per run: where its keys lie on that GPU, or on the host
+  std::vector<std::byte*> run_positions_;  // and, with positions, its own positions (uint32)
   std::uint64_t or_bits_ = 0, and_bits_ = ~std::uint64_t{0};  // over every key
   std::vector<std::uint64_t> bounds_;  // blocks + 1: block j's keys lie in [bounds_[j], bounds_[j + 1]]
   std::vector<std::size_t> splits_;    // (blocks + 1) x runs: block j takes [splits_[j][r], splits_[j + 1][r])
@@ -545,18 +658,21 @@ bool ConnectPeers(const std::vector<std::unique_ptr<Share>>& shares) {
 }  // namespace
 
 bool SortMergesOnDevice(const SortSpec& spec) {
-  return !spec.segmented() && spec.payload == SortPayload::kNone &&
+  return !spec.segmented() && (spec.payload == SortPayload::kNone || spec.payload == SortPayload::kIndices) &&
          (spec.algorithm == Algorithm::kAuto || spec.algorithm == Algorithm::kRadix);
 }
 
 // long-function: the plan, each GPU's lease and allocations, and the two phases, each timed, in order
 absl::StatusOr<bool> SortMergedOnDevices(std::span<DeviceContext* const> contexts, const SortSpec& spec,
                                          std::size_t count, std::span<const std::byte> keys_in,
-                                         std::span<std::byte> keys_out, std::size_t max_run_keys,
-                                         const Cancellation& cancellation, ExecutionReport& report) {
+                                         std::span<std::byte> keys_out, std::span<int64_t> indices_out,
+                                         std::size_t max_run_keys, const Cancellation& cancellation,
+                                         ExecutionReport& report) {
   if (!SortMergesOnDevice(spec) || contexts.empty() || count < 2 * contexts.size()) return false;
   const KeyCoding coding{spec.dtype, spec.order == SortOrder::kDescending};
-  if (keys_in.size() < count * coding.key_bytes() || keys_out.size() < count * coding.key_bytes()) {
+  const bool positions = spec.payload == SortPayload::kIndices;
+  if (keys_in.size() < count * coding.key_bytes() || keys_out.size() < count * coding.key_bytes() ||
+      (positions && indices_out.size() < count)) {
     return absl::InternalError("the device merge was given fewer bytes than keys");
   }
   // Slots are leased in the GPUs' order, so that two such sorts never wait on each other's GPUs.
@@ -585,16 +701,16 @@ absl::StatusOr<bool> SortMergedOnDevices(std::span<DeviceContext* const> context
   }
   report.AddStage(Stage::kStreamWait, wait.Seconds());
   Plan plan;
-  ASSIGN_OR_RETURN(bool fits, ChoosePlan(coding, count, max_run_keys, budgets, /*host_runs=*/false, plan));
+  ASSIGN_OR_RETURN(bool fits, ChoosePlan(coding, count, max_run_keys, budgets, positions, /*host_runs=*/false, plan));
   if (!fits) {
-    ASSIGN_OR_RETURN(fits, ChoosePlan(coding, count, max_run_keys, budgets, /*host_runs=*/true, plan));
+    ASSIGN_OR_RETURN(fits, ChoosePlan(coding, count, max_run_keys, budgets, positions, /*host_runs=*/true, plan));
   }
   if (!fits) return false;
   std::vector<std::byte*> host_runs;
   if (plan.host_runs) {
     host_loans.reserve(plan.runs);
     for (std::size_t r = 0; r < plan.runs; ++r) {
-      std::optional<PinnedPool::Loan> loan = HostRunPool().Take(plan.run_keys * plan.device_key_bytes);
+      std::optional<PinnedPool::Loan> loan = HostRunPool().Take(plan.RunBytes(plan.run_keys));
       if (!loan) return false;  // no pinned memory for the runs: the host merge serves it
       host_runs.push_back(loan->bytes().data());
       host_loans.push_back(std::move(*loan));
@@ -617,7 +733,7 @@ absl::StatusOr<bool> SortMergedOnDevices(std::span<DeviceContext* const> context
   }
 
   report.algorithm = Algorithm::kRadix;
-  MergedSort sort(spec, plan, shares, keys_in, keys_out, std::move(host_runs));
+  MergedSort sort(spec, plan, shares, keys_in, keys_out, indices_out, host_runs);
   const StageClock runs;
   RETURN_IF_ERROR(sort.SortRuns(cancellation));
   report.AddStage(Stage::kH2d, runs.Seconds());

@@ -1,4 +1,4 @@
-// A whole-array Sort of keys alone that one pass on a GPU cannot take (more than the GPU paths' 2^31-1
+// A whole-array Sort of keys alone or with their indices that one pass on a GPU cannot take (more than the GPU paths' 2^31-1
 // keys, or more than its memory holds with the sort's second buffer) but whose keys fit the memory of
 // the GPUs given, once (issue 19). The keys cross PCIe once each way, which is the floor:
 //
@@ -25,7 +25,11 @@
 // splits. The runs' pinned memory is kept for the next such sort (pinning costs more than the copies).
 //
 // Keys alone: equal ordered bits are equal keys, so how ties split between blocks cannot show in the
-// answer. Requests with a payload keep the host merge, which is stable. Every device buffer is taken
+// answer. With indices (issue 44) each run sorts its own uint32 positions with its keys (stably), the
+// splits take equal keys from earlier runs first (run_splits.h), and a block's gathered positions
+// become the array's int64 ones before its stable sort: equal keys end in the order of their indices,
+// as the host merge and the CPU engine give them. Values payloads keep the host merge. Every device
+// buffer is taken
 // before the first copy: where the memory is not there, nothing is done and the caller sorts in runs
 // merged on the host.
 #pragma once
@@ -41,11 +45,11 @@
 
 namespace gpusort {
 
-// Whether a request is of the kind this sort takes: one array (no rows or segments), keys alone, by
-// AUTO or RADIX.
+// Whether a request is of the kind this sort takes: one array (no rows or segments), keys alone or
+// with indices, by AUTO or RADIX.
 bool SortMergesOnDevice(const SortSpec& spec);
 
-// Sorts the `count` keys of keys_in (registered, pinned or pageable host memory; it may be keys_out
+// Sorts the `count` keys of keys_in (and writes their indices to indices_out, where asked) (registered, pinned or pageable host memory; it may be keys_out
 // itself) into keys_out on the GPUs of `contexts` (one or more, each its own GPU), in runs of at most
 // `max_run_keys`, kept on the GPUs where they fit (their free memory, within --cuda-memory-limit-bytes)
 // and else on the host. Returns false, with nothing done, where it declines: a request
@@ -54,7 +58,8 @@ bool SortMergesOnDevice(const SortSpec& spec);
 // "device_merge" (the splits, and the blocks sorted and copied back).
 absl::StatusOr<bool> SortMergedOnDevices(std::span<DeviceContext* const> contexts, const SortSpec& spec,
                                          std::size_t count, std::span<const std::byte> keys_in,
-                                         std::span<std::byte> keys_out, std::size_t max_run_keys,
-                                         const Cancellation& cancellation, ExecutionReport& report);
+                                         std::span<std::byte> keys_out, std::span<int64_t> indices_out,
+                                         std::size_t max_run_keys, const Cancellation& cancellation,
+                                         ExecutionReport& report);
 
 }  // namespace gpusort

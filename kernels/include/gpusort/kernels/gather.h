@@ -34,4 +34,19 @@ Status TakeSegmentPrefixesAsync(KeyWidth key_width, const void* keys, const std:
                                 std::size_t segments, void* out_keys, std::int64_t* out_positions,
                                 const Stream& stream);
 
+// The most pieces WidenPiecePositionsAsync takes: a kernel parameter holds them.
+inline constexpr int kMaxPieces = 64;
+
+// Keys gathered from several sorted runs into one buffer, piece j at [begin[j], begin[j + 1]), each
+// piece's positions counting from its run's start `base[j]` in the whole array.
+struct PieceBases {
+  int count = 0;
+  std::uint64_t begin[kMaxPieces + 1] = {};
+  std::int64_t base[kMaxPieces] = {};
+};
+
+// out[i] = base[j] + local[i] for every i of piece j: the gathered keys' positions in the whole array.
+Status WidenPiecePositionsAsync(const std::uint32_t* local, const PieceBases& pieces, std::int64_t* out,
+                                const Stream& stream);
+
 }  // namespace gpusort::kernels
