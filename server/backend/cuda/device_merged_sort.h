@@ -22,7 +22,8 @@
 // gather their pieces from the host. Every key crosses PCIe twice each way, against the host merge's
 // once each way plus a merge at host memory speed: the copies run both ways at once (two lanes a GPU,
 // one run coming in while the other goes out), and the GPUs search the host runs in place for the
-// splits. The runs' pinned memory is kept for the next such sort (pinning costs more than the copies).
+// splits. The runs' pinned memory is kept for the next such sort: pinning costs far more than the
+// copies (the first sort of 4G keys with indices pins 32 GiB: 17-22 s on the H200 host, the next 1.9 s).
 //
 // Keys alone: equal ordered bits are equal keys, so how ties split between blocks cannot show in the
 // answer. With indices (issue 44) each run sorts its own uint32 positions with its keys (stably), the
@@ -49,13 +50,13 @@ namespace gpusort {
 // with indices, by AUTO or RADIX.
 bool SortMergesOnDevice(const SortSpec& spec);
 
-// Sorts the `count` keys of keys_in (and writes their indices to indices_out, where asked) (registered, pinned or pageable host memory; it may be keys_out
-// itself) into keys_out on the GPUs of `contexts` (one or more, each its own GPU), in runs of at most
-// `max_run_keys`, kept on the GPUs where they fit (their free memory, within --cuda-memory-limit-bytes)
-// and else on the host. Returns false, with nothing done, where it declines: a request
-// SortMergesOnDevice refuses, too little device memory for even the host runs' working buffers, or no
-// pinned host memory for the runs. Stages: "h2d" (the runs crossing and sorted),
-// "device_merge" (the splits, and the blocks sorted and copied back).
+// Sorts the `count` keys of keys_in (registered, pinned or pageable host memory; it may be keys_out
+// itself) into keys_out, and their indices into indices_out where the spec asks for them, on the GPUs
+// of `contexts` (one or more, each its own GPU), in runs of at most `max_run_keys`, kept on the GPUs
+// where they fit (their free memory, within --cuda-memory-limit-bytes) and else on the host. Returns
+// false, with nothing done, where it declines: a request SortMergesOnDevice refuses, too little device
+// memory for even the host runs' working buffers, or no pinned host memory for the runs. Stages: "h2d"
+// (the runs crossing and sorted), "device_merge" (the splits, and the blocks sorted and copied back).
 absl::StatusOr<bool> SortMergedOnDevices(std::span<DeviceContext* const> contexts, const SortSpec& spec,
                                          std::size_t count, std::span<const std::byte> keys_in,
                                          std::span<std::byte> keys_out, std::span<int64_t> indices_out,
