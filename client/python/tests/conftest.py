@@ -49,21 +49,22 @@ def server_metrics(server_target):
     return scrape
 
 
-@pytest.fixture(scope="session")
-def server_target():
-    if os.environ.get("GPUSORT_TEST_SERVER"):
-        yield os.environ["GPUSORT_TEST_SERVER"]
-        return
-    binary = _server_binary()
-    if not os.path.exists(binary):
-        pytest.skip("no gpusort-server at %s (set GPUSORT_SERVER_BIN)" % binary)
-    work = tempfile.mkdtemp(prefix="gpusort-py-")
-    port_file = os.path.join(work, "port")
-    _SHM["path"] = os.path.join(work, "shm.sock")
-    args = [binary, "--backend", os.environ.get("GPUSORT_TEST_BACKEND", "cpu"), "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-            "--port-file", port_file, "--log-level", "warn", "--shm-socket", _SHM["path"], "--data-port", "0"]
-    server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "log"), "w"))
-    try:
+class StartedServer:
+    """A gpusort-server of the checkout, started on a free port (CPU backend unless
+    $GPUSORT_TEST_BACKEND), with its shared-memory socket and metrics port; stop() ends it."""
+
+    def __init__(self):
+        binary = _server_binary()
+        if not os.path.exists(binary):
+            pytest.skip("no gpusort-server at %s (set GPUSORT_SERVER_BIN)" % binary)
+        work = tempfile.mkdtemp(prefix="gpusort-py-")
+        port_file = os.path.join(work, "port")
+        self.shm_socket = os.path.join(work, "shm.sock")
+        self.metrics_port = None
+        args = [binary, "--backend", os.environ.get("GPUSORT_TEST_BACKEND", "cpu"), "--listen", "127.0.0.1:0",
+                "--metrics-listen", "127.0.0.1:0", "--port-file", port_file, "--log-level", "warn", "--shm-socket",
+                self.shm_socket, "--data-port", "0"]
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "log"), "w"))
         port = None
         for _ in range(300):
             if os.path.exists(port_file):
@@ -71,16 +72,44 @@ def server_target():
                     if line.startswith("grpc_port="):
                         port = int(line.split("=")[1])
                     if line.startswith("metrics_port="):
-                        _SHM["metrics_port"] = int(line.split("=")[1])
-            if port or server.poll() is not None:
+                        self.metrics_port = int(line.split("=")[1])
+            if port or self.process.poll() is not None:
                 break
             time.sleep(0.05)
         if not port:
+            self.stop()
             raise RuntimeError("gpusort-server did not start: " + open(os.path.join(work, "log")).read())
-        yield "127.0.0.1:%d" % port
+        self.target = "127.0.0.1:%d" % port
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def server_target():
+    if os.environ.get("GPUSORT_TEST_SERVER"):
+        yield os.environ["GPUSORT_TEST_SERVER"]
+        return
+    server = StartedServer()
+    _SHM["path"] = server.shm_socket
+    if server.metrics_port:
+        _SHM["metrics_port"] = server.metrics_port
+    try:
+        yield server.target
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def second_server():
+    """Another server of the checkout (tests of a fleet: gpusort.dask)."""
+    server = StartedServer()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,163 @@
+"""Dask DataFrames sorted and selected by a numeric key column on gpusort servers.
+
+sort_values: the plan of _arrays.sort, with rows carried by gpusort's argsort: each partition's rows
+ordered by its key column (rows whose key is NaN set aside, as pandas puts them last), splitters from
+every partition's quantiles, each sorted partition cut into one piece per bucket, each bucket's rows
+ordered again by gpusort; the NaN rows last, in their partitions' order. A row's position is its
+partition's number and its place in it, so ties keep the dataset's order, as pandas'
+sort_values(kind="stable") keeps them, in both directions.
+
+nlargest / nsmallest: each partition's top n rows by gpusort's top-k on the column (rows with NaN keys
+after all others, as pandas' sort_values(...).head(n)), then a tree of top-ks over the candidate rows,
+ties to the earlier row (pandas' keep="first").
+"""
+from typing import Any, List, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _servers, _split
+from ._servers import Servers
+
+POSITION_BITS = 40  # a row's position: partition number << 40 | its place in the partition
+
+Part = Tuple[Any, _split.Sorted, Any]  # (rows ordered by key, their (keys, positions), rows with NaN keys)
+
+
+def _dask() -> Any:
+    import dask
+    import dask.dataframe
+
+    return dask
+
+
+def _keys(frame: Any, by: str) -> Tuple["np.ndarray[Any, Any]", "np.ndarray[Any, Any]"]:
+    """The key column as numpy, and which rows have a NaN key (floats only)."""
+    keys = frame[by].to_numpy()
+    if keys.dtype.kind not in "iuf":
+        raise TypeError("gpusort.dask: the key column %r is %s, not numeric" % (by, keys.dtype))
+    nan = np.isnan(keys) if keys.dtype.kind == "f" else np.zeros(len(keys), dtype=bool)
+    return keys, nan
+
+
+def _sort_partition(frame: Any, number: int, by: str, ascending: bool, servers: Servers) -> Part:
+    keys, nan = _keys(frame, by)
+    rows = frame[~nan]
+    keys = np.ascontiguousarray(keys[~nan])
+    positions = (np.int64(number) << POSITION_BITS) + np.flatnonzero(~nan).astype(np.int64)
+    if len(keys) > 0:
+        order = _servers.call(servers, lambda c: c.argsort(keys, descending=not ascending))
+        rows, keys, positions = rows.iloc[order], keys[order], positions[order]
+    return rows, (keys, positions), frame[nan]
+
+
+def _samples(part: Part, count: int) -> _split.Sorted:
+    return _split.sample(part[1], count)
+
+
+def _bounds(part: Part, splitters: _split.Sorted, descending: bool) -> "np.ndarray[Any, Any]":
+    return _split.bounds(part[1], splitters, descending)
+
+
+def _piece(part: Part, offsets: "np.ndarray[Any, Any]", j: int) -> Tuple[Any, _split.Sorted]:
+    b, e = int(offsets[j]), int(offsets[j + 1])
+    return part[0].iloc[b:e], (part[1][0][b:e], part[1][1][b:e])
+
+
+def _sort_bucket(pieces: Sequence[Tuple[Any, _split.Sorted]], ascending: bool, servers: Servers) -> Any:
+    import pandas as pd
+
+    rows = pd.concat([p[0] for p in pieces])
+    keys, _ = _split.concat([p[1] for p in pieces])
+    if len(keys) > 1:  # pieces in partition order: a stable sort keeps equal keys in the dataset's order
+        order = _servers.call(servers, lambda c: c.argsort(keys, descending=not ascending))
+        rows = rows.iloc[order]
+    return rows
+
+
+def _nan_rows(parts: Sequence[Part]) -> Any:
+    import pandas as pd
+
+    return pd.concat([p[2] for p in parts])
+
+
+def sort_values(ddf: Any, by: str, ascending: bool = True, servers: Union[None, str, Sequence[str], Servers] = None,
+                *, retries: int = 2) -> Any:
+    """ddf.sort_values(by, ascending=ascending, kind="stable") for a numeric column `by`: a Dask
+    DataFrame of one partition per input partition (and one of the NaN keys), divisions unknown."""
+    dask = _dask()
+    servers = _servers.as_servers(servers)
+    delayed = dask.delayed
+    frames = list(ddf.to_delayed())
+    count = len(frames)
+    with dask.annotate(retries=retries):
+        parts = [delayed(_sort_partition, pure=False)(f, i, by, ascending, servers) for i, f in enumerate(frames)]
+        samples = [delayed(_samples, pure=False)(p, _split_samples(count)) for p in parts]
+        from ._arrays import _splitters
+
+        splitters = delayed(_splitters, pure=False)(samples, count, servers, not ascending)
+        offsets = [delayed(_bounds, pure=False)(p, splitters, not ascending) for p in parts]
+        buckets: List[Any] = []
+        for j in range(count):
+            pieces = [delayed(_piece, pure=False)(p, off, j) for p, off in zip(parts, offsets)]
+            buckets.append(delayed(_sort_bucket, pure=False)(pieces, ascending, servers))
+        buckets.append(delayed(_nan_rows, pure=False)(parts))
+    return dask.dataframe.from_delayed(buckets, meta=ddf._meta, verify_meta=False)
+
+
+def _split_samples(parts: int) -> int:
+    from ._arrays import SAMPLES_PER_BUCKET
+
+    return SAMPLES_PER_BUCKET * parts
+
+
+def _frame_top(frame: Any, column: str, n: int, largest: bool, servers: Servers) -> Any:
+    """The frame's first n rows by `column` (pandas': sort_values(...).head(n), NaN keys last)."""
+    import pandas as pd
+
+    keys, nan = _keys(frame, column)
+    rows = frame[~nan]
+    keys = np.ascontiguousarray(keys[~nan])
+    take = min(n, len(keys))
+    if take > 0:
+        _, at = _servers.call(servers, lambda c: c.topk(keys, take, largest=largest))
+        rows = rows.iloc[at]
+    else:
+        rows = rows.iloc[:0]
+    if take < n:  # rows with NaN keys come after every other, in their order
+        rows = pd.concat([rows, frame[nan].iloc[:n - take]])
+    return rows
+
+
+def _combine_top(frames: Sequence[Any], column: str, n: int, largest: bool, servers: Servers) -> Any:
+    import pandas as pd
+
+    rows = pd.concat(list(frames))  # in partition order: ties keep to the earlier row
+    return _frame_top(rows, column, n, largest, servers)
+
+
+def _select(ddf: Any, n: int, column: str, largest: bool, servers: Union[None, str, Sequence[str], Servers],
+            retries: int, split_every: int) -> Any:
+    dask = _dask()
+    servers = _servers.as_servers(servers)
+    if int(n) < 0:
+        raise ValueError("gpusort.dask: n = %d is negative" % n)
+    delayed = dask.delayed
+    split_every = max(2, int(split_every))
+    with dask.annotate(retries=retries):
+        level = [delayed(_frame_top, pure=False)(f, column, int(n), largest, servers) for f in ddf.to_delayed()]
+        while len(level) > 1:
+            level = [delayed(_combine_top, pure=False)(level[i:i + split_every], column, int(n), largest, servers)
+                     for i in range(0, len(level), split_every)]
+    return dask.dataframe.from_delayed(level, meta=ddf._meta, verify_meta=False)
+
+
+def nlargest(ddf: Any, n: int, column: str, servers: Union[None, str, Sequence[str], Servers] = None, *,
+             retries: int = 2, split_every: int = 8) -> Any:
+    """ddf.nlargest(n, column) (keep="first") for a numeric column, as a one-partition Dask DataFrame."""
+    return _select(ddf, n, column, True, servers, retries, split_every)
+
+
+def nsmallest(ddf: Any, n: int, column: str, servers: Union[None, str, Sequence[str], Servers] = None, *,
+              retries: int = 2, split_every: int = 8) -> Any:
+    """ddf.nsmallest(n, column) (keep="first") for a numeric column, as a one-partition Dask DataFrame."""
+    return _select(ddf, n, column, False, servers, retries, split_every)

@@ -1,0 +1,140 @@
+"""Which gpusort server a Dask worker's tasks call, chosen once per worker process.
+
+A fleet of gpusort servers (a list of targets, or one Service name that resolves to every replica) is
+described by a Servers value, which travels inside the graph. On a worker, the first task that needs a
+server picks one: a server on the worker's own host if there is one (several: spread by the worker's
+address), with its shared-memory socket where Servers names one and it exists here; else any. The
+Client is kept for the worker's later tasks. A call that finds its server gone (UNAVAILABLE, or
+DEADLINE_EXCEEDED) marks it down in this process for `down_seconds` and goes to the next server; with
+none left it raises gpusort's error, the task fails, and Dask's retries (the graphs ask for `retries`
+where Dask keeps the annotation; Client.compute(..., retries=N) always) try again later.
+"""
+import hashlib
+import os
+import socket
+import threading
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
+
+from .._client import Client
+from ..errors import DeadlineExceededError, UnavailableError
+
+
+class Servers:
+    """gpusort servers for Dask tasks: `targets` (host:port strings, or one name such as a headless
+    Service's that the client resolves to every replica), `shm_sockets` (target -> the server's
+    --shm-socket path, used by workers on that server's host), and Client options (token, tls, ...)."""
+
+    def __init__(self, targets: Union[str, Sequence[str]], *, shm_sockets: Optional[Mapping[str, str]] = None,
+                 down_seconds: float = 30.0, **client_options: Any) -> None:
+        self.targets: Tuple[str, ...] = (targets,) if isinstance(targets, str) else tuple(targets)
+        if not self.targets:
+            raise ValueError("gpusort.dask: Servers needs at least one target")
+        self.shm_sockets: Dict[str, str] = dict(shm_sockets or {})
+        self.down_seconds = float(down_seconds)
+        self.client_options = dict(client_options)
+
+    def key(self) -> Tuple[Any, ...]:
+        return (self.targets, tuple(sorted(self.shm_sockets.items())), tuple(sorted(self.client_options.items())))
+
+    def __repr__(self) -> str:
+        return "Servers(%r)" % (list(self.targets),)
+
+
+def as_servers(servers: Union[None, str, Sequence[str], Servers]) -> Servers:
+    """A Servers for what the caller passed: None means $GPUSORT_SERVER (or the default target)."""
+    if isinstance(servers, Servers):
+        return servers
+    if servers is None:
+        return Servers(os.environ.get("GPUSORT_SERVER") or "127.0.0.1:50051")
+    return Servers(servers)
+
+
+_lock = threading.Lock()
+_clients: Dict[Tuple[Any, ...], Tuple[str, Client]] = {}  # per Servers: the chosen target and its client
+_down: Dict[str, float] = {}  # target -> when it may be tried again
+
+
+def _host_of(target: str) -> str:
+    if target.startswith("unix:"):
+        return "localhost"
+    if target.startswith("["):
+        return target[1:].split("]", 1)[0]
+    return target.rsplit(":", 1)[0] if ":" in target else target
+
+
+def _local_addresses() -> List[str]:
+    names = {"localhost", socket.gethostname(), socket.getfqdn()}
+    addresses: Set[str] = set()
+    for name in names:
+        try:
+            addresses.update(info[4][0] for info in socket.getaddrinfo(name, None))
+        except OSError:
+            pass
+    return sorted(names | addresses)
+
+
+def _is_local(target: str, local: List[str]) -> bool:
+    host = _host_of(target)
+    if host in local or host.startswith("127.") or host == "::1" or target.startswith("unix:"):
+        return True
+    try:
+        return any(info[4][0] in local for info in socket.getaddrinfo(host, None))
+    except OSError:
+        return False
+
+
+def _worker_name() -> str:
+    """This worker's address where Dask runs us (spreads workers over a host's servers), else the pid."""
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().address)
+    except Exception:  # not in a worker: a local scheduler or the caller's own process
+        return "pid-%d" % os.getpid()
+
+
+def choose(servers: Servers) -> str:
+    """The target this process's tasks call: a server on this host first, spread by the worker's name;
+    targets marked down are skipped while others remain."""
+    now = time.monotonic()
+    up = [t for t in servers.targets if _down.get(t, 0.0) <= now] or list(servers.targets)
+    local = _local_addresses()
+    near = [t for t in up if _is_local(t, local)] or up
+    spread = int(hashlib.sha256(_worker_name().encode()).hexdigest(), 16)
+    return near[spread % len(near)]
+
+
+def client_for(servers: Servers) -> Tuple[str, Client]:
+    """The worker's Client for `servers`, made on first use and kept (one per process)."""
+    key = servers.key()
+    with _lock:
+        held = _clients.get(key)
+        if held is not None and _down.get(held[0], 0.0) <= time.monotonic():
+            return held
+        target = choose(servers)
+        options = dict(servers.client_options)
+        path = servers.shm_sockets.get(target)
+        if path and os.path.exists(path) and "shm_socket" not in options:
+            options["shm_socket"] = path
+        made = (target, Client(target, **options))
+        _clients[key] = made
+        return made
+
+
+def call(servers: Servers, work: Callable[[Client], Any]) -> Any:
+    """work(client) on this worker's server. A server found gone is marked down and the call tried on
+    the next one, each server at most once; when none answers, gpusort's error propagates (and the
+    task's Dask retries, where asked, try again later, elsewhere)."""
+    for attempt in range(len(servers.targets)):
+        target, client = client_for(servers)
+        try:
+            return work(client)
+        except (UnavailableError, DeadlineExceededError):
+            with _lock:
+                _down[target] = time.monotonic() + servers.down_seconds
+                if _clients.get(servers.key(), (None,))[0] == target:
+                    del _clients[servers.key()]
+            if attempt + 1 == len(servers.targets):
+                raise
+    raise AssertionError("unreachable")  # the loop returns or raises
