@@ -18,6 +18,8 @@ if [ "${GPUSORT_NO_TEST_DEPS:-0}" != 1 ]; then
   packages+=(prometheus yamllint python3-yaml python3-pytest)
   # python.mypy: mypy --strict on the Python client (client/python/run_mypy.sh).
   packages+=(mypy)
+  # gpusort.dask's tests: a distributed.LocalCluster and pandas frames (client/python/tests/test_dask.py).
+  packages+=(python3-dask python3-distributed python3-pandas)
   # The TLS tests make their certificates with the openssl command.
   packages+=(openssl)
   # The hostile-caller tests write HTTP/2 frames by hand that gRPC clients refuse to send.
