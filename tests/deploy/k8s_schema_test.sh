@@ -10,4 +10,4 @@ need node
 for pkg in kubernetes-models @kubernetes-models/prometheus-operator typescript yaml; do
   [ -f "$here/node_modules/$pkg/package.json" ] || missing_dep "npm package $pkg (tests/deploy/node_modules)"
 done
-node "$here/validate_k8s.mjs" "$src/deploy/kubernetes" "$src/deploy/kubernetes-secure"
+node "$here/validate_k8s.mjs" "$src/deploy/kubernetes" "$src/deploy/kubernetes-secure" "$src/deploy/kubernetes-dask"

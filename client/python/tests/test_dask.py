@@ -220,3 +220,46 @@ def test_a_server_stopped_mid_sort_and_a_worker_killed_mid_sort(cluster, server_
     killer.join(timeout=60)
     assert victim not in cluster.scheduler_info()["workers"], "the worker was not killed"
     print("sort finished %.2f s after the kill was sent" % (time.monotonic() - sent))
+
+
+def test_a_worker_uses_the_shared_memory_of_its_hosts_server(cluster, server_target, shm_socket):
+    import gpusort.dask as gd
+
+    servers = gd.Servers([server_target], shm_sockets={server_target: shm_socket}, timeout=60)
+    x = specials(np.float32, 30000, 31)
+    assert np.array_equal(bits(gd.sort(da.from_array(x, chunks=7000), servers).compute()),
+                          bits(np.sort(x, kind="stable")))
+
+    def uses_shm(servers):
+        from gpusort.dask import _servers
+
+        return _servers.client_for(servers)[1].use_shm
+
+    assert all(cluster.run(uses_shm, servers).values())
+    assert not any(cluster.run(uses_shm, gd.Servers([server_target], timeout=60)).values())
+
+
+def test_which_server_a_worker_chooses(monkeypatch):
+    from gpusort.dask import _servers
+
+    fleet = _servers.Servers(["10.0.0.1:50051", "10.0.0.2:50051"])
+    monkeypatch.setattr(_servers, "_local_addresses", lambda: ["10.0.0.2"])
+    assert _servers.choose(fleet) == "10.0.0.2:50051"  # the one on this host
+    monkeypatch.setitem(_servers._down, "10.0.0.2:50051", time.monotonic() + 60)
+    assert _servers.choose(fleet) == "10.0.0.1:50051"  # it is down: another
+    monkeypatch.setenv("GPUSORT_NODE_SERVER", "node-local:50051")
+    assert _servers.choose(fleet) == "node-local:50051"  # the deployment's node server first
+    monkeypatch.delenv("GPUSORT_NODE_SERVER")
+
+    def resolve(host, port, family=0, *args):
+        if host == "gpusort-headless":
+            return [(2, 1, 6, "", ("10.0.0.%d" % i, port)) for i in (3, 2, 1)]
+        raise OSError("unknown host")
+
+    monkeypatch.setattr(_servers.socket, "getaddrinfo", resolve)
+    service = _servers.Servers("gpusort-headless:50051")
+    assert _servers._candidates(service) == ["10.0.0.1:50051", "10.0.0.2:50051", "10.0.0.3:50051"]
+    assert _servers.choose(service) in ("10.0.0.1:50051", "10.0.0.3:50051")  # 10.0.0.2, local, is down
+    monkeypatch.delitem(_servers._down, "10.0.0.2:50051")
+    assert _servers.choose(service) == "10.0.0.2:50051"  # the replica on this host
+    assert _servers._candidates(_servers.Servers("gpusort-headless:50051", tls=True)) == ["gpusort-headless:50051"]

@@ -3,7 +3,8 @@
 A fleet of gpusort servers (a list of targets, or one Service name that resolves to every replica) is
 described by a Servers value, which travels inside the graph. On a worker, the first task that needs a
 server picks one: a server on the worker's own host if there is one (several: spread by the worker's
-address), with its shared-memory socket where Servers names one and it exists here; else any. The
+address), with its shared-memory socket where Servers names one and it exists here; else any; and
+before all of them the server a deployment names for the worker's node ($GPUSORT_NODE_SERVER). The
 Client is kept for the worker's later tasks. A call that finds its server gone (UNAVAILABLE, or
 DEADLINE_EXCEEDED) marks it down in this process for `down_seconds` and goes to the next server; with
 none left it raises gpusort's error, the task fails, and Dask's retries (the graphs ask for `retries`
@@ -94,11 +95,40 @@ def _worker_name() -> str:
         return "pid-%d" % os.getpid()
 
 
+def _replicas(target: str, plaintext: bool) -> List[str]:
+    """A name that resolves to several IPv4 addresses (a headless Service's replicas) as one target per
+    address, so that workers spread over them and find the one on their host; anything else as it is.
+    Not under TLS: the certificate names the Service, not its pods' addresses."""
+    if not plaintext or target.startswith(("unix:", "dns:", "[")) or ":" not in target:
+        return [target]
+    host, port = target.rsplit(":", 1)
+    try:
+        addresses = sorted({info[4][0] for info in socket.getaddrinfo(host, int(port), socket.AF_INET)})
+    except (OSError, ValueError):
+        return [target]
+    return ["%s:%s" % (a, port) for a in addresses] if len(addresses) > 1 else [target]
+
+
+def _candidates(servers: Servers) -> List[str]:
+    """The targets (a Service name as its replicas), after the worker's own node's server where its
+    deployment names one ($GPUSORT_NODE_SERVER: deploy/kubernetes-dask sets it to the node-local
+    Service)."""
+    plaintext = not servers.client_options.get("tls")
+    expanded = [r for t in servers.targets for r in _replicas(t, plaintext)]
+    node = os.environ.get("GPUSORT_NODE_SERVER")
+    return ([node] if node and node not in expanded else []) + expanded
+
+
 def choose(servers: Servers) -> str:
-    """The target this process's tasks call: a server on this host first, spread by the worker's name;
-    targets marked down are skipped while others remain."""
+    """The target this process's tasks call: the node's server ($GPUSORT_NODE_SERVER) first, then a
+    server on this host, spread by the worker's name; targets marked down are skipped while others
+    remain."""
     now = time.monotonic()
-    up = [t for t in servers.targets if _down.get(t, 0.0) <= now] or list(servers.targets)
+    candidates = _candidates(servers)
+    up = [t for t in candidates if _down.get(t, 0.0) <= now] or candidates
+    node = os.environ.get("GPUSORT_NODE_SERVER")
+    if node and node in up:
+        return node
     local = _local_addresses()
     near = [t for t in up if _is_local(t, local)] or up
     spread = int(hashlib.sha256(_worker_name().encode()).hexdigest(), 16)
@@ -126,7 +156,8 @@ def call(servers: Servers, work: Callable[[Client], Any]) -> Any:
     """work(client) on this worker's server. A server found gone is marked down and the call tried on
     the next one, each server at most once; when none answers, gpusort's error propagates (and the
     task's Dask retries, where asked, try again later, elsewhere)."""
-    for attempt in range(len(servers.targets)):
+    tries = len(_candidates(servers))
+    for attempt in range(tries):
         target, client = client_for(servers)
         try:
             return work(client)
@@ -135,6 +166,6 @@ def call(servers: Servers, work: Callable[[Client], Any]) -> Any:
                 _down[target] = time.monotonic() + servers.down_seconds
                 if _clients.get(servers.key(), (None,))[0] == target:
                     del _clients[servers.key()]
-            if attempt + 1 == len(servers.targets):
+            if attempt + 1 == tries:
                 raise
     raise AssertionError("unreachable")  # the loop returns or raises
