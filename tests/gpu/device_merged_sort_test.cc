@@ -180,26 +180,6 @@ TEST(DeviceMergedSortLimits, RunsOnTheHostInPlaceInRegisteredMemory) {
   EXPECT_TRUE(Bytes(keys) == cpu.keys);
 }
 
-TEST(DeviceMergedSortLimits, ACancelledSortWithRunsOnTheHostStops) {
-  SKIP_WITHOUT_GPU();
-  ASSERT_NE(SmallGpu(), nullptr);
-  const std::size_t n = MoreThanTheMemoryHolds<uint32_t>();
-  std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, n, 23);
-  SortSpec spec;
-  spec.algorithm = Algorithm::kRadix;
-  SortBuffers buffers;
-  buffers.count = n;
-  buffers.keys = std::as_writable_bytes(std::span(keys));
-  Cancellation cancellation;
-  cancellation.Cancel();
-  ExecutionReport report;
-  EXPECT_EQ(RunSort(*SmallGpu(), spec, buffers, cancellation, report).code(), absl::StatusCode::kCancelled);
-  const Sorted after = SortOn(*SmallGpu(), spec, Bytes(keys));
-  ASSERT_TRUE(after.status.ok()) << after.status;
-  std::sort(keys.begin(), keys.end());
-  EXPECT_TRUE(after.keys == Bytes(keys));
-}
-
 TEST(DeviceMergedSortLimits, ValuesMergeOnTheHost) {
   SKIP_WITHOUT_GPU();
   ASSERT_NE(SmallGpu(), nullptr);
@@ -260,25 +240,27 @@ TEST(DeviceMergedSortLimits, RegisteredMemoryInAndOut) {
   EXPECT_TRUE(Bytes(output) == cpu.keys);
 }
 
+// Runs kept on the GPU, and on the host.
 TEST(DeviceMergedSortLimits, ACancelledRequestStops) {
   SKIP_WITHOUT_GPU();
   ASSERT_NE(SmallGpu(), nullptr);
-  const std::size_t n = MergedOnDeviceSize<uint32_t>();
-  std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, n, 9);
-  SortSpec spec;
-  spec.algorithm = Algorithm::kRadix;
-  SortBuffers buffers;
-  buffers.count = n;
-  buffers.keys = std::as_writable_bytes(std::span(keys));
-  Cancellation cancellation;
-  cancellation.Cancel();
-  ExecutionReport report;
-  EXPECT_EQ(RunSort(*SmallGpu(), spec, buffers, cancellation, report).code(), absl::StatusCode::kCancelled);
-  // The engine serves the next request.
-  const Sorted after = SortOn(*SmallGpu(), spec, Bytes(keys));
-  ASSERT_TRUE(after.status.ok()) << after.status;
-  std::sort(keys.begin(), keys.end());
-  EXPECT_TRUE(after.keys == Bytes(keys));
+  for (const std::size_t n : {MergedOnDeviceSize<uint32_t>(), MoreThanTheMemoryHolds<uint32_t>()}) {
+    std::vector<uint32_t> keys = MakeInput<uint32_t>(Pattern::kRandom, n, 9);
+    SortSpec spec;
+    spec.algorithm = Algorithm::kRadix;
+    SortBuffers buffers;
+    buffers.count = n;
+    buffers.keys = std::as_writable_bytes(std::span(keys));
+    Cancellation cancellation;
+    cancellation.Cancel();
+    ExecutionReport report;
+    EXPECT_EQ(RunSort(*SmallGpu(), spec, buffers, cancellation, report).code(), absl::StatusCode::kCancelled) << n;
+    // The engine serves the next request.
+    const Sorted after = SortOn(*SmallGpu(), spec, Bytes(keys));
+    ASSERT_TRUE(after.status.ok()) << after.status;
+    std::sort(keys.begin(), keys.end());
+    EXPECT_TRUE(after.keys == Bytes(keys)) << n;
+  }
 }
 
 }  // namespace
