@@ -9,7 +9,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -22,7 +21,7 @@
 #include "server/backend/cuda/gpu_job.h"
 #include "server/backend/cuda/gpu_job_ends.h"
 #include "server/backend/cuda/kernel_status.h"
-#include "server/backend/cuda/pinned_pool.h"
+#include "server/backend/cuda/host_run_memory.h"
 #include "server/backend/cuda/staging.h"
 #include "server/backend/run_splits.h"
 #include "server/core/status_macros.h"
@@ -230,19 +229,6 @@ struct Share {
   std::byte* scratch() const { return device[device.size() - 2].as<std::byte>(); }
   std::byte* small_arrays() const { return device.back().as<std::byte>(); }
 };
-
-// Pinned host memory for runs kept on the host (Plan::host_runs), lent run by run and kept after use:
-// pinning took about 0.55 s a GiB at this size (4G keys with indices: 32 GiB, 17-22 s, on the H200
-// host; memory mapped, touched by every core and registered instead took as long, 18.5 s), 20 times a
-// run's copy, so a server that sorts such arrays pins their room once. At most half the host's memory
-// is held; past that a sort takes the host merge.
-PinnedPool& HostRunPool() {
-  static PinnedPool pool([] {
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 2 : 0;
-  }());
-  return pool;
-}
 
 // Runs `work(d)` for every GPU d, each on its own thread with its GPU selected (the first on the
 // calling thread); the first error is what returns.
@@ -681,7 +667,7 @@ absl::StatusOr<bool> SortMergedOnDevices(std::span<DeviceContext* const> context
   std::sort(ordered.begin(), ordered.end(),
             [](const DeviceContext* a, const DeviceContext* b) { return a->ordinal() < b->ordinal(); });
   // Host runs' memory, declared before the shares so that it outlives their streams' work.
-  std::vector<PinnedPool::Loan> host_loans;
+  std::optional<HostRunMemory::Lease> host_memory;
   std::vector<std::unique_ptr<Share>> shares;
   for (DeviceContext* context : ordered) shares.push_back(std::make_unique<Share>(*context));
   if (shares.size() > 1 && !ConnectPeers(shares)) shares.resize(1);
@@ -708,13 +694,12 @@ absl::StatusOr<bool> SortMergedOnDevices(std::span<DeviceContext* const> context
   }
   if (!fits) return false;
   std::vector<std::byte*> host_runs;
-  if (plan.host_runs) {
-    host_loans.reserve(plan.runs);
+  if (plan.host_runs) {  // one mapping, each run at its own place in it
+    std::optional<HostRunMemory::Lease> taken = HostRuns().Take(plan.runs * plan.RunBytes(plan.run_keys));
+    if (!taken) return false;  // no pinned memory for the runs: the host merge serves it
+    host_memory.emplace(std::move(*taken));
     for (std::size_t r = 0; r < plan.runs; ++r) {
-      std::optional<PinnedPool::Loan> loan = HostRunPool().Take(plan.RunBytes(plan.run_keys));
-      if (!loan) return false;  // no pinned memory for the runs: the host merge serves it
-      host_runs.push_back(loan->bytes().data());
-      host_loans.push_back(std::move(*loan));
+      host_runs.push_back(host_memory->bytes().data() + r * plan.RunBytes(plan.run_keys));
     }
   }
 
