@@ -24,9 +24,11 @@ if __name__ == "__main__":
         name="gpusort",
         version="0.2.0",
         description="Client of the gpusort sorting and top-k service",
-        packages=["gpusort", "gpusort.v1"],
+        packages=["gpusort", "gpusort.v1", "gpusort.dask"],
         package_data={"gpusort": ["py.typed"]},  # PEP 561: the package's own annotations are its types
         python_requires=">=3.9",
         install_requires=["grpcio", "numpy", "protobuf"],
+        # gpusort.dask (Debian 12: python3-dask python3-distributed python3-pandas)
+        extras_require={"dask": ["dask", "distributed", "pandas"]},
         cmdclass={"build_py": BuildWithStubs},
     )
