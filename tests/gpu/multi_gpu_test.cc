@@ -245,6 +245,32 @@ TEST(MultiGpu, KeysAloneSplitAcrossBothGpusMergeOnTheDevices) {
   }
 }
 
+// More keys than both GPUs' memory holds, with indices: runs kept on the host, each GPU its share of
+// them and of the blocks (issue 44), exact and stable.
+TEST(MultiGpu, MoreThanBothGpusHoldMergeOnTheDevicesWithRunsOnTheHost) {
+  SKIP_WITHOUT_GPUS(2);
+  ASSERT_NE(SmallPair(), nullptr);
+  for (const Pattern pattern : {Pattern::kRandom, Pattern::kFewDistinct, Pattern::kSpecials}) {
+    const std::size_t n = 4 * kSmallMemory / sizeof(float) + 7;  // 16 bytes a key and more: twice both GPUs
+    std::vector<float> keys = MakeInput<float>(pattern, n, 23);
+    SortSpec spec;
+    spec.dtype = DType::kFloat32;
+    spec.payload = SortPayload::kIndices;
+    spec.stable = true;
+    spec.algorithm = Algorithm::kRadix;
+    const SortOutput gpu = SortOn(*SmallPair(), spec, BytesOf(keys), {});
+    spec.algorithm = Algorithm::kAuto;
+    const SortOutput cpu = SortOn(*Cpu(), spec, BytesOf(keys), {});
+    ASSERT_TRUE(gpu.status.ok()) << gpu.status;
+    EXPECT_TRUE(gpu.keys == cpu.keys) << PatternName(pattern);
+    EXPECT_EQ(gpu.indices, cpu.indices) << PatternName(pattern);
+    EXPECT_TRUE(std::any_of(gpu.report.stages.begin(), gpu.report.stages.end(),
+                            [](const StageTime& s) { return s.stage == Stage::kDeviceMerge; }))
+        << PatternName(pattern);
+    EXPECT_NE(gpu.report.device.find("cuda:1"), std::string::npos) << gpu.report.device;
+  }
+}
+
 TEST(MultiGpu, DeviceRegionOnTheSecondGpuIsServedThere) {
   SKIP_WITHOUT_GPUS(2);
   const std::size_t n = std::size_t{1} << 20;
