@@ -4,8 +4,10 @@
 // versions never meet in one binary. It runs CUB's fastest mode: unsorted output, determinism not
 // guaranteed (gpusort's top-k is sorted and deterministic, ties to the earlier position).
 //
-//   cub_topk_anchor [--n 268435456] [--runs 30] [--warmup 5]
+//   cub_topk_anchor [--n 268435456] [--runs 30] [--warmup 5] [--json FILE]
 //
+// --json writes the cases as top_k_bench's records (case names f32_256M_k100 ..., method
+// cub_device_topk), for `top_k_report.py --cub FILE` to put CUB beside gpusort and torch.
 // Cases, each on the same device array: float32 uniform on torch.rand's grid (k = 100 and 1000, largest,
 // values with int64 positions from a counting iterator), bfloat16 of the same values, and the floor: a
 // device-to-device copy of the same bytes. Device time by CUDA events, median. Every answer's values are
@@ -98,13 +100,15 @@ double TopK(const Key* d_keys, std::size_t n, int k, const std::vector<float>& h
 int main(int argc, char** argv) {
   std::size_t n = std::size_t{256} << 20;
   int runs = 30, warmup = 5;
+  std::string json;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--n") n = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (flag == "--json") json = argv[i + 1];
     else if (flag == "--runs") runs = std::atoi(argv[i + 1]);
     else if (flag == "--warmup") warmup = std::atoi(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: cub_topk_anchor [--n N] [--runs R] [--warmup W]\n");
+      std::fprintf(stderr, "usage: cub_topk_anchor [--n N] [--runs R] [--warmup W] [--json FILE]\n");
       return 2;
     }
   }
@@ -132,8 +136,19 @@ int main(int argc, char** argv) {
   std::printf("cub::DeviceTopK::MaxPairs (CCCL %d.%d.%d), unsorted, determinism not guaranteed, on %s; "
               "median of %d after %d, CUDA events\n\n| case | ms | GB/s of the keys |\n|---|---:|---:|\n",
               CCCL_MAJOR_VERSION, CCCL_MINOR_VERSION, CCCL_PATCH_VERSION, prop.name, runs, warmup);
+  // top_k_bench's case names: the dtype, n (in M where whole), k.
+  const std::string n_name = n % (std::size_t{1} << 20) == 0 ? std::to_string(n >> 20) + "M" : std::to_string(n);
+  std::string records;
   auto row = [&](const char* name, double ms, std::size_t bytes) {
     std::printf("| %s | %.3f | %.0f |\n", name, ms, bytes / (ms * 1e6));
+    const std::string label = name;
+    const std::size_t at = label.find(" k=");
+    if (label.rfind("copy", 0) == 0 || at == std::string::npos) return;
+    const std::string k = label.substr(at + 3), dtype = label.substr(0, at);
+    records += std::string(records.empty() ? "" : ",\n") + "    {\"case\": \"" + dtype + "_" + n_name + "_k" + k +
+               "\", \"n\": " + std::to_string(n) + ", \"rows\": 1, \"row_length\": " + std::to_string(n) +
+               ", \"k\": " + k + ", \"method\": \"cub_device_topk\", \"median_ms\": " + std::to_string(ms) +
+               ", \"runs\": " + std::to_string(runs) + "}";
   };
   const double copy_f32 = MedianMs(runs, warmup, stream, [&] {
     Check(cudaMemcpyAsync(d_copy, d_f32, n * 4, cudaMemcpyDeviceToDevice, stream), "copy");
@@ -147,5 +162,15 @@ int main(int argc, char** argv) {
   row("copy_d2d bf16 (floor)", copy_bf16, n * 2);
   row("bf16 k=100", TopK(d_bf16, n, 100, half_values, runs, warmup, stream, "bf16"), n * 2);
   row("bf16 k=1000", TopK(d_bf16, n, 1000, half_values, runs, warmup, stream, "bf16"), n * 2);
+  if (!json.empty()) {
+    FILE* out = std::fopen(json.c_str(), "w");
+    if (out == nullptr) {
+      std::fprintf(stderr, "cub_topk_anchor: cannot write %s\n", json.c_str());
+      return 1;
+    }
+    std::fprintf(out, "{\"device\": \"%s\", \"cccl_version\": \"%d.%d.%d\", \"records\": [\n%s\n]}\n", prop.name,
+                 CCCL_MAJOR_VERSION, CCCL_MINOR_VERSION, CCCL_PATCH_VERSION, records.c_str());
+    std::fclose(out);
+  }
   return 0;
 }

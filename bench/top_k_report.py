@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Markdown tables from top_k_bench's JSON and (optionally) top_k_anchor.py's JSON.
 
+cub_topk_anchor's JSON (--cub: cub::DeviceTopK of CCCL main) joins each case's table as one more row.
+
 First the bench's failures, if any (a method whose answer was wrong, or that returned an error: it has no
 timings, and this script then exits 1). Then one table per case: every method's median and min ms, its
 bandwidth, its bandwidth over the copy's, and its time over torch.topk's and over the full sort's. Then
@@ -13,7 +15,7 @@ is the bytes it moves (read + write: twice the input's) over its time, as CUDA's
 copy. "/ copy" is a method's GB/s over copy_d2d's (1.00: it reads its input as fast as a copy moves
 bytes).
 
-  python3 bench/top_k_report.py --bench topk.json [--torch topk_torch.json] [--strict]
+  python3 bench/top_k_report.py --bench topk.json [--torch topk_torch.json] [--cub topk_cub.json] [--strict]
 """
 
 import argparse
@@ -38,6 +40,7 @@ COPY = "copy_d2d"
 FULL_SORT = "cub_full_sort"
 THREAD_LISTS = "gpusort_thread_lists"
 TORCH = "torch_topk"
+CUB_TOPK = "cub_device_topk"
 
 
 def load(path):
@@ -90,13 +93,17 @@ def same_shape(a, b):
     return all(a.get(f) == b.get(f) for f in ("n", "rows", "row_length", "k"))
 
 
-def print_tables(by_case, torch_by_case):
+def print_tables(by_case, torch_by_case, cub_by_case=None):
     for case, methods in by_case.items():
         first = next(iter(methods.values()))
         torch = torch_by_case.get(case)
         if torch and not same_shape(torch, first):
             print(f"WARNING: torch's {case} has another shape or k; left out of this table")
             torch = None
+        cub = (cub_by_case or {}).get(case)
+        if cub and not same_shape(cub, first):
+            print(f"WARNING: cub_topk_anchor's {case} has another shape or k; left out of this table")
+            cub = None
         copy = methods.get(COPY)
         full = methods.get(FULL_SORT)
         copy_gbps = gb_per_s(copy) if copy else None
@@ -105,7 +112,7 @@ def print_tables(by_case, torch_by_case):
         header = ["method", "median ms", "min ms", "GB/s", "/ copy", "/ torch", f"/ {FULL_SORT}", "runs"]
         print("| " + " | ".join(header) + " |")
         print("|---|" + "---:|" * (len(header) - 1))
-        rows = list(methods.values()) + ([torch] if torch else [])
+        rows = list(methods.values()) + ([torch] if torch else []) + ([cub] if cub else [])
         for r in rows:
             median = r.get("median_ms")
             gbps = gb_per_s(r)
@@ -156,6 +163,7 @@ def main():
     parser = argparse.ArgumentParser(description="top_k_bench and top_k_anchor.py JSON as markdown")
     parser.add_argument("--bench", required=True, help="top_k_bench --json output")
     parser.add_argument("--torch", help="top_k_anchor.py --json output (optional)")
+    parser.add_argument("--cub", help="cub_topk_anchor --json output (optional; CCCL main's DeviceTopK)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is MISS or MISSING")
     args = parser.parse_args()
 
@@ -197,7 +205,13 @@ def main():
     print()
     by_case = group(bench.get("records", []))
     torch_by_case = {r["case"]: r for r in torch_doc.get("records", []) if r.get("method") == TORCH}
-    print_tables(by_case, torch_by_case)
+    cub_doc = load(args.cub) if args.cub and os.path.exists(args.cub) else {"records": []}
+    if args.cub:
+        print(f"cub::DeviceTopK anchor: CCCL {cub_doc.get('cccl_version', '?')} on {cub_doc.get('device', '?')}"
+              f" ({len(cub_doc.get('records', []))} cases; unsorted output, not deterministic)")
+        print()
+    cub_by_case = {r["case"]: r for r in cub_doc.get("records", []) if r.get("method") == CUB_TOPK}
+    print_tables(by_case, torch_by_case, cub_by_case)
     verdicts = print_targets(by_case, torch_by_case)
     counts = {}
     for v in verdicts:
