@@ -263,3 +263,26 @@ def test_which_server_a_worker_chooses(monkeypatch):
     monkeypatch.delitem(_servers._down, "10.0.0.2:50051")
     assert _servers.choose(service) == "10.0.0.2:50051"  # the replica on this host
     assert _servers._candidates(_servers.Servers("gpusort-headless:50051", tls=True)) == ["gpusort-headless:50051"]
+
+
+def test_what_it_refuses_it_says_before_any_task_runs(servers):
+    import gpusort.dask as gd
+
+    with pytest.raises(ValueError, match="1-D"):
+        gd.sort(da.zeros((4, 4), chunks=2), servers)
+    with pytest.raises(ValueError, match="outside"):
+        gd.topk(da.zeros(10, chunks=5), 11, servers)
+    with pytest.raises(ValueError, match="1-D array or a 2-D"):
+        gd.topk(da.zeros((2, 2, 2), chunks=1), 1, servers)
+    with pytest.raises(ValueError, match="negative"):
+        gd.nlargest(dd.from_pandas(frame(10, 1), npartitions=2), -1, "key", servers)
+    with pytest.raises(ValueError, match="at least one target"):
+        gd.Servers([])
+
+
+def test_a_key_column_that_is_not_numeric_fails_with_a_clear_error(cluster, servers):
+    import gpusort.dask as gd
+
+    df = pd.DataFrame({"name": ["b", "a", "c"] * 10, "row": np.arange(30)})
+    with pytest.raises(TypeError, match="not numeric"):
+        gd.sort_values(dd.from_pandas(df, npartitions=2), "name", servers=servers).compute()
