@@ -46,9 +46,11 @@ def _splitters(samples: Sequence[_split.Sorted], parts: int, servers: Servers, d
     return _split.pick((keys, positions), parts)
 
 
-def _piece(block: _split.Sorted, offsets: "np.ndarray[Any, Any]", j: int) -> _split.Sorted:
-    b, e = int(offsets[j]), int(offsets[j + 1])
-    return block[0][b:e], block[1][b:e]
+def _cut(block: _split.Sorted, splitters: _split.Sorted) -> List[_split.Sorted]:
+    """The sorted block's piece for every bucket, in one task where the block lies (a task per piece could
+    run elsewhere and pull the whole block to it)."""
+    offsets = _split.bounds(block, splitters, False)
+    return [(block[0][b:e], block[1][b:e]) for b, e in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
 
 
 def _sort_bucket(pieces: Sequence[_split.Sorted], servers: Servers, want_positions: bool) -> "np.ndarray[Any, Any]":
@@ -70,11 +72,9 @@ def _sort_graph(darr: Any, servers: Servers, retries: int, want_positions: bool)
         ordered = [delayed(_sorted_block, pure=False)(b, int(s), servers) for b, s in zip(blocks, starts)]
         samples = [delayed(_split.sample, pure=False)(o, SAMPLES_PER_BUCKET * parts) for o in ordered]
         splitters = delayed(_splitters, pure=False)(samples, parts, servers, False)
-        offsets = [delayed(_split.bounds, pure=False)(o, splitters, False) for o in ordered]
-        buckets = []
-        for j in range(parts):
-            pieces = [delayed(_piece, pure=False)(o, off, j) for o, off in zip(ordered, offsets)]
-            buckets.append(delayed(_sort_bucket, pure=False)(pieces, servers, want_positions))
+        cuts = [delayed(_cut, pure=False, nout=parts)(o, splitters) for o in ordered]
+        buckets = [delayed(_sort_bucket, pure=False)([cut[j] for cut in cuts], servers, want_positions)
+                   for j in range(parts)]
     dtype = np.dtype(np.int64) if want_positions else darr.dtype
     chunks = [dask.array.from_delayed(b, shape=(np.nan,), dtype=dtype) for b in buckets]
     return dask.array.concatenate(chunks) if chunks else dask.array.empty((0,), dtype=dtype)

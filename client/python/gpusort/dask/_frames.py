@@ -54,13 +54,12 @@ def _samples(part: Part, count: int) -> _split.Sorted:
     return _split.sample(part[1], count)
 
 
-def _bounds(part: Part, splitters: _split.Sorted, descending: bool) -> "np.ndarray[Any, Any]":
-    return _split.bounds(part[1], splitters, descending)
-
-
-def _piece(part: Part, offsets: "np.ndarray[Any, Any]", j: int) -> Tuple[Any, _split.Sorted]:
-    b, e = int(offsets[j]), int(offsets[j + 1])
-    return part[0].iloc[b:e], (part[1][0][b:e], part[1][1][b:e])
+def _cut(part: Part, splitters: _split.Sorted, descending: bool) -> List[Tuple[Any, _split.Sorted]]:
+    """The sorted partition's piece for every bucket, in one task where the partition lies (a task per
+    piece could run elsewhere and pull the whole partition to it)."""
+    offsets = _split.bounds(part[1], splitters, descending)
+    return [(part[0].iloc[b:e], (part[1][0][b:e], part[1][1][b:e]))
+            for b, e in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
 
 
 def _sort_bucket(pieces: Sequence[Tuple[Any, _split.Sorted]], ascending: bool, servers: Servers) -> Any:
@@ -95,11 +94,10 @@ def sort_values(ddf: Any, by: str, ascending: bool = True, servers: Union[None, 
         from ._arrays import _splitters
 
         splitters = delayed(_splitters, pure=False)(samples, count, servers, not ascending)
-        offsets = [delayed(_bounds, pure=False)(p, splitters, not ascending) for p in parts]
+        cuts = [delayed(_cut, pure=False, nout=count)(p, splitters, not ascending) for p in parts]
         buckets: List[Any] = []
         for j in range(count):
-            pieces = [delayed(_piece, pure=False)(p, off, j) for p, off in zip(parts, offsets)]
-            buckets.append(delayed(_sort_bucket, pure=False)(pieces, ascending, servers))
+            buckets.append(delayed(_sort_bucket, pure=False)([cut[j] for cut in cuts], ascending, servers))
         buckets.append(delayed(_nan_rows, pure=False)(parts))
     return dask.dataframe.from_delayed(buckets, meta=ddf._meta, verify_meta=False)
 
