@@ -286,3 +286,18 @@ def test_a_key_column_that_is_not_numeric_fails_with_a_clear_error(cluster, serv
     df = pd.DataFrame({"name": ["b", "a", "c"] * 10, "row": np.arange(30)})
     with pytest.raises(TypeError, match="not numeric"):
         gd.sort_values(dd.from_pandas(df, npartitions=2), "name", servers=servers).compute()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sort_values_and_nlargest_on_every_key_dtype(cluster, servers, dtype):
+    import gpusort.dask as gd
+
+    keys = specials(dtype, 3000, 17)
+    df = pd.DataFrame({"key": keys, "row": np.arange(len(keys))})
+    ddf = dd.from_pandas(df, npartitions=4)
+    for ascending in (True, False):
+        want = df.sort_values("key", ascending=ascending, kind="stable")
+        got = gd.sort_values(ddf, "key", ascending=ascending, servers=servers).compute()
+        assert np.array_equal(got["row"].to_numpy(), want["row"].to_numpy()), ascending
+        assert np.array_equal(bits(got["key"].to_numpy()), bits(want["key"].to_numpy())), ascending
+    pd.testing.assert_frame_equal(gd.nlargest(ddf, 50, "key", servers).compute(), df.nlargest(50, "key"))

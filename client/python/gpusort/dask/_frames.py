@@ -3,7 +3,7 @@
 sort_values: the plan of _arrays.sort, with rows carried by gpusort's argsort: each partition's rows
 ordered by its key column (rows whose key is NaN set aside, as pandas puts them last), splitters from
 every partition's quantiles, each sorted partition cut into one piece per bucket, each bucket's rows
-ordered again by gpusort; the NaN rows last, in their partitions' order. A row's position is its
+ordered again by gpusort; the NaN rows last (in the last bucket), in their partitions' order. A row's position is its
 partition's number and its place in it, so ties keep the dataset's order, as pandas'
 sort_values(kind="stable") keeps them, in both directions.
 
@@ -39,6 +39,20 @@ def _keys(frame: Any, by: str) -> Tuple["np.ndarray[Any, Any]", "np.ndarray[Any,
     return keys, nan
 
 
+def _concat(frames: Sequence[Any]) -> Any:
+    """pd.concat of the frames, with float columns joined as numpy joins them: pandas' concat refills a
+    frame's all-NaN float column with its own NaN, losing the payloads and signs the answer must keep."""
+    import pandas as pd
+
+    out = pd.concat(list(frames))
+    if out.columns.is_unique:
+        for column in out.columns:
+            kinds = {getattr(f[column].dtype, "kind", "O") for f in frames}
+            if kinds == {"f"} and len({f[column].dtype for f in frames}) == 1:
+                out[column] = np.concatenate([f[column].to_numpy() for f in frames])
+    return out
+
+
 def _sort_partition(frame: Any, number: int, by: str, ascending: bool, servers: Servers) -> Part:
     keys, nan = _keys(frame, by)
     rows = frame[~nan]
@@ -62,27 +76,25 @@ def _cut(part: Part, splitters: _split.Sorted, descending: bool) -> List[Tuple[A
             for b, e in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
 
 
-def _sort_bucket(pieces: Sequence[Tuple[Any, _split.Sorted]], ascending: bool, servers: Servers) -> Any:
-    import pandas as pd
-
-    rows = pd.concat([p[0] for p in pieces])
+def _sort_bucket(pieces: Sequence[Tuple[Any, _split.Sorted]], ascending: bool, servers: Servers,
+                 parts: Sequence[Part] = ()) -> Any:
+    """A bucket's rows in order; the last bucket then takes every partition's NaN-key rows, in partition
+    order. (In a partition of their own, an all-NaN key column would lose its NaN payloads and signs
+    in compute(): pandas' concat refills all-NaN columns with its own NaN.)"""
+    rows = _concat([p[0] for p in pieces])
     keys, _ = _split.concat([p[1] for p in pieces])
     if len(keys) > 1:  # pieces in partition order: a stable sort keeps equal keys in the dataset's order
         order = _servers.call(servers, lambda c: c.argsort(keys, descending=not ascending))
         rows = rows.iloc[order]
+    if parts:
+        rows = _concat([rows] + [p[2] for p in parts])
     return rows
-
-
-def _nan_rows(parts: Sequence[Part]) -> Any:
-    import pandas as pd
-
-    return pd.concat([p[2] for p in parts])
 
 
 def sort_values(ddf: Any, by: str, ascending: bool = True, servers: Union[None, str, Sequence[str], Servers] = None,
                 *, retries: int = 2) -> Any:
     """ddf.sort_values(by, ascending=ascending, kind="stable") for a numeric column `by`: a Dask
-    DataFrame of one partition per input partition (and one of the NaN keys), divisions unknown."""
+    DataFrame of one partition per input partition, divisions unknown."""
     dask = _dask()
     servers = _servers.as_servers(servers)
     delayed = dask.delayed
@@ -97,8 +109,8 @@ def sort_values(ddf: Any, by: str, ascending: bool = True, servers: Union[None, 
         cuts = [delayed(_cut, pure=False, nout=count)(p, splitters, not ascending) for p in parts]
         buckets: List[Any] = []
         for j in range(count):
-            buckets.append(delayed(_sort_bucket, pure=False)([cut[j] for cut in cuts], ascending, servers))
-        buckets.append(delayed(_nan_rows, pure=False)(parts))
+            nan_rows = parts if j == count - 1 else []
+            buckets.append(delayed(_sort_bucket, pure=False)([cut[j] for cut in cuts], ascending, servers, nan_rows))
     return dask.dataframe.from_delayed(buckets, meta=ddf._meta, verify_meta=False)
 
 
@@ -110,8 +122,6 @@ def _split_samples(parts: int) -> int:
 
 def _frame_top(frame: Any, column: str, n: int, largest: bool, servers: Servers) -> Any:
     """The frame's first n rows by `column` (pandas': sort_values(...).head(n), NaN keys last)."""
-    import pandas as pd
-
     keys, nan = _keys(frame, column)
     rows = frame[~nan]
     keys = np.ascontiguousarray(keys[~nan])
@@ -122,14 +132,12 @@ def _frame_top(frame: Any, column: str, n: int, largest: bool, servers: Servers)
     else:
         rows = rows.iloc[:0]
     if take < n:  # rows with NaN keys come after every other, in their order
-        rows = pd.concat([rows, frame[nan].iloc[:n - take]])
+        rows = _concat([rows, frame[nan].iloc[:n - take]])
     return rows
 
 
 def _combine_top(frames: Sequence[Any], column: str, n: int, largest: bool, servers: Servers) -> Any:
-    import pandas as pd
-
-    rows = pd.concat(list(frames))  # in partition order: ties keep to the earlier row
+    rows = _concat(frames)  # in partition order: ties keep to the earlier row
     return _frame_top(rows, column, n, largest, servers)
 
 
