@@ -10,4 +10,5 @@ shift
 . "$here/find_python.sh" "grpc, grpc_tools, numpy, pytest" "no python3 with grpc, grpc_tools, numpy and pytest (scripts/install-deps.sh installs them)"
 export GPUSORT_SERVER_BIN=$server_dir/gpusort-server
 cd "$here"
-exec "$python" -m pytest -q -p no:cacheprovider tests "$@"
+# GPUSORT_PYTEST_PATHS: which test files (default all of tests/; ctest runs test_dask.py on its own).
+exec "$python" -m pytest -q -p no:cacheprovider ${GPUSORT_PYTEST_PATHS:-tests} "$@"
