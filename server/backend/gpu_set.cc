@@ -265,9 +265,9 @@ class GpuSet final : public Backend {
   const Backend& first() const { return *gpus_.front()->engine; }
 
   // An array served in runs (one pass on a GPU cannot take it, or --split-from-keys splits it): first
-  // sorted in runs kept in every serving GPU's memory and merged there (options_.merge_on_devices; the
-  // keys cross PCIe once each way, each GPU's share over its own link). Where that declines (payloads,
-  // too little memory), in runs merged on the host (sort_in_runs.h).
+  // sorted in runs on every serving GPU and merged there (options_.merge_on_devices: runs kept in the
+  // GPUs' memory, the keys crossing PCIe once each way, or in pinned host memory where they do not fit).
+  // Where that declines (values payloads, too little memory), in runs merged on the host (sort_in_runs.h).
   absl::Status SortLarge(const SortSpec& spec, std::span<const std::byte> keys_in, const SortBuffers& buffers,
                          bool pinned, const Cancellation& cancellation, ExecutionReport& report) {
     const absl::StatusOr<Gpu*> gpu = Place();

@@ -28,10 +28,11 @@ struct GpuSetMember {
   std::size_t memory_bytes = 0;
 };
 
-// Sorts a whole array's keys in runs kept in the memory of the GPUs `ordinals` names (the first is the
-// one the set placed it on) and merges them there; reads work.source() and writes work.buffers.keys,
-// names every GPU that took part in report.device. false, with nothing done, where it declines
-// (values payloads, too little memory): the set then sorts in runs merged on the host.
+// Sorts a whole array's keys (with their indices where asked) in runs on the GPUs `ordinals` names (the
+// first is the one the set placed it on), kept in their memory or, where it cannot hold them, in pinned
+// host memory, and merges them there; reads work.source(), writes work.buffers.keys and indices_out,
+// names every GPU that took part in report.device. false, with nothing done, where it declines (values
+// payloads, too little memory): the set then sorts in runs merged on the host.
 using MergeOnDevices = std::function<absl::StatusOr<bool>(std::span<const int> ordinals, const SortWork& work,
                                                           std::size_t max_run_keys, const Cancellation& cancellation,
                                                           ExecutionReport& report)>;

@@ -22,7 +22,7 @@
 // gather their pieces from the host. Every key crosses PCIe twice each way, against the host merge's
 // once each way plus a merge at host memory speed: the copies run both ways at once (two lanes a GPU,
 // one run coming in while the other goes out), and the GPUs search the host runs in place for the
-// splits. The runs' pinned memory (host_run_memory.h) is kept for the next such sort.
+// splits. The runs' pinned memory is kept for the next such sort (pinning costs more than the copies).
 //
 // Keys alone: equal ordered bits are equal keys, so how ties split between blocks cannot show in the
 // answer. With indices (issue 44) each run sorts its own uint32 positions with its keys (stably), the

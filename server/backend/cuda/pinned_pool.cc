@@ -40,7 +40,10 @@ std::optional<PinnedPool::Loan> PinnedPool::Take(std::size_t bytes) {
     held_bytes_ += size;
   }
   kernels::PinnedBuffer buffer;
-  if (!kernels::PinnedBuffer::Allocate(size, &buffer).ok()) {
+  const kernels::Status made = making_ == Making::kTouchedByEveryCore
+                                   ? kernels::PinnedBuffer::AllocateTouched(size, &buffer)
+                                   : kernels::PinnedBuffer::Allocate(size, &buffer);
+  if (!made.ok()) {
     std::lock_guard lock(mutex_);
     held_bytes_ -= size;
     return std::nullopt;

@@ -2,7 +2,8 @@
 // backend.h PartedSortIngest::StartDirect): the socket writes the keys straight into page-locked memory,
 // which the GPU reads by DMA. cudaHostAlloc costs milliseconds per tens of MiB, so buffers are kept
 // after use and lent again; at most `max_bytes` are held in all (lent and kept), and past that a request
-// gets none (and takes the staged path instead).
+// gets none (and takes the staged path instead). A second pool holds the host runs of sorts larger than
+// the GPUs (device_merged_sort.cc), made by touching (kernels::PinnedBuffer::AllocateTouched).
 #pragma once
 
 #include <cstddef>
@@ -17,7 +18,12 @@ namespace gpusort {
 
 class PinnedPool {
  public:
-  explicit PinnedPool(std::size_t max_bytes) : max_bytes_(max_bytes) {}
+  // How new buffers are made: kernels::PinnedBuffer::Allocate, or AllocateTouched (large buffers: the
+  // runs of a sort larger than the GPUs, device_merged_sort.h).
+  enum class Making { kByTheDriver, kTouchedByEveryCore };
+
+  explicit PinnedPool(std::size_t max_bytes, Making making = Making::kByTheDriver)
+      : max_bytes_(max_bytes), making_(making) {}
 
   // A buffer lent until this is destroyed.
   class Loan {
@@ -41,6 +47,7 @@ class PinnedPool {
   void Keep(kernels::PinnedBuffer buffer);
 
   const std::size_t max_bytes_;
+  const Making making_;
   std::mutex mutex_;
   std::vector<kernels::PinnedBuffer> kept_;
   std::size_t held_bytes_ = 0;  // lent and kept

@@ -16,6 +16,7 @@ from typing import Any, List, Sequence, Tuple, Union
 import numpy as np
 
 from . import _servers, _split
+from ._arrays import SAMPLES_PER_BUCKET, _splitters
 from ._servers import Servers
 
 POSITION_BITS = 40  # a row's position: partition number << 40 | its place in the partition
@@ -102,9 +103,7 @@ def sort_values(ddf: Any, by: str, ascending: bool = True, servers: Union[None, 
     count = len(frames)
     with dask.annotate(retries=retries):
         parts = [delayed(_sort_partition, pure=False)(f, i, by, ascending, servers) for i, f in enumerate(frames)]
-        samples = [delayed(_samples, pure=False)(p, _split_samples(count)) for p in parts]
-        from ._arrays import _splitters
-
+        samples = [delayed(_samples, pure=False)(p, SAMPLES_PER_BUCKET * count) for p in parts]
         splitters = delayed(_splitters, pure=False)(samples, count, servers, not ascending)
         cuts = [delayed(_cut, pure=False, nout=count)(p, splitters, not ascending) for p in parts]
         buckets: List[Any] = []
@@ -112,12 +111,6 @@ def sort_values(ddf: Any, by: str, ascending: bool = True, servers: Union[None, 
             nan_rows = parts if j == count - 1 else []
             buckets.append(delayed(_sort_bucket, pure=False)([cut[j] for cut in cuts], ascending, servers, nan_rows))
     return dask.dataframe.from_delayed(buckets, meta=ddf._meta, verify_meta=False)
-
-
-def _split_samples(parts: int) -> int:
-    from ._arrays import SAMPLES_PER_BUCKET
-
-    return SAMPLES_PER_BUCKET * parts
 
 
 def _frame_top(frame: Any, column: str, n: int, largest: bool, servers: Servers) -> Any:
