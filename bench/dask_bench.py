@@ -13,9 +13,13 @@ Where the time goes: the tasks' compute time summed by task (distributed's task 
 the workers spent moving data between them.
 
   /usr/bin/python3 bench/dask_bench.py --keys 16M [--chunks 16] [--workers 2] [--threads 1]
-        [--repeats 3] (--servers host:port,... | --server-bin build/bin/gpusort-server [--backend cpu])
+        [--repeats 3] (--servers host:port,... | --server-bin build/bin/gpusort-server [--backend cpu]
+        [--server-count 2])
+The data is made on the workers (each partition from its own seed), so 1G keys never pass the client.
+On the GPU machine: scripts/dask-device-bundle.sh (its Python has no dask).
 """
 import argparse
+import gc
 import os
 import statistics
 import subprocess
@@ -48,20 +52,25 @@ def start_server(binary, backend):
     raise RuntimeError("the server did not start")
 
 
-def timed(client, make, repeats):
+def timed(client, make, fetch, repeats):
+    """Median seconds of make().persist() and its wait, the last answer as fetch pulls it to the client,
+    and the last run's task stream. Each result is released before the next run (Dask's own graphs have
+    the same keys each time and would be found done) and after its answer is fetched, so one sort's
+    output at a time lives on the workers."""
     import distributed
 
-    seconds, last = [], None
+    seconds, answer, tasks = [], None, None
     for _ in range(repeats):
-        last = result = None  # released: Dask's own graphs have the same keys each time and would be found done
         time.sleep(0.5)
         with distributed.get_task_stream(client) as stream:
             start = time.perf_counter()
             result = make().persist()
             distributed.wait(result)
             seconds.append(time.perf_counter() - start)
-        last = (result, stream.data)
-    return statistics.median(seconds), last
+        answer, tasks = fetch(result), stream.data
+        del result
+        gc.collect()  # a collection's futures can sit in reference cycles: release them now
+    return statistics.median(seconds), answer, tasks
 
 
 def where(tasks):
@@ -81,6 +90,24 @@ def where(tasks):
     return ", ".join("%s %.2f s" % kv for kv in top) + "; transfers %.2f s" % moved_s
 
 
+def made_on_workers(n, chunks):
+    """A frame of float64 keys (rounded normal: ties, no NaN) and an int64 row column, made per partition."""
+    import dask
+    import dask.dataframe as dd
+    import numpy as np
+    import pandas as pd
+
+    def part(index, start, stop):
+        keys = np.round(np.random.default_rng(index + 1).standard_normal(stop - start) * 1e6)
+        return pd.DataFrame({"key": keys, "row": np.arange(start, stop)}, index=pd.RangeIndex(start, stop))
+
+    step = -(-n // chunks)
+    starts = list(range(0, n, step))
+    parts = [dask.delayed(part)(i, s, min(n, s + step)) for i, s in enumerate(starts)]
+    meta = pd.DataFrame({"key": np.empty(0, np.float64), "row": np.empty(0, np.int64)})
+    return dd.from_delayed(parts, meta=meta, divisions=starts + [n - 1])
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--keys", default="16M")
@@ -91,12 +118,13 @@ def main():
     parser.add_argument("--servers", default="")
     parser.add_argument("--server-bin", default="")
     parser.add_argument("--backend", default="cpu")
+    parser.add_argument("--server-count", type=int, default=2)
+    parser.add_argument("--memory-limit", default="auto",
+                        help="each worker's (distributed's memory_limit); 0: no limit, no spilling to disk")
     args = parser.parse_args()
     import dask.array as da
-    import dask.dataframe as dd
     import distributed
     import numpy as np
-    import pandas as pd
 
     import gpusort.dask as gd
 
@@ -104,41 +132,40 @@ def main():
     n = size(args.keys)
     try:
         if args.server_bin:
-            for _ in range(2):
+            for _ in range(args.server_count):
                 started.append(start_server(args.server_bin, args.backend))
             servers = gd.Servers([s[1] for s in started], shm_sockets={s[1]: s[2] for s in started}, timeout=3600)
         else:
             servers = gd.Servers(args.servers.split(","), timeout=3600)
         with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=args.threads, processes=True,
+                                      memory_limit=0 if args.memory_limit == "0" else args.memory_limit,
                                       dashboard_address=None, silence_logs=40) as cluster, \
                 distributed.Client(cluster) as client:
-            rng = np.random.default_rng(1)
-            keys = np.round(rng.standard_normal(n) * 1e6)
-            frame = pd.DataFrame({"key": keys, "row": np.arange(n)})
-            ddf = dd.from_pandas(frame, npartitions=args.chunks).persist()
-            darr = da.from_array(keys, chunks=-(-n // args.chunks)).persist()
+            ddf = made_on_workers(n, args.chunks).persist()
+            darr = ddf["key"].to_dask_array(lengths=True).persist()
             distributed.wait([ddf, darr])
             print("dask_bench: %d float64 keys (%.1f MiB), %d partitions, %d workers x %d threads, servers %s"
                   % (n, n * 8 / 2**20, args.chunks, args.workers, args.threads, servers))
+            # Selections first: they need little memory, so their figures land even where a sort of 1G rows
+            # does not fit.
+            key_column = lambda frame: frame["key"].compute().to_numpy()  # noqa: E731
             cases = [
+                ("topk 100", lambda: gd.topk(darr, 100, servers)[0], lambda: da.topk(darr, 100),
+                 lambda r: np.asarray(r.compute())),
+                ("nlargest 100", lambda: gd.nlargest(ddf, 100, "key", servers), lambda: ddf.nlargest(100, "key"),
+                 key_column),
                 ("sort_values", lambda: gd.sort_values(ddf, "key", servers=servers),
-                 lambda: ddf.sort_values("key")),
-                ("nlargest 100", lambda: gd.nlargest(ddf, 100, "key", servers), lambda: ddf.nlargest(100, "key")),
-                ("topk 100", lambda: gd.topk(darr, 100, servers)[0], lambda: da.topk(darr, 100)),
+                 lambda: ddf.sort_values("key"), key_column),
             ]
-            for name, ours, theirs in cases:
-                ours_s, (ours_result, ours_tasks) = timed(client, ours, args.repeats)
-                theirs_s, (theirs_result, theirs_tasks) = timed(client, theirs, args.repeats)
-                a, b = ours_result.compute(), theirs_result.compute()
-                if name == "sort_values":
-                    same = np.array_equal(a["key"].to_numpy(), b["key"].to_numpy()) and len(a) == n
-                else:
-                    same = np.array_equal(np.asarray(a["key"] if hasattr(a, "columns") else a),
-                                          np.asarray(b["key"] if hasattr(b, "columns") else b))
+            for name, ours, theirs, fetch in cases:
+                ours_s, a, ours_tasks = timed(client, ours, fetch, args.repeats)
+                theirs_s, b, theirs_tasks = timed(client, theirs, fetch, args.repeats)
+                same = np.array_equal(a, b) and (name != "sort_values" or len(a) == n)
                 print("%-13s gpusort.dask %.3f s  dask %.3f s  ratio %.2fx  %s" %
                       (name, ours_s, theirs_s, theirs_s / ours_s, "same answer" if same else "DIFFERENT ANSWER"))
                 print("    gpusort.dask: %s" % where(ours_tasks))
                 print("    dask:         %s" % where(theirs_tasks))
+                del a, b
     finally:
         for process, _, _ in started:
             process.terminate()

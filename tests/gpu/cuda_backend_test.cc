@@ -757,8 +757,9 @@ TEST(CudaBackend, OddEvenOverItsLimitIsInvalidArgumentSayingSo) {
   EXPECT_TRUE(Cuda()->CheckSortLimits(cpu_spec, std::size_t{1} << 31).ok());
 }
 
-// A request larger than the device memory it may use: one array is sorted in runs (issue 19: keys
-// alone merged on the GPU where they all fit, else on the host; here they do not fit, so on the host);
+// A request larger than the device memory it may use: one array is sorted in runs (issue 19: merged on
+// the GPU; issue 44: where the runs do not fit there either, as here, they are kept in pinned host memory
+// and still merged on the GPU);
 // what cannot be cut into runs (rows) is refused with RESOURCE_EXHAUSTED and a message that says how
 // much it needed; the backend keeps serving afterwards.
 TEST(CudaBackend, OutOfDeviceMemoryIsRunsOrResourceExhausted) {
@@ -774,7 +775,7 @@ TEST(CudaBackend, OutOfDeviceMemoryIsRunsOrResourceExhausted) {
   std::sort(want.begin(), want.end());
   EXPECT_TRUE(in_runs.keys == Bytes(want));
   EXPECT_TRUE(std::any_of(in_runs.report.stages.begin(), in_runs.report.stages.end(),
-                          [](const StageTime& s) { return s.stage == Stage::kMerge; }));
+                          [](const StageTime& s) { return s.stage == Stage::kDeviceMerge; }));
 
   spec.rows = 16;  // 16 rows of 1M keys: rows are not cut into runs
   SortOutput refused = RunSort(**small, spec, Bytes(keys), {});

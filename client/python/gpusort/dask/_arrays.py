@@ -31,12 +31,15 @@ def _dask() -> Any:
 
 
 def _sorted_block(block: "np.ndarray[Any, Any]", start: int, servers: Servers) -> _split.Sorted:
+    """The block's keys sorted, with their positions in the whole array. One call answers both, as
+    torch.sort does (the client's own _sort: sort_with would move a positions array by the indices,
+    a random gather of the whole block, where start + index is a sequential add)."""
     block = np.ascontiguousarray(block).reshape(-1)
-    positions = np.arange(start, start + len(block), dtype=np.int64)
     if len(block) == 0:
-        return block, positions
-    keys, moved = _servers.call(servers, lambda c: c.sort_with(block, positions))
-    return keys, moved
+        return block, np.zeros(0, dtype=np.int64)
+    keys, indices, _ = _servers.call(
+        servers, lambda c: c._sort(block, -1, False, True, None, None, None, None, None, True))
+    return keys, indices + np.int64(start)
 
 
 def _splitters(samples: Sequence[_split.Sorted], parts: int, servers: Servers, descending: bool) -> _split.Sorted:
@@ -55,9 +58,13 @@ def _cut(block: _split.Sorted, splitters: _split.Sorted) -> List[_split.Sorted]:
 
 def _sort_bucket(pieces: Sequence[_split.Sorted], servers: Servers, want_positions: bool) -> "np.ndarray[Any, Any]":
     keys, positions = _split.concat(pieces)
-    if len(keys) > 1:
-        keys, positions = _servers.call(servers, lambda c: c.sort_with(keys, positions))
-    return positions if want_positions else keys
+    if len(keys) < 2:
+        return positions if want_positions else keys
+    if not want_positions:  # the keys alone: equal keys are alike, whichever position they came from
+        sorted_keys: "np.ndarray[Any, Any]" = _servers.call(servers, lambda c: c.sort(keys))
+        return sorted_keys
+    keys, positions = _servers.call(servers, lambda c: c.sort_with(keys, positions))
+    return positions
 
 
 def _sort_graph(darr: Any, servers: Servers, retries: int, want_positions: bool) -> Any:

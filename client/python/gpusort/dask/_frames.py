@@ -56,12 +56,18 @@ def _concat(frames: Sequence[Any]) -> Any:
 
 def _sort_partition(frame: Any, number: int, by: str, ascending: bool, servers: Servers) -> Part:
     keys, nan = _keys(frame, by)
-    rows = frame[~nan]
-    keys = np.ascontiguousarray(keys[~nan])
-    positions = (np.int64(number) << POSITION_BITS) + np.flatnonzero(~nan).astype(np.int64)
+    has_nan = bool(nan.any())
+    rows = frame[~nan] if has_nan else frame
+    keys = np.ascontiguousarray(keys[~nan] if has_nan else keys)
+    places = np.flatnonzero(~nan).astype(np.int64) if has_nan else None
+    positions = np.zeros(0, dtype=np.int64)
     if len(keys) > 0:
-        order = _servers.call(servers, lambda c: c.argsort(keys, descending=not ascending))
-        rows, keys, positions = rows.iloc[order], keys[order], positions[order]
+        # The sorted keys and their order in one call (the client's own _sort, as torch.sort answers):
+        # no gather of the keys by the order; positions by it only where NaN rows left gaps.
+        keys, order, _ = _servers.call(
+            servers, lambda c: c._sort(keys, -1, not ascending, True, None, None, None, None, None, True))
+        rows = rows.iloc[order]
+        positions = (places[order] if places is not None else order) + (np.int64(number) << POSITION_BITS)
     return rows, (keys, positions), frame[nan]
 
 
@@ -69,22 +75,23 @@ def _samples(part: Part, count: int) -> _split.Sorted:
     return _split.sample(part[1], count)
 
 
-def _cut(part: Part, splitters: _split.Sorted, descending: bool) -> List[Tuple[Any, _split.Sorted]]:
-    """The sorted partition's piece for every bucket, in one task where the partition lies (a task per
-    piece could run elsewhere and pull the whole partition to it)."""
+def _cut(part: Part, splitters: _split.Sorted, descending: bool) -> List[Any]:
+    """The sorted partition's rows for every bucket, in one task where the partition lies (a task per
+    piece could run elsewhere and pull the whole partition to it). The rows alone travel: the bucket
+    reads its keys from them, and needs no positions (below)."""
     offsets = _split.bounds(part[1], splitters, descending)
-    return [(part[0].iloc[b:e], (part[1][0][b:e], part[1][1][b:e]))
-            for b, e in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+    return [part[0].iloc[b:e] for b, e in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
 
 
-def _sort_bucket(pieces: Sequence[Tuple[Any, _split.Sorted]], ascending: bool, servers: Servers,
+def _sort_bucket(pieces: Sequence[Any], by: str, ascending: bool, servers: Servers,
                  parts: Sequence[Part] = ()) -> Any:
     """A bucket's rows in order; the last bucket then takes every partition's NaN-key rows, in partition
     order. (In a partition of their own, an all-NaN key column would lose its NaN payloads and signs
     in compute(): pandas' concat refills all-NaN columns with its own NaN.)"""
-    rows = _concat([p[0] for p in pieces])
-    keys, _ = _split.concat([p[1] for p in pieces])
-    if len(keys) > 1:  # pieces in partition order: a stable sort keeps equal keys in the dataset's order
+    rows = _concat(pieces)
+    keys = np.ascontiguousarray(rows[by].to_numpy())
+    if len(keys) > 1:  # pieces in partition order, each in (key, position) order: a stable sort by key
+        # alone keeps equal keys in the dataset's order
         order = _servers.call(servers, lambda c: c.argsort(keys, descending=not ascending))
         rows = rows.iloc[order]
     if parts:
@@ -109,21 +116,24 @@ def sort_values(ddf: Any, by: str, ascending: bool = True, servers: Union[None, 
         buckets: List[Any] = []
         for j in range(count):
             nan_rows = parts if j == count - 1 else []
-            buckets.append(delayed(_sort_bucket, pure=False)([cut[j] for cut in cuts], ascending, servers, nan_rows))
+            buckets.append(delayed(_sort_bucket, pure=False)([cut[j] for cut in cuts], by, ascending, servers,
+                                                           nan_rows))
     return dask.dataframe.from_delayed(buckets, meta=ddf._meta, verify_meta=False)
 
 
 def _frame_top(frame: Any, column: str, n: int, largest: bool, servers: Servers) -> Any:
     """The frame's first n rows by `column` (pandas': sort_values(...).head(n), NaN keys last)."""
     keys, nan = _keys(frame, column)
-    rows = frame[~nan]
-    keys = np.ascontiguousarray(keys[~nan])
+    # Only the n rows chosen are copied: no copy of the frame without its NaN-key rows (at 16M rows a
+    # partition that cost more than the selection).
+    places = np.flatnonzero(~nan) if nan.any() else None
+    keys = np.ascontiguousarray(keys if places is None else keys[places])
     take = min(n, len(keys))
+    at = np.zeros(0, dtype=np.int64)
     if take > 0:
         _, at = _servers.call(servers, lambda c: c.topk(keys, take, largest=largest))
-        rows = rows.iloc[at]
-    else:
-        rows = rows.iloc[:0]
+        at = at if places is None else places[at]
+    rows = frame.iloc[at]
     if take < n:  # rows with NaN keys come after every other, in their order
         rows = _concat([rows, frame[nan].iloc[:n - take]])
     return rows
