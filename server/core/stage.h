@@ -24,7 +24,8 @@ enum class Stage {
   kSelect,        // a CPU top-k selection
   kGather,        // values moved into their sorted order (CPU)
   kMerge,         // sorted runs merged on the host (an array split across GPUs, or larger than one GPU)
-  kDeviceMerge,   // sorted runs kept on the GPU merged there and copied back (too many keys for one pass)
+  kDeviceMerge,   // sorted runs merged on the GPU and copied back (runs kept on the GPU, or in pinned host
+                  // memory where the GPU cannot hold them: too many keys for one pass)
   kWriteBack,     // results written back to a shared-memory region
   kSend,          // a stream's answer written out
 };
