@@ -534,8 +534,12 @@ class Client:
             np.ascontiguousarray(array).reshape(-1).view(np.uint8)
 
     @staticmethod
-    def _get(region: _shm.SharedRegion, offset: int, count: int, dtype: "npt.DTypeLike") -> "npt.NDArray[Any]":
-        return np.frombuffer(cast(mmap.mmap, region.buffer), dtype=dtype, count=count, offset=offset).copy()
+    def _get(region: _shm.SharedRegion, offset: int, count: int, dtype: "npt.DTypeLike",
+             into: "npt.DTypeLike") -> "npt.NDArray[Any]":
+        """The answer's bytes copied out of the region as `into`, in one copy (a copy and then astype
+        cost a 16M-key sort with indices 64 ms more). Caller holds _region_lock."""
+        view = np.frombuffer(cast(mmap.mmap, region.buffer), dtype=dtype, count=count, offset=offset)
+        return view.astype(into, copy=True)
 
     def _shm_sort(self, options: Any, keys: "npt.NDArray[Any]", key_dtype: "np.dtype[Any]", with_indices: bool
                   ) -> Tuple["npt.NDArray[Any]", Optional["npt.NDArray[np.int64]"]]:
@@ -550,8 +554,8 @@ class Client:
             if with_indices:
                 request.indices_region.CopyFrom(region.ref(index, 8 * n))
             self._region_call(_region_calls.SORT, self._stub.Sort, pb.SortResponse, request)
-            sorted_keys = self._get(region, out, n, keys.dtype.newbyteorder("<")).astype(key_dtype)
-            indices = self._get(region, index, n, "<i8").astype(np.int64) if with_indices else None
+            sorted_keys = self._get(region, out, n, keys.dtype.newbyteorder("<"), key_dtype)
+            indices = self._get(region, index, n, "<i8", np.int64) if with_indices else None
         return sorted_keys, indices
 
     def _shm_topk(self, options: Any, keys: "npt.NDArray[Any]", results: int, key_dtype: "np.dtype[Any]"
@@ -566,8 +570,8 @@ class Client:
                                      values_region=region.ref(values_at, results * width),
                                      indices_region=region.ref(index, 8 * results))
             self._region_call(_region_calls.TOPK, self._stub.TopK, pb.TopKResponse, request)
-            values = self._get(region, values_at, results, keys.dtype.newbyteorder("<")).astype(key_dtype)
-            indices = self._get(region, index, results, "<i8").astype(np.int64)
+            values = self._get(region, values_at, results, keys.dtype.newbyteorder("<"), key_dtype)
+            indices = self._get(region, index, results, "<i8", np.int64)
         return values, indices
 
     # --- gRPC messages -----------------------------------------------------------------------------
