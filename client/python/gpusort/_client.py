@@ -9,8 +9,8 @@ import mmap
 import operator
 import os
 import threading
-from typing import (TYPE_CHECKING, Any, Dict, Generator, Iterator, Optional, SupportsIndex, Tuple, TypeVar, Union, cast,
-                    overload)
+from typing import (TYPE_CHECKING, Any, ContextManager, Dict, Generator, Iterator, Optional, SupportsIndex, Tuple,
+                    TypeVar, Union, cast, overload)
 
 import grpc
 import numpy as np
@@ -146,9 +146,9 @@ class Client:
         if transport == "shm" and not self.shm_socket:
             raise ValueError("gpusort: transport='shm' needs shm_socket (the server's --shm-socket)")
         self.use_shm = transport == "shm" or (transport == "auto" and self.shm_socket is not None)
-        # One registered region, grown as needed, used by one call at a time.
-        self._region: Optional[_shm.SharedRegion] = None
-        self._region_lock = threading.Lock()
+        # Registered regions, one for each call in flight (made on first use).
+        self._regions: Optional[_shm.RegionPool] = None
+        self._regions_lock = threading.Lock()
         self._device_regions = _device_calls.DeviceRegions()  # CUDA arrays' regions, one per GPU
         self.target = _target(target)
         self.timeout = timeout
@@ -184,10 +184,9 @@ class Client:
             self._region_calls = _region_calls.RegionCalls(self.shm_socket, token)
 
     def close(self) -> None:
-        with self._region_lock:
-            if self._region is not None:
-                self._region.close()
-                self._region = None
+        with self._regions_lock:
+            if self._regions is not None:
+                self._regions.close()
         self._device_regions.close()
         if self._region_calls is not None:
             self._region_calls.close()
@@ -516,16 +515,13 @@ class Client:
     def _align(offset: int) -> int:
         return (offset + 63) // 64 * 64
 
-    def _region_of(self, size: int) -> _shm.SharedRegion:
-        """The registered region, grown (a new registration) when `size` bytes do not fit. Caller holds
-        _region_lock."""
-        if self._region is None or self._region.size < size:
-            if self._region is not None:
-                self._region.close()
-                self._region = None
-            # (the cast: use_shm, which brings calls here, needs shm_socket)
-            self._region = _shm.SharedRegion(cast(str, self.shm_socket), max(size, 1 << 20))
-        return self._region
+    def _region_for(self, size: int) -> ContextManager[_shm.SharedRegion]:
+        """A registered region of at least `size` bytes, this call's alone until it returns."""
+        with self._regions_lock:
+            if self._regions is None:
+                # (the cast: use_shm, which brings calls here, needs shm_socket)
+                self._regions = _shm.RegionPool(cast(str, self.shm_socket))
+            return self._regions.lease(size)
 
     @staticmethod
     def _put(region: _shm.SharedRegion, offset: int, array: "npt.NDArray[Any]") -> None:
@@ -537,7 +533,7 @@ class Client:
     def _get(region: _shm.SharedRegion, offset: int, count: int, dtype: "npt.DTypeLike",
              into: "npt.DTypeLike") -> "npt.NDArray[Any]":
         """The answer's bytes copied out of the region as `into`, in one copy (a copy and then astype
-        cost a 16M-key sort with indices 64 ms more). Caller holds _region_lock."""
+        cost a 16M-key sort with indices 64 ms more). Caller holds the region's lease."""
         view = np.frombuffer(cast(mmap.mmap, region.buffer), dtype=dtype, count=count, offset=offset)
         return view.astype(into, copy=True)
 
@@ -546,8 +542,7 @@ class Client:
         n, width = keys.size, keys.dtype.itemsize
         out = self._align(n * width)
         index = self._align(out + n * width)
-        with self._region_lock:
-            region = self._region_of(index + (8 * n if with_indices else 0))
+        with self._region_for(index + (8 * n if with_indices else 0)) as region:
             self._put(region, 0, keys)
             request = pb.SortRequest(options=options, keys_region=region.ref(0, n * width),
                                      output_region=region.ref(out, n * width))
@@ -563,8 +558,7 @@ class Client:
         n, width = keys.size, keys.dtype.itemsize
         values_at = self._align(n * width)
         index = self._align(values_at + results * width)
-        with self._region_lock:
-            region = self._region_of(index + 8 * results)
+        with self._region_for(index + 8 * results) as region:
             self._put(region, 0, keys)
             request = pb.TopKRequest(options=options, keys_region=region.ref(0, n * width),
                                      values_region=region.ref(values_at, results * width),

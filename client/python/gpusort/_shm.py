@@ -7,7 +7,9 @@ import mmap
 import os
 import socket
 import struct
-from typing import Any, Optional, Tuple
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator, List, Optional, Tuple
 
 import grpc
 
@@ -95,3 +97,46 @@ class SharedRegion:
             self.close()
         except Exception:
             pass
+
+
+class RegionPool:
+    """The registered regions of one Client's calls on shared memory. Each call in flight leases its own
+    (a free one, replaced by a larger registration where too small), so threads sharing a Client do not
+    wait on each other: with one region they waited, the server's time included. As many are kept as
+    calls were ever in flight at once, each the size of the largest call it served."""
+
+    def __init__(self, socket_path: str) -> None:
+        self._socket_path = socket_path
+        self._free: List[SharedRegion] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @contextmanager
+    def lease(self, size: int) -> Iterator[SharedRegion]:
+        with self._lock:
+            if self._closed:
+                raise ValueError("gpusort: the client is closed")  # as a closed file's I/O is
+            fitting = [r for r in self._free if r.size >= size]
+            region = min(fitting, key=lambda r: r.size) if fitting else (self._free[-1] if self._free else None)
+            if region is not None:
+                self._free.remove(region)
+        if region is None or region.size < size:
+            if region is not None:
+                region.close()
+            region = SharedRegion(self._socket_path, max(size, 1 << 20))
+        try:
+            yield region
+        finally:
+            with self._lock:
+                keep = not self._closed
+                if keep:
+                    self._free.append(region)
+            if not keep:
+                region.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            free, self._free = self._free, []
+        for region in free:
+            region.close()

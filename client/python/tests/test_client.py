@@ -1,6 +1,8 @@
 """gpusort.Client against numpy: every dtype, byte orders and layouts, rows along any axis, segments,
 stable argsort and sort_with, top-k as torch.topk defines it (ties to the earlier position), both NaN
 orders, sizes that stream, and errors as GpusortError with the gRPC code."""
+import threading
+
 import grpc
 import numpy as np
 import pytest
@@ -211,6 +213,38 @@ def test_shared_memory_calls_go_on_the_socket(server_target, shm_socket):
         assert error.value.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
     with pytest.raises(ValueError, match="shm_calls"):
         gpusort.Client("127.0.0.1:1", shm_socket=shm_socket, shm_calls="tcp")
+
+
+def test_threads_sharing_a_shared_memory_client_get_their_own_answers(server_target, shm_socket):
+    """Eight threads on one Client, each sorting, arg-sorting and selecting its own arrays of sizes that
+    grow past one another's (regions are leased a call each and replaced when too small): every answer
+    is the thread's own; after close() a call is refused."""
+    del server_target
+    client = gpusort.Client("127.0.0.1:1", shm_socket=shm_socket, timeout=60)
+    failures = []
+
+    def calls(seed):
+        try:
+            for round_ in range(6):
+                a = make(np.float64, 1000 * (seed + 1) * (round_ + 1) + seed, seed * 100 + round_)
+                same(client.sort(a), np.sort(a, kind="stable"))
+                same(client.argsort(a), np.argsort(a, kind="stable"))
+                values, indices = client.topk(a, 7)
+                want_v, want_i = reference_topk(a.reshape(1, -1), 7, True)
+                same(values, want_v.reshape(-1))
+                same(indices, want_i.reshape(-1))
+        except BaseException as error:  # noqa: B902 (reported by the main thread)
+            failures.append((seed, error))
+    threads = [threading.Thread(target=calls, args=(seed,)) for seed in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads)
+    assert not failures, failures
+    client.close()
+    with pytest.raises(ValueError, match="closed"):
+        client.sort(make(np.float64, 100, 1))
 
 
 def test_sockets_transport(server_target, shm_socket):

@@ -432,6 +432,7 @@ class FakeShmSocket:
         self.memory = {}
         self.damage_indices = lambda indices: indices
         self.garbage = None  # bytes to answer instead of a response
+        self.park = None  # (parked, release) Events: the next call sets parked, then waits for release
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._listener.bind(path)
         self._listener.listen(16)
@@ -475,6 +476,10 @@ class FakeShmSocket:
         _, _, method, _, token, request_id, length, _, _ = self._CALL_HEAD.unpack_from(message)
         raw = message[32 + token + request_id:32 + token + request_id + length]
         request = (pb.SortRequest if method == 1 else pb.TopKRequest).FromString(raw)
+        park, self.park = self.park, None
+        if park is not None:
+            park[0].set()
+            park[1].wait(20)
         if self.garbage is not None:
             response = self.garbage
         else:
@@ -500,6 +505,31 @@ def test_shared_memory_correct_answers_pass(shm):
     assert np.array_equal(client.argsort(a, stable=True), np.argsort(a, axis=-1, kind="stable"))
     values, indices = client.topk(a, 6)
     assert np.array_equal(indices, np.argsort(-a.astype(np.int64), axis=-1, kind="stable")[:, :6])
+
+
+def test_a_call_the_server_holds_does_not_hold_up_another_thread_on_the_same_client(shm):
+    """One thread's call parked at the server; another thread's call on the same Client is answered
+    meanwhile, from its own region (one region for the Client made the second wait for the first), and
+    the parked call's answer is its own once released."""
+    server, client = shm
+    parked, release = threading.Event(), threading.Event()
+    server.park = (parked, release)
+    held = keys(999, seed=5)
+    answers = []
+    first = threading.Thread(target=lambda: answers.append(client.sort(held)), daemon=True)
+    first.start()
+    assert parked.wait(10)
+    other = keys(1000, seed=6)
+    second = threading.Thread(target=lambda: answers.append(client.sort(other)), daemon=True)
+    second.start()
+    second.join(5)
+    finished_while_parked = not second.is_alive()
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert finished_while_parked
+    assert len(answers) == 2
+    assert np.array_equal(answers[0], np.sort(other)) and np.array_equal(answers[1], np.sort(held))
 
 
 @pytest.mark.parametrize("value", [250, -1], ids=["m", "negative"])
