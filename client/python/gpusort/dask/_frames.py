@@ -76,15 +76,17 @@ def _samples(part: Part, count: int) -> _split.Sorted:
 
 
 def _cut(part: Part, splitters: _split.Sorted, descending: bool) -> List[Any]:
-    """The sorted partition's rows for every bucket, in one task where the partition lies (a task per
-    piece could run elsewhere and pull the whole partition to it). The rows alone travel: the bucket
-    reads its keys from them, and needs no positions (below)."""
+    """The sorted partition's rows for every bucket, then its NaN-key rows, in one task where the
+    partition lies (a task per piece could run elsewhere and pull the whole partition to it). The rows
+    alone travel: the bucket reads its keys from them, and needs no positions (below). The NaN-key rows
+    are a piece of their own so that no bucket depends on the whole partition: the last one did, and
+    kept every sorted partition in memory until it ran."""
     offsets = _split.bounds(part[1], splitters, descending)
-    return [part[0].iloc[b:e] for b, e in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+    return [part[0].iloc[b:e] for b, e in zip(offsets[:-1].tolist(), offsets[1:].tolist())] + [part[2]]
 
 
 def _sort_bucket(pieces: Sequence[Any], by: str, ascending: bool, servers: Servers,
-                 parts: Sequence[Part] = ()) -> Any:
+                 nan_rows: Sequence[Any] = ()) -> Any:
     """A bucket's rows in order; the last bucket then takes every partition's NaN-key rows, in partition
     order. (In a partition of their own, an all-NaN key column would lose its NaN payloads and signs
     in compute(): pandas' concat refills all-NaN columns with its own NaN.)"""
@@ -94,8 +96,8 @@ def _sort_bucket(pieces: Sequence[Any], by: str, ascending: bool, servers: Serve
         # alone keeps equal keys in the dataset's order
         order = _servers.call(servers, lambda c: c.argsort(keys, descending=not ascending))
         rows = rows.iloc[order]
-    if parts:
-        rows = _concat([rows] + [p[2] for p in parts])
+    if nan_rows:
+        rows = _concat([rows] + list(nan_rows))
     return rows
 
 
@@ -112,10 +114,10 @@ def sort_values(ddf: Any, by: str, ascending: bool = True, servers: Union[None, 
         parts = [delayed(_sort_partition, pure=False)(f, i, by, ascending, servers) for i, f in enumerate(frames)]
         samples = [delayed(_samples, pure=False)(p, SAMPLES_PER_BUCKET * count) for p in parts]
         splitters = delayed(_splitters, pure=False)(samples, count, servers, not ascending)
-        cuts = [delayed(_cut, pure=False, nout=count)(p, splitters, not ascending) for p in parts]
+        cuts = [delayed(_cut, pure=False, nout=count + 1)(p, splitters, not ascending) for p in parts]
         buckets: List[Any] = []
         for j in range(count):
-            nan_rows = parts if j == count - 1 else []
+            nan_rows = [cut[count] for cut in cuts] if j == count - 1 else []
             buckets.append(delayed(_sort_bucket, pure=False)([cut[j] for cut in cuts], by, ascending, servers,
                                                            nan_rows))
     return dask.dataframe.from_delayed(buckets, meta=ddf._meta, verify_meta=False)
