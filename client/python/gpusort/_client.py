@@ -185,8 +185,9 @@ class Client:
 
     def close(self) -> None:
         with self._regions_lock:
-            if self._regions is not None:
-                self._regions.close()
+            if self._regions is None:  # closed before any call on shared memory: later ones are refused too
+                self._regions = _shm.RegionPool(self.shm_socket or "")
+            self._regions.close()
         self._device_regions.close()
         if self._region_calls is not None:
             self._region_calls.close()

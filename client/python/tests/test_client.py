@@ -245,6 +245,10 @@ def test_threads_sharing_a_shared_memory_client_get_their_own_answers(server_tar
     client.close()
     with pytest.raises(ValueError, match="closed"):
         client.sort(make(np.float64, 100, 1))
+    unused = gpusort.Client("127.0.0.1:1", shm_socket=shm_socket, timeout=60)
+    unused.close()  # before any call: a region made after it would be left behind
+    with pytest.raises(ValueError, match="closed"):
+        unused.sort(make(np.float64, 100, 1))
 
 
 def test_sockets_transport(server_target, shm_socket):
