@@ -13,7 +13,7 @@ dask.array.topk reduces, but with indices and on the servers.
 Every task that calls a server runs under dask.annotate(retries=...): a lost server fails the task with
 gpusort's error and the retry goes to another (_servers.py).
 """
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -31,15 +31,12 @@ def _dask() -> Any:
 
 
 def _sorted_block(block: "np.ndarray[Any, Any]", start: int, servers: Servers) -> _split.Sorted:
-    """The block's keys sorted, with their positions in the whole array. One call answers both, as
-    torch.sort does (the client's own _sort: sort_with would move a positions array by the indices,
-    a random gather of the whole block, where start + index is a sequential add)."""
+    """The block's keys sorted, with their positions in the whole array (start + the sorting order)."""
     block = np.ascontiguousarray(block).reshape(-1)
     if len(block) == 0:
         return block, np.zeros(0, dtype=np.int64)
-    keys, indices, _ = _servers.call(
-        servers, lambda c: c._sort(block, -1, False, True, None, None, None, None, None, True))
-    return keys, indices + np.int64(start)
+    keys, order = _servers.sorted_with_order(servers, block)
+    return keys, order + np.int64(start)
 
 
 def _splitters(samples: Sequence[_split.Sorted], parts: int, servers: Servers, descending: bool) -> _split.Sorted:

@@ -62,10 +62,8 @@ def _sort_partition(frame: Any, number: int, by: str, ascending: bool, servers: 
     places = np.flatnonzero(~nan).astype(np.int64) if has_nan else None
     positions = np.zeros(0, dtype=np.int64)
     if len(keys) > 0:
-        # The sorted keys and their order in one call (the client's own _sort, as torch.sort answers):
-        # no gather of the keys by the order; positions by it only where NaN rows left gaps.
-        keys, order, _ = _servers.call(
-            servers, lambda c: c._sort(keys, -1, not ascending, True, None, None, None, None, None, True))
+        # positions by the order only where NaN rows left gaps
+        keys, order = _servers.sorted_with_order(servers, keys, descending=not ascending)
         rows = rows.iloc[order]
         positions = (places[order] if places is not None else order) + (np.int64(number) << POSITION_BITS)
     return rows, (keys, positions), frame[nan]

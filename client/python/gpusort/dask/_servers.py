@@ -17,6 +17,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
+import numpy as np
+
 from .._client import Client
 from ..errors import DeadlineExceededError, UnavailableError
 
@@ -169,3 +171,13 @@ def call(servers: Servers, work: Callable[[Client], Any]) -> Any:
             if attempt + 1 == tries:
                 raise
     raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def sorted_with_order(servers: Servers, keys: "np.ndarray[Any, Any]", descending: bool = False
+                      ) -> Tuple["np.ndarray[Any, Any]", "np.ndarray[Any, Any]"]:
+    """(keys sorted stably, the int64 order that sorts them) from one call, as torch.sort answers: the
+    client's own _sort, since sort_with would move a positions array by the order (a random gather of
+    every key) where the caller needs only an add or the order itself."""
+    sorted_keys, order, _ = call(servers, lambda c: c._sort(keys, -1, descending, True, None, None, None, None,
+                                                             None, True))
+    return sorted_keys, order
