@@ -1,13 +1,18 @@
 // An in-process gpusort server on a loopback port, and helpers to call it, for the service tests.
 #pragma once
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -68,11 +73,36 @@ inline ServerConfig LoopbackConfig() {
   return config;
 }
 
-// A path for a server's shared-memory socket, unique to this process and call. Directly in /tmp, which
-// every user may reach: the tests that register as a second user connect to it too.
+// A directory of this process's own for the test servers' shared-memory sockets, made by mkdtemp so
+// that nothing another process left in /tmp (a CI machine's /tmp outlives a run, and pids are reused)
+// can sit at a path a test server is about to bind: a file there once made a server refuse to start.
+// Mode 0755 in /tmp, which every user may reach: the tests that register as a second user connect to
+// its sockets too. Removed with whatever is left in it when the process exits.
+class TestSocketDirectory {
+ public:
+  TestSocketDirectory() {
+    char pattern[] = "/tmp/gpusort-test-XXXXXX";
+    if (mkdtemp(pattern) == nullptr || chmod(pattern, 0755) != 0) {
+      std::fprintf(stderr, "cannot make a socket directory in /tmp: %s\n", std::strerror(errno));
+      std::abort();
+    }
+    path_ = pattern;
+  }
+  ~TestSocketDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A path for a server's shared-memory socket, unique to this process and call.
 inline std::string TestShmSocketPath() {
+  static TestSocketDirectory directory;
   static std::atomic<int> next{0};
-  return "/tmp/gpusort-test-" + std::to_string(getpid()) + "-" + std::to_string(next++) + ".sock";
+  return directory.path() + "/" + std::to_string(next++) + ".sock";
 }
 
 // LoopbackConfig with shared memory on (--shm-socket).
@@ -89,10 +119,9 @@ class TestServer {
       : shm_socket_(config.shm_socket) {
     spdlog::set_level(spdlog::level::from_str(config.log_level));
     auto started = GpusortServer::Start(config, std::move(backend));
-    if (!started.ok()) {
-      ADD_FAILURE() << "server did not start: " << started.status();
-      return;
-    }
+    // Thrown, not only reported: every test goes on to call the server, and a null one would crash
+    // the whole suite's process. GoogleTest reports the exception as this test's failure.
+    if (!started.ok()) throw std::runtime_error("server did not start: " + started.status().ToString());
     server_ = std::move(*started);
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
