@@ -85,6 +85,24 @@ def float_bits(dtype: int) -> Optional[FloatBits]:
 _SPECIALS_SLICE = 1 << 16  # elements numpy_specials looks at in one go
 
 
+def _any_special(bits: "npt.NDArray[Any]", sign: Any, magnitude_mask: Any, exponent: Any) -> bool:
+    """Whether any element is a NaN (its magnitude's bits above +inf's) or -0.0 (the sign bit alone),
+    by two reductions a cache-sized slice and no mask written: most arrays hold neither, and for them
+    this is the whole check (16M float64: 21-25 ms against 41 ms for building the masks; float32 11-14
+    against 33, dev VM)."""
+    scratch = np.empty(min(bits.size, _SPECIALS_SLICE), dtype=bits.dtype)
+    for start in range(0, bits.size, _SPECIALS_SLICE):
+        part = bits[start:start + _SPECIALS_SLICE]
+        view = scratch[:part.size]
+        np.bitwise_and(part, magnitude_mask, out=view)
+        if view.max() > exponent:
+            return True
+        np.bitwise_xor(part, sign, out=view)  # zero exactly where part is -0.0
+        if view.min() == 0:
+            return True
+    return False
+
+
 def numpy_specials(bits_array: "npt.NDArray[Any]", dtype: int
                    ) -> Tuple[Optional["npt.NDArray[np.bool_]"], Optional["npt.NDArray[Any]"]]:
     """For nan="numpy": a mask of the elements numpy orders differently from the proto's total order
@@ -96,12 +114,14 @@ def numpy_specials(bits_array: "npt.NDArray[Any]", dtype: int
         return None, None
     bits_type, sign, quiet_nan, exponent = _FLOAT_BITS[dtype]
     bits = bits_array.view(bits_type)
+    magnitude_mask = bits_type(~sign & ((1 << (8 * bits.dtype.itemsize)) - 1))
+    if not _any_special(bits, bits_type(sign), magnitude_mask, bits_type(exponent)):
+        return None, None
     nan = np.empty(bits.shape, dtype=bool)
     negative_zero = np.empty(bits.shape, dtype=bool)
     special = np.empty(bits.shape, dtype=bool)
     # In slices that stay in cache: the whole array's temporaries (a magnitude the keys' size) made this
     # check 3-4x slower than the copy into the shared-memory region that follows it.
-    magnitude_mask = bits_type(~sign & ((1 << (8 * bits.dtype.itemsize)) - 1))
     magnitude = np.empty(min(bits.size, _SPECIALS_SLICE), dtype=bits_type)
     for start in range(0, bits.size, _SPECIALS_SLICE):
         part = bits[start:start + _SPECIALS_SLICE]
@@ -111,8 +131,6 @@ def numpy_specials(bits_array: "npt.NDArray[Any]", dtype: int
         np.equal(part, bits_type(sign), out=negative_zero[start:start + part.size])
         np.logical_or(nan[start:start + part.size], negative_zero[start:start + part.size],
                       out=special[start:start + part.size])
-    if not special.any():
-        return None, None
     canonical = bits.copy()
     canonical[nan] = bits_type(quiet_nan)
     canonical[negative_zero] = bits_type(0)

@@ -85,6 +85,32 @@ def test_rows_and_axis_none_as_numpy(client, dtype):
     same_bits(client.sort(scalar, axis=None), np.sort(scalar, axis=None))
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_one_special_anywhere_is_found(client, dtype):
+    """The client looks for NaN and -0.0 slice by slice (64K elements) and stops at the first: one
+    special alone, at either end of a slice or of the array, among +-inf, +0.0 and subnormals (which are
+    none), must still be found, or the total order would answer for it."""
+    bits = FLOAT_BITS[np.dtype(dtype)]
+    width = 8 * np.dtype(dtype).itemsize
+    sign = bits(1) << bits(width - 1)
+    quiet_nan = np.array([np.nan], dtype=dtype).view(bits)[0]
+    n = 3 * 65536 + 5
+    base = np.random.default_rng(21).standard_normal(n).astype(dtype)
+    base[[7, 70000, 140000]] = [np.inf, -np.inf, 0.0]
+    base.view(bits)[[9, 70001]] = [bits(1), bits(1) | sign]  # the smallest subnormals of both signs
+    same_bits(client.sort(base), np.sort(base, kind="stable"))
+    specials = [np.array([-0.0], dtype=dtype).view(bits)[0], quiet_nan | sign | bits(3), quiet_nan | bits(1)]
+    for position in (0, 65535, 65536, 2 * 65536 + 17, n - 1):
+        for special in specials:
+            a = base.copy()
+            a.view(bits)[position] = special
+            same_bits(client.sort(a), np.sort(a, kind="stable"))
+            values, indices = client.topk(a, 4, largest=not special & sign)
+            want_values, want_indices = reference_topk(a.reshape(1, -1), 4, not special & sign)
+            same_bits(values, want_values.reshape(-1))
+            assert np.array_equal(indices, want_indices.reshape(-1))
+
+
 def test_the_total_order_is_still_there_when_asked(client):
     a = with_specials(np.float32, 1000, 9)
     total = client.sort(a, nan="total")
