@@ -25,6 +25,7 @@
 #include "server/core/status_macros.h"
 #include "tests/support/inputs.h"
 #include "tests/support/reference.h"
+#include "tests/support/stages.h"
 #include "tests/support/stand_in_gpu.h"
 
 namespace gpusort::testing {
@@ -182,13 +183,7 @@ TEST(GpuSet, ReportNamesEveryGpuThatServedARunAndTheMergeStage) {
   ExecutionReport report;
   ASSERT_TRUE(RunSort(*set.backend, spec, buffers, Cancellation(), report).ok());
   EXPECT_EQ(report.device, "cuda:0 stand-in, cuda:1 stand-in");
-  const bool merged = std::any_of(report.stages.begin(), report.stages.end(),
-                                  [](const StageTime& s) { return s.stage == Stage::kMerge; });
-  EXPECT_TRUE(merged);
-}
-
-bool HasStage(const ExecutionReport& report, Stage stage) {
-  return std::any_of(report.stages.begin(), report.stages.end(), [&](const StageTime& s) { return s.stage == stage; });
+  EXPECT_TRUE(HasStage(report, Stage::kMerge));
 }
 
 // Keys alone go first to the merge on the devices, with every serving GPU; payloads, and arrays that

@@ -26,6 +26,7 @@
 #include "tests/gpu/test_max_keys.h"
 #include "tests/support/inputs.h"
 #include "tests/support/reference.h"
+#include "tests/support/stages.h"
 
 namespace gpusort {
 namespace {
@@ -34,6 +35,7 @@ using gpusort::testing::Bytes;
 using gpusort::testing::Cpu;
 using gpusort::testing::Cuda;
 using gpusort::testing::EdgeSizes;
+using gpusort::testing::HasStage;
 using gpusort::testing::kAllPatterns;
 using gpusort::testing::MakeInput;
 using gpusort::testing::MakeValueBytes;
@@ -774,8 +776,7 @@ TEST(CudaBackend, OutOfDeviceMemoryIsRunsOrResourceExhausted) {
   std::vector<uint32_t> want = keys;
   std::sort(want.begin(), want.end());
   EXPECT_TRUE(in_runs.keys == Bytes(want));
-  EXPECT_TRUE(std::any_of(in_runs.report.stages.begin(), in_runs.report.stages.end(),
-                          [](const StageTime& s) { return s.stage == Stage::kDeviceMerge; }));
+  EXPECT_TRUE(HasStage(in_runs.report, Stage::kDeviceMerge));
 
   spec.rows = 16;  // 16 rows of 1M keys: rows are not cut into runs
   SortOutput refused = RunSort(**small, spec, Bytes(keys), {});

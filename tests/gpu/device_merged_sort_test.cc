@@ -17,6 +17,7 @@
 #include "server/backend/cuda_backend.h"
 #include "tests/gpu/backends.h"
 #include "tests/support/inputs.h"
+#include "tests/support/stages.h"
 
 namespace gpusort::testing {
 namespace {
@@ -29,10 +30,6 @@ Backend* SmallGpu() {
     return made.ok() ? std::move(*made) : nullptr;
   }();
   return b.get();
-}
-
-bool HasStage(const ExecutionReport& report, Stage stage) {
-  return std::any_of(report.stages.begin(), report.stages.end(), [&](const StageTime& s) { return s.stage == stage; });
 }
 
 struct Sorted {

@@ -21,6 +21,7 @@
 #include "server/backend/cpu/cpu_backend.h"
 #include "server/backend/cuda_backend.h"
 #include "tests/support/inputs.h"
+#include "tests/support/stages.h"
 
 namespace gpusort::testing {
 namespace {
@@ -237,9 +238,7 @@ TEST(MultiGpu, KeysAloneSplitAcrossBothGpusMergeOnTheDevices) {
     const SortOutput cpu = SortOn(*Cpu(), spec, BytesOf(keys), {});
     ASSERT_TRUE(gpu.status.ok()) << gpu.status;
     EXPECT_TRUE(gpu.keys == cpu.keys) << PatternName(pattern);
-    EXPECT_TRUE(std::any_of(gpu.report.stages.begin(), gpu.report.stages.end(),
-                            [](const StageTime& s) { return s.stage == Stage::kDeviceMerge; }))
-        << PatternName(pattern);
+    EXPECT_TRUE(HasStage(gpu.report, Stage::kDeviceMerge)) << PatternName(pattern);
     EXPECT_NE(gpu.report.device.find("cuda:0"), std::string::npos) << gpu.report.device;
     EXPECT_NE(gpu.report.device.find("cuda:1"), std::string::npos) << gpu.report.device;
   }
@@ -264,9 +263,7 @@ TEST(MultiGpu, MoreThanBothGpusHoldMergeOnTheDevicesWithRunsOnTheHost) {
     ASSERT_TRUE(gpu.status.ok()) << gpu.status;
     EXPECT_TRUE(gpu.keys == cpu.keys) << PatternName(pattern);
     EXPECT_EQ(gpu.indices, cpu.indices) << PatternName(pattern);
-    EXPECT_TRUE(std::any_of(gpu.report.stages.begin(), gpu.report.stages.end(),
-                            [](const StageTime& s) { return s.stage == Stage::kDeviceMerge; }))
-        << PatternName(pattern);
+    EXPECT_TRUE(HasStage(gpu.report, Stage::kDeviceMerge)) << PatternName(pattern);
     EXPECT_NE(gpu.report.device.find("cuda:1"), std::string::npos) << gpu.report.device;
   }
 }
